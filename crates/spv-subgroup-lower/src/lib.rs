@@ -1,0 +1,71 @@
+//! Lowering of SPIR-V subgroup vote and partitioned operations.
+//!
+//! [`lower`] rewrites an `rspirv::dr::Module` in place so that it uses only what a
+//! [`Target`] has: `OpSubgroupAllKHR`/`AnyKHR`/`AllEqualKHR` become core vote ops or ballots,
+//! `OpGroupNonUniformPartitionNV/EXT` becomes a match sequence, and partitioned reduce/scan
+//! becomes pointer-jumping shuffles. [`lower_words`] is the same over SPIR-V words.
+//! The pass never prints, never does IO and never panics on any input.
+#![deny(missing_docs)]
+
+pub use spv_subgroup_validate::target::Target;
+
+/// How the partition op compares floating-point keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FloatPartition {
+    /// As the spec says: +0.0 and -0.0 share a subset, every NaN may stand alone.
+    #[default]
+    Spec,
+    /// Compare bit patterns, as NVIDIA's native implementation does (+0.0 and -0.0 apart).
+    Bitwise,
+}
+
+/// Options of the lowering pass.
+#[derive(Clone, Debug, Default)]
+pub struct LowerOptions {
+    /// The device the output must run on.
+    pub target: Target,
+    /// The subgroup size the output will run with, if known (fewer steps, single-word ballots
+    /// when at most 32). `None` means any size the target allows.
+    pub subgroup_size: Option<u32>,
+    /// How partition keys of float type are compared.
+    pub float_partition: FloatPartition,
+}
+
+/// What the pass did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LowerReport {
+    /// Whether the module changed at all.
+    pub changed: bool,
+    /// One entry per kind of rewrite, with how many instructions it replaced, in a stable order.
+    pub rewrites: Vec<(String, usize)>,
+}
+
+/// Why a module could not be lowered.
+#[derive(Debug, thiserror::Error)]
+pub enum LowerError {
+    /// The input is not a SPIR-V module rspirv can load.
+    #[error("cannot parse the module: {0}")]
+    Parse(String),
+    /// An instruction needs a feature the target lacks and no rewrite provides.
+    #[error("instruction %{result_id} ({opcode}) at word {word_offset} cannot be lowered for target `{target}`: {missing}")]
+    Unsupported {
+        /// The instruction's result id.
+        result_id: u32,
+        /// Its opcode name.
+        opcode: String,
+        /// Its word offset in the input (0 when lowering a `dr::Module` with no offsets).
+        word_offset: usize,
+        /// The target's name.
+        target: String,
+        /// What is missing.
+        missing: String,
+    },
+    /// The input breaks a rule the lowering relies on (e.g. a partitioned op with a non-vector ballot).
+    #[error("invalid input at %{result_id}: {message}")]
+    Invalid {
+        /// The offending result id.
+        result_id: u32,
+        /// What is wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,419 @@
+//! Targets: the subgroup features a device has.
+//!
+//! A [`Target`] answers "may a module use this op here?" for the validator's target-fit rules
+//! and "which sequence may I emit?" for the lowering.
+//! Targets come from named presets ([`Target::preset`]), from our own JSON description
+//! ([`Target::from_json`], documented in `docs/targets.md`), or from the JSON that
+//! `vulkaninfo --json` writes ([`Target::from_vulkaninfo_json`]).
+//! [`Target::load`] accepts any of the three spellings, which is what `--target` takes.
+
+use serde::{Deserialize, Serialize};
+
+/// The subgroup features of a device, as far as SPIR-V subgroup code is concerned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// Short name (a preset's name, or the device name of a vulkaninfo report).
+    pub name: String,
+    /// The `--target-env` spirv-val should check modules for this device with, e.g. `vulkan1.1`.
+    #[serde(default = "default_env")]
+    pub target_env: String,
+    /// Highest SPIR-V version the device consumes, as (major, minor).
+    pub spirv_version: (u8, u8),
+    /// Which groups of subgroup operations the device runs natively.
+    pub ops: SubgroupOps,
+    /// Whether subgroup operations accept 8-, 16- and 64-bit operands
+    /// (`shaderSubgroupExtendedTypes`; 64-bit also needs the Int64/Float64 capability).
+    #[serde(default)]
+    pub extended_types: bool,
+    /// Smallest subgroup size the device may run with.
+    #[serde(default = "one")]
+    pub min_subgroup_size: u32,
+    /// Largest subgroup size the device may run with (at most 128).
+    #[serde(default = "max_size")]
+    pub max_subgroup_size: u32,
+    /// Restrictions of consumers that accept only part of core SPIR-V (naga's front end).
+    #[serde(default)]
+    pub restrictions: Restrictions,
+}
+
+/// Groups of subgroup operations, one flag per Vulkan `VkSubgroupFeatureFlagBits` or extension.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubgroupOps {
+    /// `GroupNonUniform` (basic: Elect, the subgroup built-ins).
+    pub basic: bool,
+    /// `GroupNonUniformVote`: core All/Any/AllEqual.
+    pub vote: bool,
+    /// `GroupNonUniformArithmetic`: reduce and scans.
+    pub arithmetic: bool,
+    /// `GroupNonUniformBallot`: Ballot, Broadcast, BroadcastFirst, ballot bit ops, mask built-ins.
+    pub ballot: bool,
+    /// `GroupNonUniformShuffle`: Shuffle, ShuffleXor.
+    pub shuffle: bool,
+    /// `GroupNonUniformShuffleRelative`: ShuffleUp, ShuffleDown.
+    pub shuffle_relative: bool,
+    /// `GroupNonUniformClustered`: clustered reduce.
+    pub clustered: bool,
+    /// `GroupNonUniformQuad`: quad broadcast and swaps.
+    pub quad: bool,
+    /// `GroupNonUniformPartitionedNV/EXT` (`VK_NV_shader_subgroup_partitioned`).
+    pub partitioned: bool,
+    /// `SubgroupVoteKHR` (`VK_EXT_shader_subgroup_vote`).
+    pub khr_vote: bool,
+    /// `SubgroupBallotKHR` (`VK_EXT_shader_subgroup_ballot`).
+    pub khr_ballot: bool,
+}
+
+/// What a consumer rejects although core SPIR-V allows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Restrictions {
+    /// No `OpGroupNonUniformBallotBitExtract/BitCount/FindLSB/FindMSB`, no `OpGroupNonUniformInverseBallot`.
+    pub no_ballot_bit_ops: bool,
+    /// No `OpGroupNonUniformElect`.
+    pub no_elect: bool,
+    /// No shuffles or broadcasts of bool values.
+    pub no_bool_shuffle: bool,
+    /// No `SubgroupEqMask`..`SubgroupLtMask` built-ins (compute them from the lane id).
+    pub no_mask_builtins: bool,
+}
+
+fn default_env() -> String {
+    "vulkan1.1".to_owned()
+}
+fn one() -> u32 {
+    1
+}
+fn max_size() -> u32 {
+    128
+}
+
+/// Why a target description could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// The name is no preset and no readable file.
+    #[error("unknown target `{name}` (presets: {presets}); pass a preset name or a JSON file")]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The preset names, comma separated.
+        presets: String,
+    },
+    /// The JSON did not parse as either format.
+    #[error("target description is not valid: {0}")]
+    Invalid(String),
+}
+
+/// Vulkan 1.1 core subgroup features without any extension: the default target.
+const VULKAN11_OPS: SubgroupOps = SubgroupOps {
+    basic: true,
+    vote: true,
+    arithmetic: true,
+    ballot: true,
+    shuffle: true,
+    shuffle_relative: true,
+    clustered: true,
+    quad: true,
+    partitioned: false,
+    khr_vote: false,
+    khr_ballot: false,
+};
+
+/// The preset names, in the order `spv-subgroup targets` lists them.
+pub const PRESETS: &[(&str, &str)] = &[
+    (
+        "vulkan1.1",
+        "Vulkan 1.1 core subgroup features (basic, vote, arithmetic, ballot, shuffle, shuffle relative, clustered, quad); no KHR vote, no partitioned ops (the default)",
+    ),
+    (
+        "lavapipe",
+        "Mesa's lavapipe (22.3): core subgroups without clustered, KHR vote and ballot, extended types, subgroup size 4-16, no partitioned ops",
+    ),
+    (
+        "nvidia",
+        "An NVIDIA GPU (driver 580): every core subgroup feature, partitioned ops, KHR vote and ballot, subgroup size 32",
+    ),
+    (
+        "khr-ballot",
+        "A SPIR-V 1.0 (Vulkan 1.0) device with only SPV_KHR_shader_ballot: no core subgroup ops at all",
+    ),
+    (
+        "naga",
+        "What naga's SPIR-V front end accepts: core vote, arithmetic, ballot, shuffles; no ballot bit ops, no Elect, no bool shuffles, no mask built-ins",
+    ),
+];
+
+impl Default for Target {
+    fn default() -> Self {
+        Target::preset("vulkan1.1").expect("the default preset exists")
+    }
+}
+
+impl Target {
+    /// A named preset, or `None` if there is no preset of that name.
+    pub fn preset(name: &str) -> Option<Target> {
+        let base = Target {
+            name: name.to_owned(),
+            target_env: default_env(),
+            spirv_version: (1, 3),
+            ops: VULKAN11_OPS,
+            extended_types: false,
+            min_subgroup_size: 1,
+            max_subgroup_size: 128,
+            restrictions: Restrictions::default(),
+        };
+        Some(match name {
+            "vulkan1.1" => base,
+            "lavapipe" => Target {
+                spirv_version: (1, 6),
+                target_env: "vulkan1.3".to_owned(),
+                ops: SubgroupOps {
+                    clustered: false,
+                    khr_vote: true,
+                    khr_ballot: true,
+                    ..VULKAN11_OPS
+                },
+                extended_types: true,
+                min_subgroup_size: 4,
+                max_subgroup_size: 16,
+                ..base
+            },
+            "nvidia" => Target {
+                spirv_version: (1, 6),
+                target_env: "vulkan1.3".to_owned(),
+                ops: SubgroupOps {
+                    partitioned: true,
+                    khr_vote: true,
+                    khr_ballot: true,
+                    ..VULKAN11_OPS
+                },
+                extended_types: true,
+                min_subgroup_size: 32,
+                max_subgroup_size: 32,
+                ..base
+            },
+            "khr-ballot" => Target {
+                spirv_version: (1, 0),
+                target_env: "vulkan1.0".to_owned(),
+                ops: SubgroupOps {
+                    khr_ballot: true,
+                    ..SubgroupOps::default()
+                },
+                max_subgroup_size: 64,
+                ..base
+            },
+            "naga" => Target {
+                ops: SubgroupOps {
+                    clustered: false,
+                    quad: true,
+                    ..VULKAN11_OPS
+                },
+                restrictions: Restrictions {
+                    no_ballot_bit_ops: true,
+                    no_elect: true,
+                    no_bool_shuffle: true,
+                    no_mask_builtins: true,
+                },
+                ..base
+            },
+            _ => return None,
+        })
+    }
+
+    /// A preset name, else a path to a JSON file in our format or in `vulkaninfo --json` format.
+    pub fn load(name_or_path: &str) -> Result<Target, TargetError> {
+        if let Some(t) = Target::preset(name_or_path) {
+            return Ok(t);
+        }
+        // Reading a file is IO, which the validator otherwise never does; it is here so that every
+        // embedder resolves `--target` the same way. Library users who want no IO call `from_json`.
+        match std::fs::read_to_string(name_or_path) {
+            Ok(text) => Target::from_any_json(&text),
+            Err(_) => Err(TargetError::Unknown {
+                name: name_or_path.to_owned(),
+                presets: PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
+
+    /// Our format if the text has a `spirv_version` key, else the vulkaninfo format.
+    pub fn from_any_json(text: &str) -> Result<Target, TargetError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| TargetError::Invalid(e.to_string()))?;
+        if value.get("spirv_version").is_some() {
+            Target::from_json(text)
+        } else {
+            Target::from_vulkaninfo_value(&value)
+        }
+    }
+
+    /// Our own format: this struct serialized with serde (see `docs/targets.md`).
+    pub fn from_json(text: &str) -> Result<Target, TargetError> {
+        let t: Target = serde_json::from_str(text).map_err(|e| TargetError::Invalid(e.to_string()))?;
+        t.check()?;
+        Ok(t)
+    }
+
+    /// The JSON `vulkaninfo --json` writes (a Vulkan profiles document).
+    pub fn from_vulkaninfo_json(text: &str) -> Result<Target, TargetError> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| TargetError::Invalid(e.to_string()))?;
+        Target::from_vulkaninfo_value(&value)
+    }
+
+    fn from_vulkaninfo_value(value: &serde_json::Value) -> Result<Target, TargetError> {
+        let dev = value
+            .pointer("/capabilities/device")
+            .ok_or_else(|| TargetError::Invalid("no `capabilities.device` object: not a `vulkaninfo --json` report".into()))?;
+        let props = &dev["properties"];
+        let subgroup = props
+            .get("VkPhysicalDeviceSubgroupProperties")
+            .or_else(|| props.get("VkPhysicalDeviceVulkan11Properties"))
+            .ok_or_else(|| TargetError::Invalid("no subgroup properties in the report".into()))?;
+        let op_list = subgroup
+            .get("supportedOperations")
+            .or_else(|| subgroup.get("subgroupSupportedOperations"))
+            .and_then(|v| v.as_array())
+            .ok_or_else(|| TargetError::Invalid("no `supportedOperations` in the subgroup properties".into()))?;
+        let has_op = |bit: &str| op_list.iter().any(|v| v.as_str().is_some_and(|s| s.contains(bit)));
+        let has_ext = |ext: &str| dev["extensions"].get(ext).is_some();
+        let size = subgroup["subgroupSize"].as_u64().unwrap_or(32) as u32;
+        let size_control = &props["VkPhysicalDeviceSubgroupSizeControlProperties"];
+        let min = size_control["minSubgroupSize"].as_u64().map_or(size, |v| v as u32);
+        let max = size_control["maxSubgroupSize"].as_u64().map_or(size, |v| v as u32);
+        let api = props
+            .pointer("/VkPhysicalDeviceProperties/apiVersion")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0) as u32;
+        let (major, minor) = (api >> 22 & 0x7f, api >> 12 & 0x3ff);
+        let (target_env, spirv_version) = match (major, minor) {
+            (1, 0) | (0, _) => ("vulkan1.0", (1, 0)),
+            (1, 1) => ("vulkan1.1", (1, 3)),
+            (1, 2) => ("vulkan1.2", (1, 5)),
+            _ => ("vulkan1.3", (1, 6)),
+        };
+        let name = props
+            .pointer("/VkPhysicalDeviceProperties/deviceName")
+            .and_then(|v| v.as_str())
+            .unwrap_or("device")
+            .to_owned();
+        let extended_types = dev
+            .pointer("/features/VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures/shaderSubgroupExtendedTypes")
+            .or_else(|| dev.pointer("/features/VkPhysicalDeviceVulkan12Features/shaderSubgroupExtendedTypes"))
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
+        let t = Target {
+            name,
+            target_env: target_env.to_owned(),
+            spirv_version,
+            ops: SubgroupOps {
+                basic: has_op("BASIC"),
+                vote: has_op("VOTE"),
+                arithmetic: has_op("ARITHMETIC"),
+                ballot: has_op("BALLOT"),
+                shuffle: has_op("SHUFFLE_BIT"),
+                shuffle_relative: has_op("SHUFFLE_RELATIVE"),
+                clustered: has_op("CLUSTERED"),
+                quad: has_op("QUAD"),
+                partitioned: has_op("PARTITIONED") || has_ext("VK_NV_shader_subgroup_partitioned"),
+                khr_vote: has_ext("VK_EXT_shader_subgroup_vote"),
+                khr_ballot: has_ext("VK_EXT_shader_subgroup_ballot"),
+            },
+            extended_types,
+            min_subgroup_size: min.max(1),
+            max_subgroup_size: max.max(min).min(128),
+            restrictions: Restrictions::default(),
+        };
+        t.check()?;
+        Ok(t)
+    }
+
+    fn check(&self) -> Result<(), TargetError> {
+        let ok_size = |s: u32| s.is_power_of_two() && (1..=128).contains(&s);
+        if !ok_size(self.min_subgroup_size) || !ok_size(self.max_subgroup_size) {
+            return Err(TargetError::Invalid(format!(
+                "subgroup sizes must be powers of two from 1 to 128, got {}..{}",
+                self.min_subgroup_size, self.max_subgroup_size
+            )));
+        }
+        if self.min_subgroup_size > self.max_subgroup_size {
+            return Err(TargetError::Invalid("min_subgroup_size is larger than max_subgroup_size".into()));
+        }
+        Ok(())
+    }
+
+    /// The SPIR-V version word (`0x00MMmm00`) of [`Target::spirv_version`].
+    pub fn version_word(&self) -> u32 {
+        (u32::from(self.spirv_version.0) << 16) | (u32::from(self.spirv_version.1) << 8)
+    }
+
+    /// Whether the device accepts a module declaring this capability, as far as subgroup
+    /// capabilities go; capabilities this crate does not track are assumed present.
+    pub fn has_capability(&self, cap: spirv::Capability) -> bool {
+        use spirv::Capability as C;
+        let o = &self.ops;
+        match cap {
+            C::GroupNonUniform => o.basic,
+            C::GroupNonUniformVote => o.vote,
+            C::GroupNonUniformArithmetic => o.arithmetic,
+            C::GroupNonUniformBallot => o.ballot,
+            C::GroupNonUniformShuffle => o.shuffle,
+            C::GroupNonUniformShuffleRelative => o.shuffle_relative,
+            C::GroupNonUniformClustered => o.clustered,
+            C::GroupNonUniformQuad => o.quad,
+            C::GroupNonUniformPartitionedEXT => o.partitioned,
+            C::SubgroupVoteKHR => o.khr_vote,
+            C::SubgroupBallotKHR => o.khr_ballot,
+            _ => true,
+        }
+    }
+
+    /// Whether single-word ballots suffice (every subgroup size the device may run is at most 32).
+    pub fn max_lanes(&self) -> u32 {
+        self.max_subgroup_size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_is_valid_and_named() {
+        for (name, _) in PRESETS {
+            let t = Target::preset(name).unwrap();
+            t.check().unwrap();
+            assert_eq!(&t.name, name);
+        }
+        assert!(Target::preset("nope").is_none());
+    }
+
+    #[test]
+    fn own_format_round_trips() {
+        for (name, _) in PRESETS {
+            let t = Target::preset(name).unwrap();
+            let text = serde_json::to_string(&t).unwrap();
+            assert_eq!(Target::from_any_json(&text).unwrap(), t);
+        }
+    }
+
+    #[test]
+    fn lavapipe_vulkaninfo_report_matches_the_preset_features() {
+        let text = include_str!("../../../fixtures/targets/lavapipe-vulkaninfo.json");
+        let t = Target::from_any_json(text).unwrap();
+        let preset = Target::preset("lavapipe").unwrap();
+        assert_eq!(t.ops, preset.ops);
+        assert!(t.extended_types);
+        assert_eq!((t.min_subgroup_size, t.max_subgroup_size), (8, 8));
+        assert_eq!(t.target_env, "vulkan1.3");
+    }
+
+    #[test]
+    fn bad_sizes_are_rejected() {
+        let mut t = Target::default();
+        t.max_subgroup_size = 256;
+        let text = serde_json::to_string(&t).unwrap();
+        assert!(matches!(Target::from_json(&text), Err(TargetError::Invalid(_))));
+    }
+}

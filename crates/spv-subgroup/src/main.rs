@@ -1,0 +1,2 @@
+//! The `spv-subgroup` command line (being built).
+fn main() {}

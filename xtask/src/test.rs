@@ -1,0 +1,5 @@
+//! Scaffolding; its owner replaces it.
+
+pub fn run(_: &[String]) -> anyhow::Result<()> {
+    anyhow::bail!("not built yet")
+}

@@ -7,7 +7,8 @@ use spv_subgroup_tests::tools::workspace_root;
 
 /// Collects the `.rs` files below `dir`, skipping build output, VCS data and hidden folders.
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
     for entry in entries {
         let entry = entry.expect("directory entry");
         let path = entry.path();
@@ -30,7 +31,12 @@ fn every_rust_file_starts_with_a_module_doc() {
     let root = workspace_root();
     let mut files = Vec::new();
     rust_files(root, &mut files);
-    assert!(files.len() > 5, "found only {} .rs files under {}", files.len(), root.display());
+    assert!(
+        files.len() > 5,
+        "found only {} .rs files under {}",
+        files.len(),
+        root.display()
+    );
     let bad: Vec<String> = files
         .iter()
         .filter(|p| {
@@ -39,5 +45,9 @@ fn every_rust_file_starts_with_a_module_doc() {
         })
         .map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string())
         .collect();
-    assert!(bad.is_empty(), "these files do not start with a `//!` doc comment:\n  {}", bad.join("\n  "));
+    assert!(
+        bad.is_empty(),
+        "these files do not start with a `//!` doc comment:\n  {}",
+        bad.join("\n  ")
+    );
 }

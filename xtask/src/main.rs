@@ -1,16 +1,31 @@
 //! `cargo xtask`: the project's automation, one subcommand per module.
 //!
-//! - `test`: install missing system tools, then run the whole test suite (what CI runs);
+//! - `test`: install missing system tools, lint, then run the whole test suite (what CI runs);
 //! - `install-deps`: only the install step;
-//! - `codegen`: regenerate `docs/rules.md` from the rule table;
+//! - `codegen [--check]`: regenerate (or check) `docs/rules.md` from the rule table;
+//! - `example`: the README's main job: compile `fixtures/examples/partitioned_vote.comp`, lower it, check it;
 //! - `bench`: generate large modules and time ours against spirv-val/spirv-opt;
 //! - `gpu`: run the conformance suite natively and lowered on the GPU machine.
 
 mod bench;
 mod codegen;
 mod deps;
+mod example;
 mod gpu;
 mod test;
+
+use std::path::PathBuf;
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [args]
+
+commands:
+  test [--no-lint] [ARGS]   install missing tools, lint, run every test (ARGS go to the test runner)
+  install-deps              install the Debian packages the tests need (as root), or say how
+  codegen [--check]         write docs/rules.md from the rule table (--check: fail if out of date)
+  example                   compile, lower and check fixtures/examples/partitioned_vote.comp
+  bench [ARGS]              benchmark validation and lowering of large modules
+  gpu [ARGS]                run the conformance suite on a GPU";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -19,11 +34,22 @@ fn main() -> anyhow::Result<()> {
         Some("test") => test::run(rest),
         Some("install-deps") => deps::install(),
         Some("codegen") => codegen::run(rest),
+        Some("example") => example::run(rest),
         Some("bench") => bench::run(rest),
         Some("gpu") => gpu::run(rest),
+        Some("help" | "--help" | "-h") => {
+            eprintln!("{USAGE}");
+            Ok(())
+        }
         _ => {
-            eprintln!("usage: cargo xtask <test|install-deps|codegen|bench|gpu> [args]");
+            eprintln!("{USAGE}");
             std::process::exit(2)
         }
     }
+}
+
+/// The workspace root (the parent of `xtask/`).
+pub fn workspace_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
 }

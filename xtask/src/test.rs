@@ -1,5 +1,86 @@
-//! Scaffolding; its owner replaces it.
+//! `cargo xtask test [ARGS...]`: what CI runs.
+//!
+//! 1. install the missing system packages ([`crate::deps`]);
+//! 2. lint first, to fail fast: `cargo fmt --all --check`, `cargo xtask codegen --check`,
+//!    `cargo clippy --workspace --all-targets -- -D warnings`;
+//! 3. the whole test suite: `cargo nextest run --workspace --no-fail-fast ARGS` when cargo-nextest
+//!    is installed (plus the doctests, which nextest does not run), else `cargo test --workspace --no-fail-fast ARGS`.
+//!
+//! `--no-lint` skips step 2 (for a quick local run); every other argument goes to the test runner.
 
-pub fn run(_: &[String]) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+/// Runs the steps above; `args` go to the test runner.
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let lint = !args.iter().any(|a| a == "--no-lint");
+    let args: Vec<&String> = args.iter().filter(|a| *a != "--no-lint").collect();
+    let root = crate::workspace_root();
+    crate::deps::install()?;
+    if lint {
+        step(
+            "format",
+            cargo().current_dir(&root).args(["fmt", "--all", "--check"]),
+        )?;
+        crate::codegen::run(&["--check".to_owned()]).context("step `codegen --check` failed")?;
+        step(
+            "clippy",
+            cargo().current_dir(&root).args([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ]),
+        )?;
+    }
+    let nextest = cargo()
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if nextest {
+        step(
+            "tests (nextest)",
+            cargo()
+                .current_dir(&root)
+                .args(["nextest", "run", "--workspace", "--no-fail-fast"])
+                .args(&args),
+        )?;
+        step(
+            "doctests",
+            cargo()
+                .current_dir(&root)
+                .args(["test", "--workspace", "--doc"]),
+        )?;
+    } else {
+        eprintln!("xtask test: cargo-nextest not found, using cargo test");
+        step(
+            "tests",
+            cargo()
+                .current_dir(&root)
+                .args(["test", "--workspace", "--no-fail-fast"])
+                .args(&args),
+        )?;
+    }
+    eprintln!("xtask test: all green");
+    Ok(())
+}
+
+/// The cargo running us (so `cargo +toolchain xtask` stays on that toolchain).
+pub fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// Runs one step, announcing it, and fails naming it.
+pub fn step(name: &str, cmd: &mut Command) -> anyhow::Result<()> {
+    eprintln!("xtask test: {name}: {cmd:?}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start step `{name}`"))?;
+    if !status.success() {
+        bail!("step `{name}` failed ({status})");
+    }
+    Ok(())
 }

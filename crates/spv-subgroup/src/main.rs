@@ -1,2 +1,75 @@
-//! The `spv-subgroup` command line (being built).
-fn main() {}
+//! The `spv-subgroup` command line: validate and lower SPIR-V subgroup vote and partitioned operations.
+//!
+//! One module per subcommand, each with an `Opts` struct (clap derive) and `Opts::run()`,
+//! which returns the process exit status; shared arguments live in [`args`].
+//! Errors that stop a command are `anyhow` errors printed with their `Caused by:` chain (exit 2),
+//! except a closed stdout (`BrokenPipe`), which ends the process quietly.
+
+mod args;
+mod explain;
+mod io;
+mod lower;
+mod targets;
+mod validate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit status: the command did what was asked and found nothing at error level.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: a finding at error level, a malformed module, or a module that cannot be lowered.
+pub const EXIT_FINDINGS: u8 = 1;
+/// Exit status: a usage error (bad flag, unknown target or rule) or an IO error.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status of `lower`: the lowered module failed verification (a bug in spv-subgroup).
+pub const EXIT_INTERNAL: u8 = 3;
+
+const AFTER_HELP: &str = "\
+Examples:
+  spv-subgroup validate shader.spv                  check one module
+  spv-subgroup validate shaders/ --target lavapipe  every *.spv under shaders/, for lavapipe
+  glslangValidator -V s.comp -o - | spv-subgroup validate -
+  spv-subgroup lower in.spv -o out.spv              rewrite vote and partitioned ops for Vulkan 1.1
+  spv-subgroup explain SG0101                       what a rule means
+  spv-subgroup targets --show nvidia                a target preset as editable JSON
+
+Exit status:
+  0  success: valid (warnings allowed), or lowered and written
+  1  a finding at error level, a malformed module, or a module that cannot be lowered
+  2  usage error or IO error
+  3  internal error: the lowered module failed verification (please report it)";
+
+/// Validate and lower SPIR-V subgroup vote and partitioned operations.
+#[derive(Debug, Parser)]
+#[command(name = "spv-subgroup", version, about, after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Validate(validate::Opts),
+    Lower(lower::Opts),
+    Explain(explain::Opts),
+    Targets(targets::Opts),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Validate(o) => o.run(),
+        Command::Lower(o) => o.run(),
+        Command::Explain(o) => o.run(),
+        Command::Targets(o) => o.run(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) if io::is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
+        Err(e) => {
+            eprintln!("error: {e:?}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}

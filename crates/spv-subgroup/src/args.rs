@@ -1,0 +1,151 @@
+//! Arguments shared by several subcommands, flattened into each subcommand's `Opts`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use spv_subgroup_validate::target::Target;
+
+/// The `--target-env` names `spirv-val` 2023.1 accepts, which we accept too.
+pub const TARGET_ENVS: &[&str] = &[
+    "vulkan1.0",
+    "vulkan1.1",
+    "vulkan1.1spv1.4",
+    "vulkan1.2",
+    "vulkan1.3",
+    "spv1.0",
+    "spv1.1",
+    "spv1.2",
+    "spv1.3",
+    "spv1.4",
+    "spv1.5",
+    "spv1.6",
+    "universal1.0",
+    "universal1.1",
+    "universal1.2",
+    "universal1.3",
+    "universal1.4",
+    "universal1.5",
+    "universal1.6",
+    "opencl1.2embedded",
+    "opencl1.2",
+    "opencl2.0embedded",
+    "opencl2.0",
+    "opencl2.1embedded",
+    "opencl2.1",
+    "opencl2.2embedded",
+    "opencl2.2",
+    "opengl4.0",
+    "opengl4.1",
+    "opengl4.2",
+    "opengl4.3",
+    "opengl4.5",
+];
+
+/// Parses a `--target-env` value, rejecting names spirv-val would not know.
+pub fn parse_target_env(s: &str) -> Result<String, String> {
+    if TARGET_ENVS.contains(&s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "unknown target environment `{s}`; expected one of: {}",
+            TARGET_ENVS.join(", ")
+        ))
+    }
+}
+
+/// Parses a subgroup size: a power of two from 1 to 128.
+pub fn parse_subgroup_size(s: &str) -> Result<u32, String> {
+    let n: u32 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if n.is_power_of_two() && n <= 128 {
+        Ok(n)
+    } else {
+        Err(format!(
+            "subgroup size must be a power of two from 1 to 128, got {n}"
+        ))
+    }
+}
+
+/// `--target NAME|FILE`: which device's subgroup features to check against or lower for.
+#[derive(Debug, Args)]
+pub struct TargetArg {
+    /// A target preset (see `spv-subgroup targets`), or a JSON file: our format
+    /// (`spv-subgroup targets --show NAME`) or a `vulkaninfo --json` report.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub target: Option<String>,
+}
+
+impl TargetArg {
+    /// The chosen target, if any.
+    pub fn load(&self) -> anyhow::Result<Option<Target>> {
+        self.target.as_deref().map(load_target).transpose()
+    }
+}
+
+/// Loads a preset or a target file, with a message naming what was asked for.
+pub fn load_target(name: &str) -> anyhow::Result<Target> {
+    Target::load(name).with_context(|| format!("cannot use target `{name}`"))
+}
+
+/// When to colour human output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and `NO_COLOR` is not set.
+    #[default]
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour stdout.
+    pub fn enabled(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::env::var("TERM").map_or(true, |t| t != "dumb")
+            }
+        }
+    }
+}
+
+/// Options of every command that prints findings.
+#[derive(Debug, Args)]
+pub struct GeneralOpts {
+    /// When to colour the output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// Print only error-level findings and no summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Input files, directories or `-` for stdin.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// SPIR-V binaries; a directory is searched recursively for `*.spv`; `-` or nothing reads stdin.
+    #[arg(value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+}
+
+/// One required input, or `-` for stdin.
+#[derive(Debug, Args)]
+pub struct InputArg {
+    /// The SPIR-V binary to read, `-` for stdin.
+    #[arg(value_name = "INPUT")]
+    pub input: PathBuf,
+}
+
+/// `-o OUT`, `-` for stdout.
+#[derive(Debug, Args)]
+pub struct OutputArg {
+    /// Where to write the result, `-` for stdout. Written atomically: a failure leaves no partial file.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+}

@@ -1,0 +1,206 @@
+//! `spv-subgroup lower`: rewrite vote and partitioned operations into what a target has.
+//!
+//! The output is verified with our validator (unless `--no-verify`) before anything is written,
+//! and written atomically. A module that needs no change is written back byte for byte.
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use spv_subgroup_lower::{lower_words, FloatPartition, LowerError, LowerOptions, LowerReport};
+use spv_subgroup_validate::{render_human, validate, words_from_bytes, Severity, ValidateOptions};
+
+use crate::args::{load_target, parse_subgroup_size, InputArg, OutputArg};
+use crate::io::{source_of, write_atomically, Source};
+use crate::{EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK};
+
+const AFTER_HELP: &str = "\
+Examples:
+  spv-subgroup lower in.spv -o out.spv                    for Vulkan 1.1 core subgroup features
+  spv-subgroup lower in.spv -o out.spv --target naga      what naga's SPIR-V front end accepts
+  spv-subgroup lower in.spv -o out.spv --target dev.json --subgroup-size 32
+  glslangValidator -V s.comp -o /dev/stdout | spv-subgroup lower - -o - > out.spv
+
+Exit status:
+  0  lowered (or nothing to lower) and written
+  1  the input is malformed, or cannot be lowered for the target (the message names the
+     instruction and the missing feature)
+  2  usage error or IO error
+  3  internal error: the lowered module failed verification; nothing was written (please report it)";
+
+/// How partition keys of float type are compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FloatPartitionArg {
+    /// As the spec says: +0.0 and -0.0 share a subset, every NaN may stand alone.
+    Spec,
+    /// Compare bit patterns, as NVIDIA's native implementation does.
+    Bitwise,
+}
+
+/// Rewrite subgroup vote and partitioned operations into ballot and shuffle sequences a target runs.
+#[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Opts {
+    #[command(flatten)]
+    input: InputArg,
+    #[command(flatten)]
+    output: OutputArg,
+    /// The device to lower for: a preset (see `spv-subgroup targets`) or a JSON file
+    /// (our format or a `vulkaninfo --json` report).
+    #[arg(long, value_name = "NAME|FILE", default_value = "vulkan1.1")]
+    target: String,
+    /// The subgroup size the module will run with (a power of two, 1 to 128); default: any the target allows.
+    #[arg(long, value_name = "N", value_parser = parse_subgroup_size)]
+    subgroup_size: Option<u32>,
+    /// How partition keys of float type are compared.
+    #[arg(long, value_enum, default_value_t = FloatPartitionArg::Spec, value_name = "MODE")]
+    float_partition: FloatPartitionArg,
+    /// Check the output with our validator before writing it (the default).
+    #[arg(long, overrides_with = "no_verify")]
+    verify: bool,
+    /// Skip checking the output.
+    #[arg(long, overrides_with = "verify")]
+    no_verify: bool,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+impl Opts {
+    /// Runs the command; returns the exit status.
+    pub fn run(self) -> anyhow::Result<u8> {
+        let target = load_target(&self.target)?;
+        let source = source_of(&self.input.input);
+        if source == Source::Stdin {
+            crate::io::check_stdin_not_terminal()?;
+        }
+        let name = source.display_name();
+        let bytes = source.read()?;
+        let words = match words_from_bytes(&bytes) {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("error: `{name}` is not a valid SPIR-V module: {e}");
+                return Ok(EXIT_FINDINGS);
+            }
+        };
+        let opts = LowerOptions {
+            target: target.clone(),
+            subgroup_size: self.subgroup_size,
+            float_partition: match self.float_partition {
+                FloatPartitionArg::Spec => FloatPartition::Spec,
+                FloatPartitionArg::Bitwise => FloatPartition::Bitwise,
+            },
+        };
+        let (lowered, report) = match lower_words(&words, &opts) {
+            Ok(r) => r,
+            Err(e) => {
+                let what = match e {
+                    LowerError::Parse(_) => "is not a module that can be lowered",
+                    _ => "cannot be lowered",
+                };
+                eprintln!("error: `{name}` {what}: {e}");
+                return Ok(EXIT_FINDINGS);
+            }
+        };
+        if !report.changed {
+            // Written back exactly as read (same bytes, same endianness).
+            write_atomically(&self.output.output, &bytes)?;
+            if !self.quiet {
+                eprintln!(
+                    "nothing to lower for target {}: module written unchanged",
+                    target.name
+                );
+            }
+            return Ok(EXIT_OK);
+        }
+        if !self.no_verify {
+            let vopts = ValidateOptions {
+                target_env: Some(target.target_env.clone()),
+                target: Some(target.clone()),
+            };
+            let out_report = validate(&lowered, &vopts)
+                .map_err(|e| anyhow::anyhow!("the lowered module does not parse: {e}"))
+                .context("internal error, please report it at https://github.com/spv-subgroup/spv-subgroup/issues");
+            let out_report = match out_report {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!(
+                        "error: {e:?}\nnote: `{}` was not written",
+                        self.output.output.display()
+                    );
+                    return Ok(EXIT_INTERNAL);
+                }
+            };
+            if out_report
+                .diagnostics
+                .iter()
+                .any(|d| d.severity == Severity::Error)
+            {
+                return Ok(self.verify_failed(&name, &words, &out_report, &vopts));
+            }
+        }
+        let out_bytes: Vec<u8> = lowered.iter().flat_map(|w| w.to_le_bytes()).collect();
+        write_atomically(&self.output.output, &out_bytes)?;
+        if !self.quiet {
+            eprintln!("{}", summary(&report, &target.name));
+        }
+        Ok(EXIT_OK)
+    }
+
+    /// Explains a failed verification: the input's own fault (exit 1) or ours (exit 3).
+    fn verify_failed(
+        &self,
+        name: &str,
+        input: &[u32],
+        out_report: &spv_subgroup_validate::Report,
+        vopts: &ValidateOptions,
+    ) -> u8 {
+        let mut errors_only = out_report.clone();
+        errors_only
+            .diagnostics
+            .retain(|d| d.severity == Severity::Error);
+        let findings = render_human(&errors_only, &format!("{name} (lowered)"));
+        let input_is_invalid = validate(
+            input,
+            &ValidateOptions {
+                target_env: vopts.target_env.clone(),
+                target: None,
+            },
+        )
+        .map(|r| r.diagnostics.iter().any(|d| d.severity == Severity::Error))
+        .unwrap_or(true);
+        let out = self.output.output.display();
+        if input_is_invalid {
+            eprintln!(
+                "error: the input `{name}` is itself invalid and its lowered form does not validate either; \
+                 run `spv-subgroup validate {name}` (or pass --no-verify to write it anyway)\n{findings}\
+                 note: `{out}` was not written"
+            );
+            EXIT_FINDINGS
+        } else {
+            eprintln!(
+                "error: internal error, please report it at https://github.com/spv-subgroup/spv-subgroup/issues \
+                 (with the input module and this command line): the lowered module fails validation\n{findings}\
+                 note: `{out}` was not written; --no-verify writes it anyway"
+            );
+            EXIT_INTERNAL
+        }
+    }
+}
+
+/// The one-line summary, e.g. `lowered 3 ops: 1 OpSubgroupAllKHR, 2 OpGroupNonUniformPartitionNV (target vulkan1.1)`.
+pub fn summary(report: &LowerReport, target: &str) -> String {
+    let total: usize = report.rewrites.iter().map(|(_, n)| n).sum();
+    let parts: Vec<String> = report
+        .rewrites
+        .iter()
+        .map(|(what, n)| format!("{n} {what}"))
+        .collect();
+    if parts.is_empty() {
+        format!("lowered the module (target {target})")
+    } else {
+        format!(
+            "lowered {total} op{}: {} (target {target})",
+            if total == 1 { "" } else { "s" },
+            parts.join(", ")
+        )
+    }
+}

@@ -1,0 +1,277 @@
+//! `spv-subgroup validate`: check modules against the subgroup rules and, with `--target`, a device.
+//!
+//! Human output is the validator's own rendering ([`render_human`]); `--format json` prints one
+//! JSON document for the whole run (documented in `docs/cli.md`):
+//! `{"version":1,"files":[{"file","ok","error","findings"}],"summary":{..}}`.
+
+use clap::{Args, ValueEnum};
+use serde_json::{json, Value};
+use spv_subgroup_validate::{
+    render_human, render_json, validate, words_from_bytes, Severity, ValidateOptions,
+};
+
+use crate::args::{parse_target_env, GeneralOpts, InputArgs, TargetArg};
+use crate::io::{expand_inputs, print_stdout, Source};
+use crate::{EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
+
+/// The version of the JSON document; bumped only on incompatible changes.
+pub const JSON_VERSION: u32 = 1;
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// `error[SG0101]: ...` with the instruction disassembled and its position.
+    Human,
+    /// One JSON document for the whole run.
+    Json,
+}
+
+const AFTER_HELP: &str = "\
+Examples:
+  spv-subgroup validate a.spv b.spv
+  spv-subgroup validate shaders/ --target-env vulkan1.2 --target lavapipe
+  spv-subgroup validate --target dev.json --format json shader.spv   (dev.json from `vulkaninfo --json`)
+  cat shader.spv | spv-subgroup validate
+
+Exit status:
+  0  every module is valid (warnings and notes allowed)
+  1  a finding at error level, or a malformed module
+  2  usage error, or an input could not be read";
+
+/// Check SPIR-V modules against the subgroup vote and partition rules (and a target's features).
+#[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Opts {
+    #[command(flatten)]
+    inputs: InputArgs,
+    /// The API environment, as spirv-val means it (e.g. vulkan1.1, spv1.3, opencl2.2).
+    #[arg(long, value_name = "ENV", value_parser = parse_target_env)]
+    target_env: Option<String>,
+    #[command(flatten)]
+    target: TargetArg,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    #[command(flatten)]
+    general: GeneralOpts,
+}
+
+/// The outcome for one input.
+enum Outcome {
+    /// The module was read and checked.
+    Checked(spv_subgroup_validate::Report),
+    /// The bytes are not a SPIR-V module.
+    Malformed(spv_subgroup_validate::ParseError),
+    /// The input could not be read.
+    Io(anyhow::Error),
+}
+
+#[derive(Default)]
+struct Summary {
+    files: usize,
+    ok: usize,
+    malformed: usize,
+    unreadable: usize,
+    errors: usize,
+    warnings: usize,
+    notes: usize,
+}
+
+impl Opts {
+    /// Runs the command; returns the exit status.
+    pub fn run(self) -> anyhow::Result<u8> {
+        let target = self.target.load()?;
+        let sources = expand_inputs(&self.inputs.inputs)?;
+        let opts = ValidateOptions {
+            target_env: self.target_env.clone(),
+            target,
+        };
+        let color = self.general.color.enabled();
+        let mut summary = Summary::default();
+        let mut files_json = Vec::new();
+        for source in &sources {
+            let name = source.display_name();
+            let outcome = check(source, &opts);
+            summary.files += 1;
+            match &outcome {
+                Outcome::Checked(report) => {
+                    let count = |s: Severity| {
+                        report
+                            .diagnostics
+                            .iter()
+                            .filter(|d| d.severity == s)
+                            .count()
+                    };
+                    let errors = count(Severity::Error);
+                    summary.errors += errors;
+                    summary.warnings += count(Severity::Warning);
+                    summary.notes += count(Severity::Note);
+                    if errors == 0 {
+                        summary.ok += 1;
+                    }
+                }
+                Outcome::Malformed(_) => summary.malformed += 1,
+                Outcome::Io(_) => summary.unreadable += 1,
+            }
+            match self.format {
+                Format::Human => self.print_human(&outcome, &name, color)?,
+                Format::Json => files_json.push(file_json(&outcome, &name)),
+            }
+        }
+        match self.format {
+            Format::Json => {
+                let doc = json!({
+                    "version": JSON_VERSION,
+                    "files": files_json,
+                    "summary": {
+                        "files": summary.files,
+                        "ok": summary.ok,
+                        "malformed": summary.malformed,
+                        "unreadable": summary.unreadable,
+                        "errors": summary.errors,
+                        "warnings": summary.warnings,
+                        "notes": summary.notes,
+                    },
+                });
+                let text = serde_json::to_string_pretty(&doc)?;
+                print_stdout(&format!("{text}\n"))?;
+            }
+            Format::Human => {
+                if !self.general.quiet && summary.files > 1 {
+                    eprintln!("{}", summary_line(&summary));
+                }
+            }
+        }
+        Ok(if summary.unreadable > 0 {
+            EXIT_USAGE
+        } else if summary.errors > 0 || summary.malformed > 0 {
+            EXIT_FINDINGS
+        } else {
+            EXIT_OK
+        })
+    }
+
+    fn print_human(&self, outcome: &Outcome, name: &str, color: bool) -> anyhow::Result<()> {
+        match outcome {
+            Outcome::Checked(report) => {
+                let text = if self.general.quiet {
+                    let mut only_errors = report.clone();
+                    only_errors
+                        .diagnostics
+                        .retain(|d| d.severity == Severity::Error);
+                    render_human(&only_errors, name)
+                } else {
+                    render_human(report, name)
+                };
+                if !text.is_empty() {
+                    let text = if color { colorize(&text) } else { text };
+                    print_stdout(&text)?;
+                    if !text.ends_with('\n') {
+                        print_stdout("\n")?;
+                    }
+                }
+            }
+            Outcome::Malformed(e) => {
+                let head = if color {
+                    "\x1b[1;31merror\x1b[0m"
+                } else {
+                    "error"
+                };
+                print_stdout(&format!(
+                    "{head}: `{name}` is not a valid SPIR-V module: {e}\n"
+                ))?;
+            }
+            Outcome::Io(e) => eprintln!("error: {e:?}"),
+        }
+        Ok(())
+    }
+}
+
+fn check(source: &Source, opts: &ValidateOptions) -> Outcome {
+    let bytes = match source.read() {
+        Ok(b) => b,
+        Err(e) => return Outcome::Io(e),
+    };
+    match words_from_bytes(&bytes).and_then(|words| validate(&words, opts)) {
+        Ok(report) => Outcome::Checked(report),
+        Err(e) => Outcome::Malformed(e),
+    }
+}
+
+fn file_json(outcome: &Outcome, name: &str) -> Value {
+    match outcome {
+        Outcome::Checked(report) => {
+            let ok = !report
+                .diagnostics
+                .iter()
+                .any(|d| d.severity == Severity::Error);
+            let findings = match render_json(report, name) {
+                Value::Array(items) => items,
+                other => vec![other],
+            };
+            json!({ "file": name, "ok": ok, "error": null, "findings": findings })
+        }
+        Outcome::Malformed(e) => json!({
+            "file": name,
+            "ok": false,
+            "error": { "kind": "malformed", "message": e.to_string(), "word_offset": parse_error_offset(e) },
+            "findings": [],
+        }),
+        Outcome::Io(e) => json!({
+            "file": name,
+            "ok": false,
+            "error": { "kind": "io", "message": format!("{e:#}"), "word_offset": null },
+            "findings": [],
+        }),
+    }
+}
+
+/// The word offset a parse error points at.
+pub fn parse_error_offset(e: &spv_subgroup_validate::ParseError) -> usize {
+    e.word_offset
+}
+
+fn summary_line(s: &Summary) -> String {
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let mut parts = vec![format!("{} ok", s.ok)];
+    let bad = s.files - s.ok - s.malformed - s.unreadable;
+    if bad > 0 {
+        parts.push(format!("{bad} with errors"));
+    }
+    if s.malformed > 0 {
+        parts.push(format!("{} malformed", s.malformed));
+    }
+    if s.unreadable > 0 {
+        parts.push(format!("{} unreadable", s.unreadable));
+    }
+    format!(
+        "checked {}: {}; {}, {}",
+        plural(s.files, "file"),
+        parts.join(", "),
+        plural(s.errors, "error"),
+        plural(s.warnings, "warning")
+    )
+}
+
+/// Colours the `error[..]`, `warning[..]` and `note[..]` heads of human output.
+fn colorize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let styled = [("error", "1;31"), ("warning", "1;33"), ("note", "1;36")]
+            .iter()
+            .find_map(|(word, code)| {
+                let rest = line.strip_prefix(word)?;
+                if !(rest.starts_with('[') || rest.starts_with(':')) {
+                    return None;
+                }
+                let head_len = word.len() + rest.find(':').unwrap_or(0);
+                Some(format!(
+                    "\x1b[{code}m{}\x1b[0m{}",
+                    &line[..head_len],
+                    &line[head_len..]
+                ))
+            });
+        out.push_str(styled.as_deref().unwrap_or(line));
+    }
+    out
+}

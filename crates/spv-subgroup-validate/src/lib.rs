@@ -1,4 +1,111 @@
-//! Validator for SPIR-V subgroup vote and partitioned operations (being built: see the issue).
+//! Validator for SPIR-V subgroup vote and partitioned operations.
+//!
+//! [`validate`] reads SPIR-V words (never mutates, never does IO), checks them against the rules
+//! of `SPV_KHR_subgroup_vote`, `SPV_NV/EXT_shader_subgroup_partitioned`, the core non-uniform
+//! instructions our lowering emits, and optionally a [`target::Target`], and returns a [`Report`].
+//! A binary that cannot be read at all is a [`ParseError`] with its word offset.
+//! [`render_human`] and [`render_json`] turn a report into what the CLI prints.
+//!
+//! The rules are listed once, in [`Rule`] (see `docs/rules.md`).
 #![deny(missing_docs)]
 
 pub mod target;
+
+mod binary;
+mod diag;
+mod disasm;
+mod module;
+mod render;
+pub mod rules;
+
+pub use binary::{words_from_bytes, ParseError, ParseErrorKind};
+pub use diag::{Diagnostic, Location, Report, Severity};
+pub use render::{render_human, render_json};
+pub use rules::Rule;
+
+use target::Target;
+
+/// What to validate against.
+#[derive(Clone, Debug, Default)]
+pub struct ValidateOptions {
+    /// The environment, as spirv-val's `--target-env` means it (`vulkan1.1`, `spv1.3`, ...).
+    /// `None`: the target's environment when a target is given, else universal SPIR-V.
+    pub target_env: Option<String>,
+    /// The device the module must run on; `None` skips the target-fit rules (SG07xx).
+    pub target: Option<Target>,
+}
+
+/// Validates a module. `Err` only when the words are not a readable SPIR-V module; every
+/// rule violation is a [`Diagnostic`] in the [`Report`].
+pub fn validate(words: &[u32], opts: &ValidateOptions) -> Result<Report, ParseError> {
+    let parsed = binary::parse(words)?;
+    let m = module::Module::build(words, parsed);
+    let env = opts
+        .target_env
+        .as_deref()
+        .or(opts.target.as_ref().map(|t| t.target_env.as_str()))
+        .unwrap_or("");
+    let cx = module::Cx {
+        m,
+        target: opts.target.as_ref(),
+        vulkan: env.starts_with("vulkan"),
+    };
+    let mut sink = Sink::default();
+    rules::wellformed::check(&cx, &mut sink);
+    rules::run(&cx, &mut sink);
+    let mut diagnostics = sink.diags;
+    diagnostics.sort_by(|a, b| {
+        (a.location.inst_index, a.location.word_offset, a.rule).cmp(&(
+            b.location.inst_index,
+            b.location.word_offset,
+            b.rule,
+        ))
+    });
+    Ok(Report { diagnostics })
+}
+
+/// Collects findings, plus facts the module-level rules need from the per-instruction pass.
+#[derive(Debug, Default)]
+pub(crate) struct Sink {
+    pub diags: Vec<Diagnostic>,
+    /// A vote KHR instruction was seen.
+    pub used_vote: bool,
+    /// A partition op or partitioned group operation was seen.
+    pub used_partition: bool,
+    /// The first partition-related instruction and how many there are.
+    pub partition_insts: Option<(usize, usize)>,
+    /// The first core non-uniform instruction and how many there are.
+    pub core_insts: Option<(usize, usize)>,
+}
+
+impl Sink {
+    /// Reports a finding about instruction `i`; disassembles it only now.
+    pub(crate) fn emit(
+        &mut self,
+        cx: &module::Cx<'_>,
+        rule: Rule,
+        i: usize,
+        message: String,
+        notes: Vec<String>,
+    ) {
+        self.diags.push(Diagnostic {
+            rule,
+            severity: rule.severity(),
+            message,
+            location: cx.m.location(i),
+            notes,
+            disassembly: Some(disasm::instruction(&cx.m, i)),
+        });
+    }
+
+    pub(crate) fn count_partition(&mut self, i: usize) {
+        self.used_partition = true;
+        let e = self.partition_insts.get_or_insert((i, 0));
+        e.1 += 1;
+    }
+
+    pub(crate) fn count_core(&mut self, i: usize) {
+        let e = self.core_insts.get_or_insert((i, 0));
+        e.1 += 1;
+    }
+}

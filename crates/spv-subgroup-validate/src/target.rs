@@ -250,7 +250,8 @@ impl Target {
 
     /// Our own format: this struct serialized with serde (see `docs/targets.md`).
     pub fn from_json(text: &str) -> Result<Target, TargetError> {
-        let t: Target = serde_json::from_str(text).map_err(|e| TargetError::Invalid(e.to_string()))?;
+        let t: Target =
+            serde_json::from_str(text).map_err(|e| TargetError::Invalid(e.to_string()))?;
         t.check()?;
         Ok(t)
     }
@@ -263,9 +264,11 @@ impl Target {
     }
 
     fn from_vulkaninfo_value(value: &serde_json::Value) -> Result<Target, TargetError> {
-        let dev = value
-            .pointer("/capabilities/device")
-            .ok_or_else(|| TargetError::Invalid("no `capabilities.device` object: not a `vulkaninfo --json` report".into()))?;
+        let dev = value.pointer("/capabilities/device").ok_or_else(|| {
+            TargetError::Invalid(
+                "no `capabilities.device` object: not a `vulkaninfo --json` report".into(),
+            )
+        })?;
         let props = &dev["properties"];
         let subgroup = props
             .get("VkPhysicalDeviceSubgroupProperties")
@@ -275,13 +278,23 @@ impl Target {
             .get("supportedOperations")
             .or_else(|| subgroup.get("subgroupSupportedOperations"))
             .and_then(|v| v.as_array())
-            .ok_or_else(|| TargetError::Invalid("no `supportedOperations` in the subgroup properties".into()))?;
-        let has_op = |bit: &str| op_list.iter().any(|v| v.as_str().is_some_and(|s| s.contains(bit)));
+            .ok_or_else(|| {
+                TargetError::Invalid("no `supportedOperations` in the subgroup properties".into())
+            })?;
+        let has_op = |bit: &str| {
+            op_list
+                .iter()
+                .any(|v| v.as_str().is_some_and(|s| s.contains(bit)))
+        };
         let has_ext = |ext: &str| dev["extensions"].get(ext).is_some();
         let size = subgroup["subgroupSize"].as_u64().unwrap_or(32) as u32;
         let size_control = &props["VkPhysicalDeviceSubgroupSizeControlProperties"];
-        let min = size_control["minSubgroupSize"].as_u64().map_or(size, |v| v as u32);
-        let max = size_control["maxSubgroupSize"].as_u64().map_or(size, |v| v as u32);
+        let min = size_control["minSubgroupSize"]
+            .as_u64()
+            .map_or(size, |v| v as u32);
+        let max = size_control["maxSubgroupSize"]
+            .as_u64()
+            .map_or(size, |v| v as u32);
         let api = props
             .pointer("/VkPhysicalDeviceProperties/apiVersion")
             .and_then(|v| v.as_u64())
@@ -338,7 +351,9 @@ impl Target {
             )));
         }
         if self.min_subgroup_size > self.max_subgroup_size {
-            return Err(TargetError::Invalid("min_subgroup_size is larger than max_subgroup_size".into()));
+            return Err(TargetError::Invalid(
+                "min_subgroup_size is larger than max_subgroup_size".into(),
+            ));
         }
         Ok(())
     }
@@ -414,6 +429,9 @@ mod tests {
         let mut t = Target::default();
         t.max_subgroup_size = 256;
         let text = serde_json::to_string(&t).unwrap();
-        assert!(matches!(Target::from_json(&text), Err(TargetError::Invalid(_))));
+        assert!(matches!(
+            Target::from_json(&text),
+            Err(TargetError::Invalid(_))
+        ));
     }
 }

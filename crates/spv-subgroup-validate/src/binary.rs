@@ -1,0 +1,626 @@
+//! Our own fail-fast word-level reader: header, instruction boundaries, ids.
+//!
+//! [`parse`] walks the words once, with no allocation per instruction, and stops at the first
+//! malformation with a [`ParseError`] that carries the word offset. What it guarantees to the
+//! rest of the crate: every instruction has a known opcode and lies inside the words, every id
+//! operand it could locate is below the bound, and no result id is defined twice.
+
+use std::sync::OnceLock;
+
+use rspirv::grammar::{
+    Instruction as GrammarInst, OperandKind, OperandQuantifier, INSTRUCTION_TABLE,
+};
+
+/// The SPIR-V magic number.
+pub const MAGIC: u32 = 0x0723_0203;
+
+/// Words in the module header.
+pub const HEADER_WORDS: usize = 5;
+
+/// What is wrong with a binary that cannot be read as SPIR-V at all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParseErrorKind {
+    /// The byte length is not a multiple of four.
+    NotWordAligned(usize),
+    /// Fewer than the five header words.
+    TruncatedHeader,
+    /// The first word is not the SPIR-V magic number in either byte order.
+    BadMagic(u32),
+    /// The header's version word is not `0x00MMmm00` with a known major version.
+    BadVersion(u32),
+    /// The id bound is 0.
+    ZeroBound,
+    /// The header's schema word (reserved) is not 0.
+    BadSchema(u32),
+    /// An instruction's word count is 0.
+    ZeroWordCount,
+    /// An instruction runs past the end of the module.
+    TruncatedInstruction {
+        /// Its word count.
+        word_count: usize,
+        /// Words left in the module.
+        remaining: usize,
+    },
+    /// An opcode no SPIR-V grammar knows.
+    UnknownOpcode(u32),
+    /// An instruction is shorter than its fixed operands.
+    TooFewOperands {
+        /// The opcode's name.
+        opcode: &'static str,
+        /// Its word count.
+        word_count: usize,
+    },
+    /// An id operand is not below the header's bound.
+    IdOutOfBound {
+        /// The id.
+        id: u32,
+        /// The bound.
+        bound: u32,
+    },
+    /// A result id is 0 (never a valid id).
+    ZeroId,
+    /// A result id is defined by a second instruction.
+    DuplicateResultId(u32),
+    /// A literal string has no terminating NUL inside its instruction.
+    UnterminatedString,
+}
+
+/// A malformed binary, with the word offset of the problem.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{} at word {word_offset}{}", describe(kind), inst_index.map(|i| format!(" (instruction #{i})")).unwrap_or_default())]
+pub struct ParseError {
+    /// What is wrong.
+    pub kind: ParseErrorKind,
+    /// Offset of the offending word (the instruction's first word for instruction errors).
+    pub word_offset: usize,
+    /// Index of the offending instruction (from 0 after the header), if it is about one.
+    pub inst_index: Option<usize>,
+}
+
+fn describe(kind: &ParseErrorKind) -> String {
+    match kind {
+        ParseErrorKind::NotWordAligned(n) => {
+            format!("a SPIR-V binary is a sequence of 32-bit words, but it has {n} bytes")
+        }
+        ParseErrorKind::TruncatedHeader => "the module is shorter than the 5-word header".into(),
+        ParseErrorKind::BadMagic(w) => format!("bad magic number {w:#010x} (expected 0x07230203)"),
+        ParseErrorKind::BadVersion(w) => format!("bad version word {w:#010x}"),
+        ParseErrorKind::ZeroBound => "the id bound in the header is 0".into(),
+        ParseErrorKind::BadSchema(w) => format!("the reserved schema word is {w}, not 0"),
+        ParseErrorKind::ZeroWordCount => "instruction with word count 0".into(),
+        ParseErrorKind::TruncatedInstruction {
+            word_count,
+            remaining,
+        } => {
+            format!(
+                "truncated instruction: word count {word_count} but only {remaining} words left"
+            )
+        }
+        ParseErrorKind::UnknownOpcode(o) => format!("unknown opcode {o}"),
+        ParseErrorKind::TooFewOperands { opcode, word_count } => {
+            format!("Op{opcode} with word count {word_count} is too short for its operands")
+        }
+        ParseErrorKind::IdOutOfBound { id, bound } => {
+            format!("id %{id} is not below the id bound {bound}")
+        }
+        ParseErrorKind::ZeroId => "result id 0".into(),
+        ParseErrorKind::DuplicateResultId(id) => format!("result id %{id} is defined twice"),
+        ParseErrorKind::UnterminatedString => "literal string without terminating NUL".into(),
+    }
+}
+
+/// Reads bytes as SPIR-V words, in whichever byte order the magic number says.
+pub fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>, ParseError> {
+    let err = |kind, word_offset| ParseError {
+        kind,
+        word_offset,
+        inst_index: None,
+    };
+    if bytes.len() % 4 != 0 {
+        return Err(err(
+            ParseErrorKind::NotWordAligned(bytes.len()),
+            bytes.len() / 4,
+        ));
+    }
+    if bytes.len() < 4 {
+        return Err(err(ParseErrorKind::TruncatedHeader, 0));
+    }
+    let first = [bytes[0], bytes[1], bytes[2], bytes[3]];
+    let le = if u32::from_le_bytes(first) == MAGIC {
+        true
+    } else if u32::from_be_bytes(first) == MAGIC {
+        false
+    } else {
+        return Err(err(ParseErrorKind::BadMagic(u32::from_le_bytes(first)), 0));
+    };
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| {
+            let a = [c[0], c[1], c[2], c[3]];
+            if le {
+                u32::from_le_bytes(a)
+            } else {
+                u32::from_be_bytes(a)
+            }
+        })
+        .collect())
+}
+
+/// One instruction's position: 8 bytes, no heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Inst {
+    /// Offset of its first word.
+    pub offset: u32,
+    /// Its opcode (known to the grammar).
+    pub opcode: u16,
+    /// Its word count (at least 1).
+    pub wc: u16,
+}
+
+/// Per-opcode facts from the grammar, indexed by opcode.
+pub(crate) struct OpInfo {
+    pub grammar: Option<&'static GrammarInst<'static>>,
+    /// The instruction has a Result Type operand (word 1).
+    pub has_type: bool,
+    /// The instruction has a Result <id> (word 1, or word 2 after a type).
+    pub has_result: bool,
+    /// Fixed operand words required (excluding the first word).
+    pub min_words: u16,
+    /// The instruction declares a type (`OpType*`).
+    pub is_type: bool,
+}
+
+pub(crate) fn op_table() -> &'static [OpInfo] {
+    static TABLE: OnceLock<Vec<OpInfo>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let max = INSTRUCTION_TABLE
+            .iter()
+            .map(|g| g.opcode as u32)
+            .max()
+            .unwrap_or(0) as usize;
+        let mut v: Vec<OpInfo> = (0..=max)
+            .map(|_| OpInfo {
+                grammar: None,
+                has_type: false,
+                has_result: false,
+                min_words: 0,
+                is_type: false,
+            })
+            .collect();
+        for g in INSTRUCTION_TABLE.iter() {
+            let ops = g.operands;
+            let has_type = ops
+                .first()
+                .is_some_and(|o| o.kind == OperandKind::IdResultType);
+            let has_result = ops.iter().take(2).any(|o| o.kind == OperandKind::IdResult);
+            let min_words = ops
+                .iter()
+                .filter(|o| o.quantifier == OperandQuantifier::One)
+                .map(|o| fixed_words(o.kind))
+                .sum();
+            let is_type = g.opname.starts_with("Type") && g.opname != "TypeForwardPointer";
+            v[g.opcode as usize] = OpInfo {
+                grammar: Some(g),
+                has_type,
+                has_result,
+                min_words,
+                is_type,
+            };
+        }
+        v
+    })
+}
+
+/// Words a mandatory operand takes at least.
+fn fixed_words(kind: OperandKind) -> u16 {
+    match kind {
+        OperandKind::PairLiteralIntegerIdRef
+        | OperandKind::PairIdRefLiteralInteger
+        | OperandKind::PairIdRefIdRef => 2,
+        _ => 1,
+    }
+}
+
+/// Whether an operand kind is exactly one word with no parameters.
+fn single_word(kind: OperandKind) -> bool {
+    use OperandKind as K;
+    matches!(
+        kind,
+        K::IdRef
+            | K::IdResultType
+            | K::IdResult
+            | K::IdScope
+            | K::IdMemorySemantics
+            | K::LiteralInteger
+            | K::LiteralExtInstInteger
+            | K::LiteralSpecConstantOpInteger
+            | K::SourceLanguage
+            | K::ExecutionModel
+            | K::AddressingModel
+            | K::MemoryModel
+            | K::StorageClass
+            | K::Dim
+            | K::SamplerAddressingMode
+            | K::SamplerFilterMode
+            | K::ImageFormat
+            | K::ImageChannelOrder
+            | K::ImageChannelDataType
+            | K::FPRoundingMode
+            | K::LinkageType
+            | K::AccessQualifier
+            | K::FunctionParameterAttribute
+            | K::BuiltIn
+            | K::Scope
+            | K::GroupOperation
+            | K::KernelEnqueueFlags
+            | K::Capability
+            | K::SelectionControl
+            | K::FunctionControl
+            | K::MemorySemantics
+    )
+}
+
+fn is_id(kind: OperandKind) -> bool {
+    use OperandKind as K;
+    matches!(
+        kind,
+        K::IdRef | K::IdResultType | K::IdScope | K::IdMemorySemantics
+    )
+}
+
+/// Id -> defining instruction index. Dense (a `Vec`) up to a size the module's length justifies,
+/// sparse above it, so a lying id bound cannot make us allocate gigabytes.
+#[derive(Debug)]
+pub(crate) struct IdMap {
+    dense: Vec<u32>,
+    sparse: std::collections::HashMap<u32, u32>,
+}
+
+impl IdMap {
+    fn new(bound: u32, words: usize) -> IdMap {
+        let len = (bound as usize).min(words.saturating_mul(4).max(1 << 16));
+        IdMap {
+            dense: vec![0; len],
+            sparse: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The index of the instruction defining `id`, if any.
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<usize> {
+        match self.dense.get(id as usize) {
+            Some(0) => None,
+            Some(&v) => Some(v as usize - 1),
+            None => self.sparse.get(&id).map(|&v| v as usize - 1),
+        }
+    }
+
+    fn set(&mut self, id: u32, inst: u32) {
+        match self.dense.get_mut(id as usize) {
+            Some(slot) => *slot = inst + 1,
+            None => {
+                self.sparse.insert(id, inst + 1);
+            }
+        }
+    }
+}
+
+/// The parsed header and instruction list.
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    pub version: u32,
+    pub bound: u32,
+    pub insts: Vec<Inst>,
+    /// Index of each id's defining instruction.
+    pub def: IdMap,
+    /// Id operands that were not yet defined when seen: (id, instruction index).
+    pub forward: Vec<(u32, u32)>,
+}
+
+/// Walks the module once. Fails fast on the first malformation.
+pub(crate) fn parse(words: &[u32]) -> Result<Parsed, ParseError> {
+    let err = |kind, word_offset, inst_index| {
+        Err(ParseError {
+            kind,
+            word_offset,
+            inst_index,
+        })
+    };
+    if words.is_empty() {
+        return err(ParseErrorKind::TruncatedHeader, 0, None);
+    }
+    if words[0] != MAGIC {
+        return err(ParseErrorKind::BadMagic(words[0]), 0, None);
+    }
+    if words.len() < HEADER_WORDS {
+        return err(ParseErrorKind::TruncatedHeader, words.len(), None);
+    }
+    let version = words[1];
+    if version & 0xff00_00ff != 0 || (version >> 16) & 0xff != 1 {
+        return err(ParseErrorKind::BadVersion(version), 1, None);
+    }
+    let bound = words[3];
+    if bound == 0 {
+        return err(ParseErrorKind::ZeroBound, 3, None);
+    }
+    if words[4] != 0 {
+        return err(ParseErrorKind::BadSchema(words[4]), 4, None);
+    }
+    let mut def = IdMap::new(bound, words.len());
+    let mut insts = Vec::with_capacity(words.len() / 4);
+    let mut forward = Vec::new();
+    let table = op_table();
+    let mut pos = HEADER_WORDS;
+    while pos < words.len() {
+        let idx = insts.len();
+        let first = words[pos];
+        let wc = (first >> 16) as usize;
+        let opcode = first & 0xffff;
+        if wc == 0 {
+            return err(ParseErrorKind::ZeroWordCount, pos, Some(idx));
+        }
+        if pos + wc > words.len() {
+            return err(
+                ParseErrorKind::TruncatedInstruction {
+                    word_count: wc,
+                    remaining: words.len() - pos,
+                },
+                pos,
+                Some(idx),
+            );
+        }
+        let info = match table.get(opcode as usize) {
+            Some(i) if i.grammar.is_some() && spirv::Op::from_u32(opcode).is_some() => i,
+            _ => return err(ParseErrorKind::UnknownOpcode(opcode), pos, Some(idx)),
+        };
+        let g = info.grammar.expect("checked above");
+        if wc - 1 < info.min_words as usize {
+            return err(
+                ParseErrorKind::TooFewOperands {
+                    opcode: g.opname,
+                    word_count: wc,
+                },
+                pos,
+                Some(idx),
+            );
+        }
+        let operands = &words[pos + 1..pos + wc];
+        // Walk the operands as far as their layout is certain, checking ids.
+        let mut w = 0usize;
+        'walk: for lo in g.operands {
+            loop {
+                if w >= operands.len() {
+                    break 'walk;
+                }
+                let kind = lo.kind;
+                if kind == OperandKind::IdResult {
+                    let id = operands[w];
+                    if id == 0 {
+                        return err(ParseErrorKind::ZeroId, pos, Some(idx));
+                    }
+                    if id >= bound {
+                        return err(ParseErrorKind::IdOutOfBound { id, bound }, pos, Some(idx));
+                    }
+                    if def.get(id).is_some() {
+                        return err(ParseErrorKind::DuplicateResultId(id), pos, Some(idx));
+                    }
+                    def.set(id, idx as u32);
+                    w += 1;
+                } else if is_id(kind) {
+                    let id = operands[w];
+                    if id >= bound || id == 0 {
+                        return err(ParseErrorKind::IdOutOfBound { id, bound }, pos, Some(idx));
+                    }
+                    if def.get(id).is_none() {
+                        forward.push((id, idx as u32));
+                    }
+                    w += 1;
+                } else if kind == OperandKind::LiteralString {
+                    match operands[w..]
+                        .iter()
+                        .position(|x| x.to_le_bytes().contains(&0))
+                    {
+                        Some(n) => w += n + 1,
+                        None => return err(ParseErrorKind::UnterminatedString, pos, Some(idx)),
+                    }
+                } else if kind == OperandKind::PairIdRefIdRef
+                    || kind == OperandKind::PairIdRefLiteralInteger
+                    || kind == OperandKind::PairLiteralIntegerIdRef
+                {
+                    if w + 1 >= operands.len() {
+                        return err(
+                            ParseErrorKind::TooFewOperands {
+                                opcode: g.opname,
+                                word_count: wc,
+                            },
+                            pos,
+                            Some(idx),
+                        );
+                    }
+                    let ids: &[u32] = match kind {
+                        OperandKind::PairIdRefIdRef => &operands[w..w + 2],
+                        OperandKind::PairIdRefLiteralInteger => &operands[w..w + 1],
+                        _ => &operands[w + 1..w + 2],
+                    };
+                    for &id in ids {
+                        if id >= bound || id == 0 {
+                            return err(ParseErrorKind::IdOutOfBound { id, bound }, pos, Some(idx));
+                        }
+                        if def.get(id).is_none() {
+                            forward.push((id, idx as u32));
+                        }
+                    }
+                    w += 2;
+                } else if single_word(kind) {
+                    w += 1;
+                } else {
+                    // Operands with parameters or context-dependent width: stop checking here.
+                    break 'walk;
+                }
+                if lo.quantifier != OperandQuantifier::ZeroOrMore {
+                    break;
+                }
+            }
+        }
+        insts.push(Inst {
+            offset: pos as u32,
+            opcode: opcode as u16,
+            wc: wc as u16,
+        });
+        pos += wc;
+    }
+    Ok(Parsed {
+        version,
+        bound,
+        insts,
+        def,
+        forward,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(bound: u32) -> Vec<u32> {
+        vec![MAGIC, 0x0001_0300, 0, bound, 0]
+    }
+
+    fn kind(words: &[u32]) -> ParseErrorKind {
+        parse(words).unwrap_err().kind
+    }
+
+    #[test]
+    fn empty_module_parses() {
+        let p = parse(&header(1)).unwrap();
+        assert!(p.insts.is_empty());
+    }
+
+    #[test]
+    fn malformations_are_reported_with_offsets() {
+        assert_eq!(kind(&[]), ParseErrorKind::TruncatedHeader);
+        assert_eq!(kind(&[1, 2, 3, 4, 5]), ParseErrorKind::BadMagic(1));
+        assert_eq!(kind(&[MAGIC, 0x0001_0300]), ParseErrorKind::TruncatedHeader);
+        assert_eq!(kind(&header(0)), ParseErrorKind::ZeroBound);
+        let mut w = header(10);
+        w.push(0); // word count 0
+        let e = parse(&w).unwrap_err();
+        assert_eq!(
+            (e.kind, e.word_offset, e.inst_index),
+            (ParseErrorKind::ZeroWordCount, 5, Some(0))
+        );
+        let mut w = header(10);
+        w.extend([(4 << 16) | 17, 1]); // OpCapability with 4 words but 2 present
+        assert!(matches!(
+            kind(&w),
+            ParseErrorKind::TruncatedInstruction {
+                word_count: 4,
+                remaining: 2
+            }
+        ));
+        let mut w = header(10);
+        w.extend([(1 << 16) | 0xfff0]);
+        assert_eq!(kind(&w), ParseErrorKind::UnknownOpcode(0xfff0));
+        let mut w = header(10);
+        w.extend([(2 << 16) | 20, 12]); // OpTypeBool %12 with bound 10
+        assert_eq!(kind(&w), ParseErrorKind::IdOutOfBound { id: 12, bound: 10 });
+        let mut w = header(10);
+        w.extend([(2 << 16) | 20, 3, (2 << 16) | 20, 3]);
+        let e = parse(&w).unwrap_err();
+        assert_eq!(
+            (e.kind, e.word_offset, e.inst_index),
+            (ParseErrorKind::DuplicateResultId(3), 7, Some(1))
+        );
+        let mut w = header(10);
+        w.extend([(3 << 16) | 21, 3, 32]); // OpTypeInt missing signedness
+        assert!(matches!(kind(&w), ParseErrorKind::TooFewOperands { .. }));
+        let mut w = header(10);
+        w.extend([(3 << 16) | 10, 0x4142_4344, 0x4546_4748]); // OpExtension without NUL
+        assert_eq!(kind(&w), ParseErrorKind::UnterminatedString);
+    }
+
+    #[test]
+    fn both_byte_orders_are_read() {
+        let le: Vec<u8> = header(3).iter().flat_map(|w| w.to_le_bytes()).collect();
+        let be: Vec<u8> = header(3).iter().flat_map(|w| w.to_be_bytes()).collect();
+        assert_eq!(words_from_bytes(&le).unwrap(), header(3));
+        assert_eq!(words_from_bytes(&be).unwrap(), header(3));
+        assert!(matches!(
+            words_from_bytes(&le[..7]).unwrap_err().kind,
+            ParseErrorKind::NotWordAligned(7)
+        ));
+        assert!(matches!(
+            words_from_bytes(&[0, 0, 0, 0]).unwrap_err().kind,
+            ParseErrorKind::BadMagic(0)
+        ));
+        assert_eq!(
+            words_from_bytes(&[]).unwrap_err().kind,
+            ParseErrorKind::TruncatedHeader
+        );
+    }
+
+    /// A small xorshift generator: deterministic, no dependency.
+    pub(crate) struct Rng(pub u64);
+    impl Rng {
+        pub(crate) fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    #[test]
+    fn random_and_mutated_words_never_panic() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let seed: Vec<u32> = {
+            let mut w = header(20);
+            w.extend([(2 << 16) | 17, 4431]); // OpCapability SubgroupVoteKHR
+            w.extend([(2 << 16) | 20, 2]); // OpTypeBool %2
+            w.extend([(3 << 16) | 21, 3, 32, 0]);
+            w.extend([(4 << 16) | 43, 3, 4, 3]); // OpConstant %3 %4 3
+            w.extend([(4 << 16) | 4428, 2, 5, 6]); // OpSubgroupAllKHR %2 %5 %6 (forward ref)
+            w
+        };
+        for round in 0..6000 {
+            let mut w = if round % 3 == 0 {
+                let n = (rng.next() % 40) as usize;
+                let mut v = header((rng.next() % 64) as u32);
+                v.extend((0..n).map(|_| {
+                    let r = rng.next() as u32;
+                    if r % 2 == 0 {
+                        r
+                    } else {
+                        ((r % 6) << 16) | (r >> 8) % 6000
+                    }
+                }));
+                v
+            } else {
+                seed.clone()
+            };
+            for _ in 0..(1 + rng.next() % 4) {
+                if w.is_empty() {
+                    break;
+                }
+                let i = (rng.next() as usize) % w.len();
+                match rng.next() % 4 {
+                    0 => w[i] = rng.next() as u32,
+                    1 => w[i] ^= 1 << (rng.next() % 32),
+                    2 => {
+                        w.truncate(i);
+                    }
+                    _ => w.insert(i, (rng.next() % 70) as u32),
+                }
+            }
+            let _ = crate::validate(&w, &crate::ValidateOptions::default());
+            let opts = crate::ValidateOptions {
+                target: crate::target::Target::preset("khr-ballot"),
+                target_env: Some("vulkan1.0".into()),
+            };
+            if let Ok(report) = crate::validate(&w, &opts) {
+                let _ = crate::render_human(&report, "fuzz.spv");
+                let _ = crate::render_json(&report, "fuzz.spv");
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Rendering a [`Report`]: rustc-like text for people, stable JSON for tools. Both deterministic.
+
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use crate::diag::{Report, Severity};
+
+/// The report as the CLI prints it; empty when there are no findings.
+///
+/// ```text
+/// error[SG0101]: `OpSubgroupAllKHR` needs `OpCapability SubgroupVoteKHR`
+///   --> shader.spv:word 123 (instruction #45, %12, in function %4)
+///    |
+///    |     %12 = OpSubgroupAllKHR %2 %11
+///    |
+///    = note: ...
+///
+/// shader.spv: 1 error, 0 warnings
+/// ```
+pub fn render_human(report: &Report, file_name: &str) -> String {
+    let mut s = String::new();
+    if report.diagnostics.is_empty() {
+        return s;
+    }
+    for d in &report.diagnostics {
+        let loc = &d.location;
+        let _ = writeln!(s, "{}[{}]: {}", d.severity, d.rule.code(), d.message);
+        let mut at = format!("instruction #{}", loc.inst_index);
+        if let Some(r) = loc.result_id {
+            let _ = write!(at, ", %{r}");
+        }
+        if let Some(f) = loc.function {
+            let _ = write!(at, ", in function %{f}");
+        }
+        let _ = writeln!(s, "  --> {file_name}:word {} ({at})", loc.word_offset);
+        if let Some(dis) = &d.disassembly {
+            let _ = writeln!(s, "   |");
+            let _ = writeln!(s, "   |     {dis}");
+            let _ = writeln!(s, "   |");
+        }
+        for n in &d.notes {
+            let _ = writeln!(s, "   = note: {n}");
+        }
+        let _ = writeln!(
+            s,
+            "   = help: `spv-subgroup explain {}` ({})",
+            d.rule.code(),
+            d.rule.name()
+        );
+        s.push('\n');
+    }
+    let errors = report.count(Severity::Error);
+    let warnings = report.count(Severity::Warning);
+    let _ = writeln!(
+        s,
+        "{file_name}: {errors} error{}, {warnings} warning{}",
+        if errors == 1 { "" } else { "s" },
+        if warnings == 1 { "" } else { "s" }
+    );
+    s
+}
+
+/// The report as JSON: an array with one object per finding (schema in `docs/rules.md`).
+pub fn render_json(report: &Report, file_name: &str) -> Value {
+    Value::Array(
+        report
+            .diagnostics
+            .iter()
+            .map(|d| {
+                json!({
+                    "code": d.rule.code(),
+                    "name": d.rule.name(),
+                    "severity": d.severity.as_str(),
+                    "message": d.message,
+                    "file": file_name,
+                    "word_offset": d.location.word_offset,
+                    "instruction_index": d.location.inst_index,
+                    "result_id": d.location.result_id,
+                    "function": d.location.function,
+                    "instruction": d.disassembly,
+                    "notes": d.notes,
+                })
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,520 @@
+//! The rule table (single source of truth: [`Rule`]) and the per-instruction dispatch.
+//!
+//! Each rule family lives in its own file with a `pub(crate) fn check(...)`; [`run`] calls them
+//! with a plain `match` on the opcode. Codes are stable and never reused; each family owns a range:
+//!
+//! | range | family |
+//! |---|---|
+//! | SG00xx | module well-formedness (ids and types resolve) |
+//! | SG01xx | vote (`SPV_KHR_subgroup_vote`) |
+//! | SG02xx | partition op (`SPV_NV/EXT_shader_subgroup_partitioned`) |
+//! | SG03xx | partitioned arithmetic (group operations 6/7/8) |
+//! | SG04xx | ballot provenance |
+//! | SG05xx | capabilities and extensions |
+//! | SG06xx | core subgroup operations our output uses |
+//! | SG07xx | target fit |
+
+use spirv::Op;
+
+use crate::diag::Severity;
+use crate::module::Cx;
+use crate::Sink;
+
+pub(crate) mod capability;
+pub(crate) mod core;
+pub(crate) mod partition;
+pub(crate) mod partitioned_arith;
+pub(crate) mod provenance;
+pub(crate) mod target_fit;
+pub(crate) mod vote;
+pub(crate) mod wellformed;
+
+#[cfg(test)]
+pub(crate) mod testutil;
+
+/// Declares every rule once: code, variant, kebab-case name, default severity, one-line doc,
+/// and the long `explain` text (which cites the specification).
+macro_rules! declare_rules {
+    ($( $code:literal $variant:ident $name:literal $sev:ident
+        doc: $doc:literal
+        explain: $explain:literal; )*) => {
+        /// A validator rule. Generated from the table in `rules/mod.rs`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Rule {
+            $(
+                #[doc = $doc]
+                $variant,
+            )*
+        }
+
+        impl Rule {
+            /// Every rule, in code order.
+            pub const ALL: &'static [Rule] = &[$(Rule::$variant),*];
+
+            /// The stable code, e.g. `SG0101`.
+            pub fn code(self) -> &'static str {
+                match self { $(Rule::$variant => $code,)* }
+            }
+
+            /// The kebab-case name, e.g. `vote-missing-capability`.
+            pub fn name(self) -> &'static str {
+                match self { $(Rule::$variant => $name,)* }
+            }
+
+            /// The default severity.
+            pub fn severity(self) -> Severity {
+                match self { $(Rule::$variant => Severity::$sev,)* }
+            }
+
+            /// One line saying what the rule checks.
+            pub fn doc(self) -> &'static str {
+                match self { $(Rule::$variant => $doc,)* }
+            }
+
+            /// The long explanation (`spv-subgroup explain CODE`), citing the specification.
+            pub fn explain(self) -> &'static str {
+                match self { $(Rule::$variant => $explain,)* }
+            }
+        }
+    };
+}
+
+declare_rules! {
+    "SG0001" UndefinedId "undefined-id" Error
+        doc: "An operand names an id that no instruction defines."
+        explain: "Every <id> operand must be the Result <id> of some instruction of the module (SPIR-V \
+2.4, Logical Layout: \"all <id>s ... must be defined\"). The validator cannot judge an instruction \
+whose operands do not resolve; the rules that need the missing definition are skipped for it.";
+    "SG0002" NotAType "result-type-not-a-type" Error
+        doc: "A Result Type operand names an id that is not a type."
+        explain: "The Result Type operand of an instruction must be the <id> of an OpType* instruction \
+(SPIR-V 2.2.1, \"Result Type: ... the <id> of an OpTypeXXX instruction\"). Rules that compare types skip \
+an instruction whose result type does not resolve.";
+
+    "SG0101" VoteMissingCapability "vote-missing-capability" Error
+        doc: "OpSubgroupAllKHR/AnyKHR/AllEqualKHR used without `OpCapability SubgroupVoteKHR`."
+        explain: "SPV_KHR_subgroup_vote, section 2.21 Subgroup Vote: \"The SubgroupVoteKHR capability \
+must be declared in any module where these instructions are used.\" Add `OpCapability SubgroupVoteKHR` \
+(and `OpExtension \"SPV_KHR_subgroup_vote\"`), or lower the ops to core vote with `spv-subgroup lower`.";
+    "SG0102" VoteMissingExtension "vote-missing-extension" Error
+        doc: "`SubgroupVoteKHR` declared without `OpExtension \"SPV_KHR_subgroup_vote\"`."
+        explain: "SPV_KHR_subgroup_vote, Extension Name: \"To use this extension within a SPIR-V module, \
+the following OpExtension must be present in the module: OpExtension \"SPV_KHR_subgroup_vote\"\", and \
+Validation Rules: \"An OpExtension must be added to the SPIR-V for validation layers to check legal use \
+of this extension\". The capability SubgroupVoteKHR (4431) is enabled only by that extension.";
+    "SG0103" VoteResultType "vote-result-type" Error
+        doc: "The result type of a KHR vote op is not a Boolean scalar."
+        explain: "SPV_KHR_subgroup_vote, OpSubgroupAllKHR/AnyKHR/AllEqualKHR: \"Result Type must be a \
+Boolean type.\" A Boolean type is OpTypeBool; a vector of bool is not accepted (the ops vote one \
+predicate per invocation). spirv-val 2023.1 does not check this.";
+    "SG0104" VotePredicateType "vote-predicate-type" Error
+        doc: "The predicate of a KHR vote op is not a Boolean scalar."
+        explain: "SPV_KHR_subgroup_vote: \"Predicate must be a Boolean type.\" This holds for \
+OpSubgroupAllEqualKHR too, unlike the core OpGroupNonUniformAllEqual, whose Value may be any scalar or \
+vector. To compare integers or floats across the subgroup use OpGroupNonUniformAllEqual. spirv-val 2023.1 \
+does not check this.";
+
+    "SG0201" PartitionMissingCapability "partition-missing-capability" Error
+        doc: "A partition op or a partitioned group operation used without `GroupNonUniformPartitionedNV/EXT`."
+        explain: "OpGroupNonUniformPartitionNV/EXT (5296) and the group operations PartitionedReduceNV (6), \
+PartitionedInclusiveScanNV (7) and PartitionedExclusiveScanNV (8) are enabled by the capability \
+GroupNonUniformPartitionedNV/EXT (5297) only (SPIR-V grammar; GL_NV_shader_subgroup_partitioned, Mapping to \
+SPIR-V). Declare `OpCapability GroupNonUniformPartitionedNV` with its extension, or rewrite the ops for \
+a target without them with `spv-subgroup lower`.";
+    "SG0202" PartitionMissingExtension "partition-missing-extension" Error
+        doc: "`GroupNonUniformPartitionedNV/EXT` declared without the NV or EXT partitioned extension."
+        explain: "The capability GroupNonUniformPartitionedNV/EXT (5297) is enabled by \
+`OpExtension \"SPV_NV_shader_subgroup_partitioned\"` or `OpExtension \"SPV_EXT_shader_subgroup_partitioned\"` \
+(either spelling is accepted); a module must declare one of them to use it (SPIR-V 2.4: OpExtension \
+declares \"extensions ... used by the module\"; the capability lists these as its enabling extensions). \
+spirv-val 2023.1 predates the EXT spelling and accepts only the NV string.";
+    "SG0203" PartitionSpirvVersion "partition-spirv-version" Error
+        doc: "Partitioned ops in a module whose SPIR-V version is below 1.3."
+        explain: "The partition op and the partitioned group operations extend the non-uniform group \
+instructions of SPIR-V 1.3 (SPV_NV_shader_subgroup_partitioned: \"requires SPIR-V 1.3\"); the partitioned \
+reduce and scans are OpGroupNonUniform* arithmetic instructions, which exist only from SPIR-V 1.3. \
+Raise the module version to 1.3 (Vulkan 1.1). spirv-val 2023.1 does not check this for the partition op.";
+    "SG0204" PartitionResultType "partition-result-type" Error
+        doc: "The result type of the partition op is not a 4-component vector of 32-bit integers."
+        explain: "OpGroupNonUniformPartitionNV returns a ballot: \"Result Type must be a vector of four \
+components of integer type scalar, whose Width operand is 32 and whose Signedness operand is 0\" \
+(SPV_NV_shader_subgroup_partitioned; GLSL `uvec4 subgroupPartitionNV(T value)`). spirv-val 2023.1 \
+does not check this.";
+    "SG0205" PartitionValueType "partition-value-type" Error
+        doc: "The value of the partition op is not a scalar or vector of integer, float or Boolean type."
+        explain: "SPV_NV_shader_subgroup_partitioned: \"Value must be a scalar or vector of floating-point \
+type, integer type, or Boolean type.\" (GLSL: `subgroupPartitionNV(T value)` for genType, genIType, \
+genUType, genBType, genDType). Structs, arrays, pointers and matrices cannot be partition keys. spirv-val \
+2023.1 does not check this.";
+
+    "SG0301" PartitionedBallotMissing "partitioned-ballot-missing" Error
+        doc: "A partitioned reduce/scan has no ballot operand."
+        explain: "GL_NV_shader_subgroup_partitioned, Mapping to SPIR-V: \"When using \
+GroupOperationPartitioned*, the <ballot> parameter is the last operand\", in the slot that holds \
+ClusterSize otherwise. Without it the operation has no partition to work on.";
+    "SG0302" PartitionedBallotType "partitioned-ballot-type" Error
+        doc: "The ballot of a partitioned reduce/scan is not a 4-component vector of 32-bit integers."
+        explain: "The <ballot> of the partitioned functions is a `uvec4` (GL_NV_shader_subgroup_partitioned: \
+`subgroupPartitioned<op>NV(genType value, uvec4 ballot)`); in SPIR-V: \"Ballot must be a vector of four \
+components of integer type scalar, whose Width operand is 32\". spirv-val checks the component count but \
+not the bit width.";
+    "SG0303" PartitionedScope "partitioned-scope" Error
+        doc: "The execution scope of a partitioned reduce/scan is not the constant Subgroup."
+        explain: "The partitioned operations work on \"the active invocations in the subgroup\" \
+(GL_NV_shader_subgroup_partitioned): the Execution operand must be an OpConstant holding Subgroup (3). \
+spirv-val allows Workgroup here outside a Vulkan environment; we do not, because a partition ballot is \
+a subgroup ballot.";
+    "SG0304" PartitionedValueType "partitioned-value-type" Error
+        doc: "The value of a partitioned reduce/scan does not have the result's type."
+        explain: "For the non-uniform arithmetic instructions \"The type of Value must be the same as \
+Result Type\" (SPIR-V 3.56.24); partitioned group operations do not change that.";
+    "SG0305" PartitionedResultType "partitioned-result-type" Error
+        doc: "The result type of a partitioned reduce/scan does not fit the opcode (int, float or bool)."
+        explain: "Each non-uniform arithmetic instruction fixes its component type: IAdd/IMul/SMin/UMin/\
+SMax/UMax/BitwiseAnd/Or/Xor \"Result Type must be a scalar or vector of integer type\", FAdd/FMul/FMin/FMax \
+of floating-point type, LogicalAnd/Or/Xor of Boolean type (SPIR-V 3.56.24; GLSL \
+`subgroupPartitioned<op>NV` overloads genType/genIType/genUType/genBType/genDType).";
+    "SG0306" PartitionedOpNotArithmetic "partitioned-op-not-arithmetic" Error
+        doc: "A partitioned group operation (6/7/8) on an instruction other than the 16 arithmetic ops."
+        explain: "GL_NV_shader_subgroup_partitioned maps only subgroupPartitioned<op>NV, \
+subgroupPartitionedInclusive<op>NV and subgroupPartitionedExclusive<op>NV to the group operations \
+PartitionedReduceNV/InclusiveScanNV/ExclusiveScanNV, with <op> one of Add, Mul, Min, Max, And, Or, Xor: \
+the 16 OpGroupNonUniform{IAdd,FAdd,IMul,FMul,SMin,UMin,FMin,SMax,UMax,FMax,BitwiseAnd,BitwiseOr,\
+BitwiseXor,LogicalAnd,LogicalOr,LogicalXor}. OpGroupNonUniformBallotBitCount and the old OpGroup* \
+instructions (Groups capability) take Reduce, InclusiveScan or ExclusiveScan only. spirv-val 2023.1 \
+does not check this for every opcode.";
+
+    "SG0401" BallotProvenance "ballot-provenance" Warning
+        doc: "The ballot of a partitioned op does not provably come from a partition op."
+        explain: "GL_NV_shader_subgroup_partitioned: \"The <ballot> parameter to these functions must form \
+a valid partition of the active invocations in the subgroup\" and \"If the <ballot> parameter to any \
+partitioned subgroup operation is not a valid partition, then the result is undefined.\" A ballot \
+computed by OpGroupNonUniformPartitionNV/EXT is valid by construction; this rule follows the ballot back \
+through OpLoad/OpStore of the same variable, OpCopyObject, OpCopyLogical, OpPhi, OpSelect, function \
+parameters (every call site) and a composite rebuilt unchanged from a partition result, and warns when \
+any path ends elsewhere (a constant, arithmetic, a core ballot...). Such a ballot may be valid (the \
+spec's own even/odd example is), but nothing proves it: check that each invocation's bit is set and \
+that members of a subset hold equal ballots.";
+
+    "SG0501" UnusedCapability "unused-capability" Warning
+        doc: "`SubgroupVoteKHR` or `GroupNonUniformPartitionedNV/EXT` declared but no instruction uses it."
+        explain: "A declared capability tells the consumer the module needs that device feature; a \
+device without it rejects the module (Vulkan: a module must not declare a capability the device does \
+not enable). Declaring SubgroupVoteKHR or GroupNonUniformPartitionedNV/EXT without any vote or \
+partitioned instruction only narrows the devices the module runs on. Remove the OpCapability.";
+    "SG0502" UnusedExtension "unused-extension" Warning
+        doc: "A vote or partitioned extension declared but its capability is not."
+        explain: "`OpExtension \"SPV_KHR_subgroup_vote\"` or `\"SPV_NV/EXT_shader_subgroup_partitioned\"` \
+without the capability it enables does nothing but make the module unusable on consumers that do not \
+know the extension. Remove the OpExtension, or declare the capability if the ops are meant to be used.";
+    "SG0503" ExtensionNearMiss "extension-near-miss" Warning
+        doc: "An unknown extension string that is a near miss of a vote or partitioned extension."
+        explain: "Extension strings are compared exactly (SPIR-V 3.2.3: the name of the extension). An \
+unknown string within a small edit distance of `SPV_KHR_subgroup_vote`, \
+`SPV_NV_shader_subgroup_partitioned` or `SPV_EXT_shader_subgroup_partitioned` is almost certainly a typo, \
+and the capability it was meant to enable is then not enabled.";
+
+    "SG0601" CoreMissingCapability "core-missing-capability" Error
+        doc: "A core OpGroupNonUniform* instruction used without its capability."
+        explain: "Each non-uniform instruction of SPIR-V 1.3 lists its capability (SPIR-V 3.56.24): Elect \
+needs GroupNonUniform; All/Any/AllEqual GroupNonUniformVote; Broadcast/BroadcastFirst/Ballot/\
+InverseBallot/BallotBitExtract/BallotBitCount/BallotFindLSB/BallotFindMSB GroupNonUniformBallot; \
+Shuffle/ShuffleXor GroupNonUniformShuffle; ShuffleUp/ShuffleDown GroupNonUniformShuffleRelative; \
+arithmetic with Reduce/InclusiveScan/ExclusiveScan GroupNonUniformArithmetic, with ClusteredReduce \
+GroupNonUniformClustered; QuadBroadcast/QuadSwap GroupNonUniformQuad.";
+    "SG0602" CoreScope "core-scope" Error
+        doc: "The execution scope of a core non-uniform instruction is not a constant Subgroup (or Workgroup)."
+        explain: "SPIR-V 3.56.24: \"Execution is a Scope <id>. It must be either Workgroup or Subgroup\", \
+and Vulkan (VUID-StandaloneSpirv-None-04642): \"the Execution scope must be Subgroup\" for the group \
+non-uniform operations. The scope must be a constant instruction.";
+    "SG0603" CoreOperandType "core-operand-type" Error
+        doc: "A core non-uniform instruction's result or operand type does not match the spec."
+        explain: "SPIR-V 3.56.24 fixes the types of the non-uniform instructions, e.g. Elect/All/Any/\
+AllEqual: \"Result Type must be a Boolean type\"; Ballot: result \"a vector of four components of integer \
+type scalar, whose Width operand is 32 and whose Signedness operand is 0\", Predicate Boolean; \
+Broadcast/BroadcastFirst/Shuffle*: \"The type of Value must be the same as Result Type\", Id/Delta/Mask \
+\"must be a scalar of integer type, whose Signedness operand is 0\"; BallotBitCount/FindLSB/FindMSB: \
+\"Result Type must be a scalar of integer type, whose Signedness operand is 0\", Value a vector of four \
+32-bit integer components; arithmetic: Value has the Result Type, of the opcode's component kind.";
+    "SG0604" CoreSpirvVersion "core-spirv-version" Error
+        doc: "Core non-uniform instructions in a module whose SPIR-V version is below 1.3."
+        explain: "The OpGroupNonUniform* instructions and their capabilities were added in SPIR-V 1.3 \
+(SPIR-V 3.56.24: \"Missing before version 1.3\"). Raise the module version, or lower to a \
+`khr-ballot`-style target.";
+    "SG0605" CoreGroupOperation "core-group-operation" Error
+        doc: "A group operation that does not fit the instruction (ClusterSize missing or not allowed)."
+        explain: "SPIR-V 3.56.24: \"ClusterSize ... must be present when Operation is ClusteredReduce\" and \
+\"The ClusterSize operand ... must be present only when Operation is ClusteredReduce\"; ClusterSize \"must \
+come from a constant instruction\", \"of integer type scalar\", \"at least 1\" and \"a power of 2\". \
+BallotBitCount takes Reduce, InclusiveScan or ExclusiveScan only.";
+
+    "SG0701" TargetMissingFeature "target-missing-feature" Error
+        doc: "An instruction or capability the chosen target does not support."
+        explain: "A Vulkan implementation must not be given a module that uses a capability it does not \
+enable (Vulkan spec, Appendix: Capabilities: \"the implementation must support the capability\"). The \
+target (`--target`) lists the subgroup features of the device (docs/targets.md); every instruction and \
+capability beyond them is reported. Vote and partitioned operations (and their group operations) can be \
+rewritten with `spv-subgroup lower --target ...` into operations the target has.";
+    "SG0702" TargetSpirvVersion "target-spirv-version" Error
+        doc: "The module's SPIR-V version is above the highest the target consumes."
+        explain: "Each Vulkan version consumes SPIR-V up to a version (Vulkan 1.0: 1.0; 1.1: 1.3; 1.2: 1.5; \
+1.3: 1.6). A module whose header version is higher is rejected by the device. `spv-subgroup lower` \
+rewrites the ops that forced the version up where it can; otherwise recompile for the older environment.";
+    "SG0703" TargetExtendedTypes "target-extended-types" Error
+        doc: "A subgroup operation on 8-, 16- or 64-bit values on a target without extended types."
+        explain: "Vulkan: without `shaderSubgroupExtendedTypes`, \"group operations with subgroup scope \
+must not use 8-bit integer, 16-bit integer, 64-bit integer, 16-bit floating-point, and vectors of these \
+types\" (VUID-RuntimeSpirv-None-06275). Convert the value to 32 bits around the operation.";
+    "SG0704" TargetRestriction "target-restriction" Error
+        doc: "A construct the target's consumer rejects although core SPIR-V allows it (e.g. naga)."
+        explain: "Some consumers accept only part of core SPIR-V: naga's SPIR-V front end has no ballot bit \
+operations (BallotBitExtract/BitCount/FindLSB/FindMSB/InverseBallot), no OpGroupNonUniformElect, no \
+shuffles or broadcasts of bool values and no SubgroupEq/Ge/Gt/Le/LtMask built-ins. The target's \
+`restrictions` (docs/targets.md) list them.";
+}
+
+impl Rule {
+    /// The rule with this code (`SG0101`) or kebab-case name, if any.
+    pub fn from_code(code: &str) -> Option<Rule> {
+        Rule::ALL
+            .iter()
+            .copied()
+            .find(|r| r.code().eq_ignore_ascii_case(code) || r.name() == code)
+    }
+
+    /// The family this rule belongs to, from its code range.
+    pub fn family(self) -> &'static str {
+        match &self.code()[2..4] {
+            "00" => "module",
+            "01" => "vote",
+            "02" => "partition",
+            "03" => "partitioned arithmetic",
+            "04" => "provenance",
+            "05" => "capabilities and extensions",
+            "06" => "core subgroup operations",
+            _ => "target fit",
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl serde::Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code())
+    }
+}
+
+/// The rule reference, `docs/rules.md`, generated from the table.
+pub fn markdown() -> String {
+    let mut s = String::new();
+    s.push_str("# Validator rules\n\n");
+    s.push_str(
+        "<!-- Generated from the rule table in crates/spv-subgroup-validate/src/rules/mod.rs \
+by `spv_subgroup_validate::rules::markdown()`; do not edit. Regenerate with `cargo xtask codegen` \
+or `UPDATE_RULES_MD=1 cargo test -p spv-subgroup-validate`. -->\n\n",
+    );
+    s.push_str("`spv-subgroup explain CODE` prints the long text of a rule.\n\n");
+    s.push_str("| code | name | severity | checks |\n|---|---|---|---|\n");
+    for r in Rule::ALL {
+        s.push_str(&format!(
+            "| {} | `{}` | {} | {} |\n",
+            r.code(),
+            r.name(),
+            r.severity(),
+            r.doc()
+        ));
+    }
+    let mut family = "";
+    for r in Rule::ALL {
+        if r.family() != family {
+            family = r.family();
+            s.push_str(&format!(
+                "\n## {} ({}xx)\n",
+                capitalize(family),
+                &r.code()[..4]
+            ));
+        }
+        s.push_str(&format!(
+            "\n### {} `{}` ({})\n\n{}\n\n{}\n",
+            r.code(),
+            r.name(),
+            r.severity(),
+            r.doc(),
+            r.explain()
+        ));
+    }
+    s.push_str(JSON_SCHEMA_DOC);
+    s
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+const JSON_SCHEMA_DOC: &str = "
+## JSON output
+
+`spv-subgroup validate --format json` (`render_json`) writes, per file, an array with one object per
+finding, ordered by position in the module, then by code. The keys are stable:
+
+| key | type | meaning |
+|---|---|---|
+| `code` | string | rule code, e.g. `\"SG0101\"` |
+| `name` | string | rule name, e.g. `\"vote-missing-capability\"` |
+| `severity` | string | `\"error\"`, `\"warning\"` or `\"note\"` |
+| `message` | string | one sentence about the instruction |
+| `file` | string | the file name given to the renderer (`-` for stdin) |
+| `word_offset` | integer | offset of the instruction's first word (the header is words 0-4) |
+| `instruction_index` | integer | index of the instruction, from 0 after the header |
+| `result_id` | integer or null | the instruction's result id |
+| `function` | integer or null | result id of the enclosing OpFunction |
+| `instruction` | string or null | the instruction disassembled, ids as `%N` |
+| `notes` | array of strings | extra lines: spec text, how to fix |
+
+A module that cannot be parsed at all (bad magic, truncated instruction...) is not a finding but a
+`ParseError` with its word offset; the CLI reports it as an IO-level error (exit code 2).
+";
+
+/// Runs every rule family on the indexed module.
+pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
+    for i in 0..cx.m.insts.len() {
+        let opcode = cx.m.insts[i].opcode;
+        let Some(op) = Op::from_u32(u32::from(opcode)) else {
+            continue;
+        };
+        match op {
+            Op::SubgroupAllKHR | Op::SubgroupAnyKHR | Op::SubgroupAllEqualKHR => {
+                vote::check(cx, i, out)
+            }
+            Op::GroupNonUniformPartitionEXT => partition::check(cx, i, out),
+            Op::GroupNonUniformIAdd
+            | Op::GroupNonUniformFAdd
+            | Op::GroupNonUniformIMul
+            | Op::GroupNonUniformFMul
+            | Op::GroupNonUniformSMin
+            | Op::GroupNonUniformUMin
+            | Op::GroupNonUniformFMin
+            | Op::GroupNonUniformSMax
+            | Op::GroupNonUniformUMax
+            | Op::GroupNonUniformFMax
+            | Op::GroupNonUniformBitwiseAnd
+            | Op::GroupNonUniformBitwiseOr
+            | Op::GroupNonUniformBitwiseXor
+            | Op::GroupNonUniformLogicalAnd
+            | Op::GroupNonUniformLogicalOr
+            | Op::GroupNonUniformLogicalXor => {
+                if partitioned_arith::is_partitioned(cx, i) {
+                    partitioned_arith::check(cx, i, out);
+                    provenance::check(cx, i, out);
+                } else {
+                    core::check(cx, i, out);
+                }
+            }
+            Op::GroupNonUniformBallotBitCount
+            | Op::GroupIAdd
+            | Op::GroupFAdd
+            | Op::GroupFMin
+            | Op::GroupUMin
+            | Op::GroupSMin
+            | Op::GroupFMax
+            | Op::GroupUMax
+            | Op::GroupSMax
+            | Op::GroupIAddNonUniformAMD
+            | Op::GroupFAddNonUniformAMD
+            | Op::GroupFMinNonUniformAMD
+            | Op::GroupUMinNonUniformAMD
+            | Op::GroupSMinNonUniformAMD
+            | Op::GroupFMaxNonUniformAMD
+            | Op::GroupUMaxNonUniformAMD
+            | Op::GroupSMaxNonUniformAMD => {
+                if partitioned_arith::is_partitioned(cx, i) {
+                    partitioned_arith::check_not_arithmetic(cx, i, out);
+                } else if op == Op::GroupNonUniformBallotBitCount {
+                    core::check(cx, i, out);
+                }
+            }
+            Op::GroupNonUniformElect
+            | Op::GroupNonUniformAll
+            | Op::GroupNonUniformAny
+            | Op::GroupNonUniformAllEqual
+            | Op::GroupNonUniformBroadcast
+            | Op::GroupNonUniformBroadcastFirst
+            | Op::GroupNonUniformBallot
+            | Op::GroupNonUniformInverseBallot
+            | Op::GroupNonUniformBallotBitExtract
+            | Op::GroupNonUniformBallotFindLSB
+            | Op::GroupNonUniformBallotFindMSB
+            | Op::GroupNonUniformShuffle
+            | Op::GroupNonUniformShuffleXor
+            | Op::GroupNonUniformShuffleUp
+            | Op::GroupNonUniformShuffleDown
+            | Op::GroupNonUniformQuadBroadcast
+            | Op::GroupNonUniformQuadSwap => core::check(cx, i, out),
+            _ => {}
+        }
+        if cx.target.is_some() {
+            target_fit::check(cx, i, op, out);
+        }
+    }
+    capability::check_module(cx, out);
+    partition::check_module(cx, out);
+    core::check_module(cx, out);
+    if cx.target.is_some() {
+        target_fit::check_module(cx, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_and_names_are_unique_and_well_formed() {
+        let mut codes = std::collections::HashSet::new();
+        let mut names = std::collections::HashSet::new();
+        for r in Rule::ALL {
+            assert!(codes.insert(r.code()), "duplicate code {}", r.code());
+            assert!(names.insert(r.name()), "duplicate name {}", r.name());
+            assert!(r.code().len() == 6 && r.code().starts_with("SG"));
+            assert!(r.name().chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+            assert_eq!(Rule::from_code(r.code()), Some(*r));
+            assert_eq!(Rule::from_code(r.name()), Some(*r));
+            assert!(r.doc().len() < 120, "{} doc too long", r.code());
+            assert!(r.explain().len() > r.doc().len());
+        }
+        assert_eq!(Rule::from_code("sg0101"), Some(Rule::VoteMissingCapability));
+        assert_eq!(Rule::from_code("SG9999"), None);
+    }
+
+    #[test]
+    fn codes_are_sorted() {
+        let codes: Vec<_> = Rule::ALL.iter().map(|r| r.code()).collect();
+        let mut sorted = codes.clone();
+        sorted.sort();
+        assert_eq!(codes, sorted);
+    }
+
+    #[test]
+    fn committed_rules_md_is_up_to_date() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/rules.md");
+        let want = markdown();
+        if std::env::var_os("UPDATE_RULES_MD").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/rules.md is out of date: run `UPDATE_RULES_MD=1 cargo test -p spv-subgroup-validate` \
+             (or `cargo xtask codegen`)"
+        );
+    }
+}

@@ -69,3 +69,10 @@ pub enum LowerError {
         message: String,
     },
 }
+
+mod driver;
+mod emit;
+mod hygiene;
+mod rewrite;
+
+pub use driver::{lower, lower_words};

@@ -1,0 +1,221 @@
+//! The pass pipeline: find what needs rewriting, rewrite function by function (splitting blocks
+//! where a rewrite needs a loop), then fix the module's globals, interfaces and requirements.
+//!
+//! Instructions are rewritten in place of the original: the rewrite's final instruction takes
+//! over the original result id, so uses, names and decorations (RelaxedPrecision) stay attached.
+
+use std::collections::HashMap;
+
+use rspirv::binary::Assemble;
+use rspirv::dr::{Block, Instruction, Module, Operand};
+use spirv::Op;
+
+use crate::emit::{Code, Emitter, Id};
+use crate::{hygiene, rewrite, LowerError, LowerOptions, LowerReport};
+
+/// Lowers a module given as SPIR-V words; returns the new words and the report.
+/// A module that needs nothing is returned word for word.
+pub fn lower_words(words: &[u32], opts: &LowerOptions) -> Result<(Vec<u32>, LowerReport), LowerError> {
+    // Our own reader first: it reports malformed input with word offsets, never panicking.
+    // (The full validation costs one linear pass; only its structural verdict is used here.)
+    spv_subgroup_validate::validate(words, &Default::default()).map_err(|e| LowerError::Parse(e.to_string()))?;
+    let mut module = rspirv::dr::load_words(words).map_err(|e| LowerError::Parse(e.to_string()))?;
+    let report = lower(&mut module, opts).map_err(|e| with_word_offset(e, words))?;
+    if !report.changed {
+        return Ok((words.to_vec(), report));
+    }
+    Ok((module.assemble(), report))
+}
+
+/// Fills in the word offset of the instruction an error names.
+fn with_word_offset(err: LowerError, words: &[u32]) -> LowerError {
+    match err {
+        LowerError::Unsupported { result_id, opcode, target, missing, .. } => {
+            let word_offset = find_definition(words, result_id).unwrap_or(0);
+            LowerError::Unsupported { result_id, opcode, word_offset, target, missing }
+        }
+        other => other,
+    }
+}
+
+/// Word offset of the instruction defining `id` (result id in the second or third word).
+fn find_definition(words: &[u32], id: u32) -> Option<usize> {
+    let mut at = 5;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        if count == 0 {
+            return None;
+        }
+        let op = words[at] & 0xffff;
+        let (has_type, has_result) = rspirv::grammar::INSTRUCTION_TABLE
+            .lookup_opcode(op)?
+            .operands
+            .iter()
+            .fold((false, false), |(t, r), o| {
+                (t || o.kind == rspirv::grammar::OperandKind::IdResultType, r || o.kind == rspirv::grammar::OperandKind::IdResult)
+            });
+        if has_result {
+            let slot = at + if has_type { 2 } else { 1 };
+            if words.get(slot) == Some(&id) {
+                return Some(at);
+            }
+        }
+        at += count;
+    }
+    None
+}
+
+/// Lowers a module in place for `opts.target`.
+pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, LowerError> {
+    let target = &opts.target;
+    if !module.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).any(|i| rewrite::needs_rewrite(i, target)) {
+        return Ok(LowerReport::default());
+    }
+    let max_lanes = opts.subgroup_size.unwrap_or(target.max_subgroup_size).clamp(1, 128);
+    let mut em = Emitter::new(module, target, max_lanes);
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for function in &mut module.functions {
+        lower_function(function, &mut em, opts, &mut counts)?;
+    }
+    finish_globals(module, &mut em);
+    hygiene::fix_requirements(module, &em, opts)?;
+    if let Some(h) = module.header.as_mut() {
+        h.bound = em.bound();
+    }
+    let mut rewrites: Vec<(String, usize)> = counts.into_iter().collect();
+    rewrites.sort();
+    Ok(LowerReport { changed: true, rewrites })
+}
+
+fn lower_function(
+    function: &mut rspirv::dr::Function,
+    em: &mut Emitter,
+    opts: &LowerOptions,
+    counts: &mut HashMap<String, usize>,
+) -> Result<(), LowerError> {
+    if !function.blocks.iter().flat_map(|b| &b.instructions).any(|i| rewrite::needs_rewrite(i, &opts.target)) {
+        return Ok(());
+    }
+    let first_new_id = em.bound();
+    let mut out: Vec<Block> = Vec::with_capacity(function.blocks.len());
+    // Original label -> label of the block that now holds the original terminator.
+    let mut moved: HashMap<Id, Id> = HashMap::new();
+    for block in std::mem::take(&mut function.blocks) {
+        let label = block.label.as_ref().and_then(|l| l.result_id).unwrap_or(0);
+        let needs = block.instructions.iter().any(|i| rewrite::needs_rewrite(i, &opts.target));
+        if !needs {
+            out.push(block);
+            continue;
+        }
+        let mut code = Code { em, done: Vec::new(), cur: Block { label: block.label.clone(), instructions: Vec::new() } };
+        let mut rest: Vec<Instruction> = block.instructions;
+        // A loop header keeps its phis and merge: the rest moves to a new block, so that a rewrite
+        // that splits the block leaves OpLoopMerge in the block the back edge targets.
+        if let Some(merge_at) = rest.iter().position(|i| i.class.opcode == Op::LoopMerge) {
+            let phis = rest.iter().take_while(|i| i.class.opcode == Op::Phi).count();
+            let body_label = code.em.id();
+            let mut tail = rest.split_off(phis);
+            let merge = tail.remove(merge_at - phis);
+            code.cur.instructions.extend(rest);
+            code.cur.instructions.push(merge);
+            code.emit_void(Op::Branch, vec![Operand::IdRef(body_label)]);
+            code.start_block(body_label);
+            rest = tail;
+        }
+        for inst in rest {
+            if !rewrite::needs_rewrite(&inst, &opts.target) {
+                code.cur.instructions.push(inst);
+                continue;
+            }
+            let mark = (code.done.len(), code.cur.instructions.len());
+            let before = code.em.bound();
+            let value = rewrite::lower_inst(&mut code, &inst).map_err(|e| name_error(e, &inst))?;
+            *counts.entry(rewrite::kind_name(&inst)).or_insert(0) += 1;
+            if let (Some(orig), Some(result_type)) = (inst.result_id, inst.result_type) {
+                if value >= before {
+                    rename(&mut code, mark, value, orig);
+                } else {
+                    code.cur.instructions.push(Instruction::new(
+                        Op::CopyObject,
+                        Some(result_type),
+                        Some(orig),
+                        vec![Operand::IdRef(value)],
+                    ));
+                }
+            }
+        }
+        let final_label = code.cur_label();
+        if final_label != label {
+            moved.insert(label, final_label);
+        }
+        out.append(&mut code.done);
+        out.push(code.cur);
+    }
+    // Phis of the original code that name a split block as predecessor now name its last piece.
+    if !moved.is_empty() {
+        for inst in out.iter_mut().flat_map(|b| b.instructions.iter_mut()) {
+            if inst.class.opcode != Op::Phi || inst.result_id.is_some_and(|r| r >= first_new_id) {
+                continue;
+            }
+            for pair in inst.operands.chunks_mut(2) {
+                if let [_, Operand::IdRef(parent)] = pair {
+                    if let Some(&m) = moved.get(parent) {
+                        *parent = m;
+                    }
+                }
+            }
+        }
+    }
+    function.blocks = out;
+    Ok(())
+}
+
+/// Makes the instruction defining `value` (emitted since `mark`) define `orig` instead.
+fn rename(code: &mut Code, mark: (usize, usize), value: Id, orig: Id) {
+    let (done_from, cur_from) = mark;
+    let cur_from = if code.done.len() > done_from { 0 } else { cur_from };
+    let emitted = code.done[done_from..]
+        .iter_mut()
+        .flat_map(|b| b.instructions.iter_mut())
+        .chain(code.cur.instructions[cur_from..].iter_mut());
+    for inst in emitted {
+        if inst.result_id == Some(value) {
+            inst.result_id = Some(orig);
+        }
+        for op in &mut inst.operands {
+            if let Operand::IdRef(id) = op {
+                if *id == value {
+                    *id = orig;
+                }
+            }
+        }
+    }
+}
+
+fn name_error(err: LowerError, inst: &Instruction) -> LowerError {
+    match err {
+        LowerError::Unsupported { target, missing, word_offset, .. } => LowerError::Unsupported {
+            result_id: inst.result_id.unwrap_or(0),
+            opcode: format!("Op{:?}", inst.class.opcode),
+            word_offset,
+            target,
+            missing,
+        },
+        other => other,
+    }
+}
+
+/// Appends new types, constants, variables, decorations and imports, and lists new built-ins in
+/// every entry point's interface.
+fn finish_globals(module: &mut Module, em: &mut Emitter) {
+    module.types_global_values.append(&mut em.new_globals);
+    module.annotations.append(&mut em.new_annotations);
+    if let Some(import) = em.new_ext_import.take() {
+        module.ext_inst_imports.push(import);
+    }
+    for ep in &mut module.entry_points {
+        for &var in &em.new_builtins {
+            ep.operands.push(Operand::IdRef(var));
+        }
+    }
+}

@@ -1,0 +1,931 @@
+//! The emitter: fresh ids, interned types and constants, built-in variables, and a block builder
+//! ([`Code`]) with the ballot and shuffle helpers every rewrite is made of.
+//!
+//! Every helper picks its instruction from the [`Target`]: where the target lacks an op
+//! (the naga target has no ballot bit ops and no mask built-ins; a 1.0 device has only
+//! `SPV_KHR_shader_ballot`), the helper emits an equivalent sequence instead.
+//! Ballots ("masks") are a `uint` when at most 32 lanes can exist and a `uvec4` otherwise,
+//! so code for subgroups of at most 32 lanes stays scalar.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rspirv::dr::{Block, Instruction, Operand};
+use spirv::{BuiltIn, Capability, Decoration, Op, StorageClass};
+
+use crate::{LowerError, Target};
+
+/// A result id.
+pub(crate) type Id = u32;
+
+/// A scalar type as the rewrites see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Scalar {
+    /// `OpTypeBool`.
+    Bool,
+    /// `OpTypeInt width signedness`.
+    Int { width: u8, signed: bool },
+    /// `OpTypeFloat width`.
+    Float { width: u8 },
+}
+
+impl Scalar {
+    /// Width in bits (bool counts as 32: it is widened to a uint to cross lanes).
+    pub(crate) fn width(self) -> u32 {
+        match self {
+            Scalar::Bool => 32,
+            Scalar::Int { width, .. } | Scalar::Float { width } => u32::from(width),
+        }
+    }
+}
+
+/// A scalar or vector type: `n == 1` is the scalar itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Ty {
+    /// Component type.
+    pub scalar: Scalar,
+    /// Component count, 1 to 4.
+    pub n: u8,
+}
+
+impl Ty {
+    pub(crate) const BOOL: Ty = Ty { scalar: Scalar::Bool, n: 1 };
+    pub(crate) const U32: Ty = Ty { scalar: Scalar::Int { width: 32, signed: false }, n: 1 };
+    pub(crate) const UVEC4: Ty = Ty { scalar: Scalar::Int { width: 32, signed: false }, n: 4 };
+
+    /// The same component type with `n` components.
+    pub(crate) fn with_n(self, n: u8) -> Ty {
+        Ty { scalar: self.scalar, n }
+    }
+    /// The component type.
+    pub(crate) fn component(self) -> Ty {
+        self.with_n(1)
+    }
+}
+
+/// Module-wide state of one lowering run: ids, types, constants, built-ins, requirements.
+pub(crate) struct Emitter<'t> {
+    pub target: &'t Target,
+    /// Largest number of lanes a subgroup may have (the `--subgroup-size` or the target's maximum).
+    pub max_lanes: u32,
+    next_id: Id,
+    /// Type id of every scalar/vector type, existing or new.
+    type_ids: HashMap<Ty, Id>,
+    /// The reverse of `type_ids`.
+    id_types: HashMap<Id, Ty>,
+    /// Pointer types: (storage class, pointee) -> id.
+    pointer_ids: HashMap<(StorageClass, Id), Id>,
+    /// Constants: (type id, bits) -> id; bools use bits 0/1.
+    consts: HashMap<(Id, u64), Id>,
+    /// Composite constants: (type id, components) -> id.
+    composites: HashMap<(Id, Vec<Id>), Id>,
+    /// `OpUndef` per type id.
+    undefs: HashMap<Id, Id>,
+    /// Input variables of built-ins, existing or new.
+    builtins: HashMap<BuiltIn, Id>,
+    /// New built-in variables, to be added to the entry points' interfaces.
+    pub new_builtins: Vec<Id>,
+    /// `GLSL.std.450` import, existing or new.
+    glsl: Option<Id>,
+    /// New global instructions (types, constants, variables), in creation order.
+    pub new_globals: Vec<Instruction>,
+    /// New annotations (built-in decorations).
+    pub new_annotations: Vec<Instruction>,
+    /// A new `OpExtInstImport`, if one was needed.
+    pub new_ext_import: Option<Instruction>,
+    /// Capabilities the emitted code needs.
+    pub caps: BTreeSet<u32>,
+    /// Extensions the emitted code needs.
+    pub exts: BTreeSet<&'static str>,
+    /// Types of all values (result id -> type id), of the input and of new code.
+    value_types: HashMap<Id, Id>,
+}
+
+impl<'t> Emitter<'t> {
+    /// Indexes the module's types, constants, built-ins and value types.
+    pub(crate) fn new(module: &rspirv::dr::Module, target: &'t Target, max_lanes: u32) -> Self {
+        let bound = module.header.as_ref().map_or(1, |h| h.bound.max(1));
+        let mut em = Emitter {
+            target,
+            max_lanes,
+            next_id: bound,
+            type_ids: HashMap::new(),
+            id_types: HashMap::new(),
+            pointer_ids: HashMap::new(),
+            consts: HashMap::new(),
+            composites: HashMap::new(),
+            undefs: HashMap::new(),
+            builtins: HashMap::new(),
+            new_builtins: Vec::new(),
+            glsl: None,
+            new_globals: Vec::new(),
+            new_annotations: Vec::new(),
+            new_ext_import: None,
+            caps: BTreeSet::new(),
+            exts: BTreeSet::new(),
+            value_types: HashMap::new(),
+        };
+        for inst in &module.ext_inst_imports {
+            if matches!(inst.operands.first(), Some(Operand::LiteralString(s)) if s == "GLSL.std.450") {
+                em.glsl = inst.result_id;
+            }
+        }
+        for inst in &module.types_global_values {
+            em.index_global(inst);
+        }
+        let mut builtin_of: HashMap<Id, BuiltIn> = HashMap::new();
+        for inst in &module.annotations {
+            if inst.class.opcode == Op::Decorate {
+                if let [Operand::IdRef(target), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
+                    inst.operands.as_slice()
+                {
+                    builtin_of.insert(*target, *b);
+                }
+            }
+        }
+        for inst in &module.types_global_values {
+            if inst.class.opcode == Op::Variable {
+                if let (Some(id), Some(b)) = (inst.result_id, inst.result_id.and_then(|i| builtin_of.get(&i))) {
+                    if matches!(inst.operands.first(), Some(Operand::StorageClass(StorageClass::Input))) {
+                        em.builtins.insert(*b, id);
+                    }
+                }
+            }
+        }
+        for f in &module.functions {
+            for inst in f.parameters.iter().chain(f.blocks.iter().flat_map(|b| b.instructions.iter())) {
+                if let (Some(t), Some(r)) = (inst.result_type, inst.result_id) {
+                    em.value_types.insert(r, t);
+                }
+            }
+        }
+        em
+    }
+
+    fn index_global(&mut self, inst: &Instruction) {
+        let Some(id) = inst.result_id else { return };
+        let lit = |i: usize| match inst.operands.get(i) {
+            Some(Operand::LiteralBit32(v)) => Some(*v),
+            _ => None,
+        };
+        let ty = match inst.class.opcode {
+            Op::TypeBool => Some(Ty::BOOL),
+            Op::TypeInt => match (lit(0), lit(1)) {
+                (Some(w), Some(s)) if w <= 64 => Some(Ty { scalar: Scalar::Int { width: w as u8, signed: s != 0 }, n: 1 }),
+                _ => None,
+            },
+            // A float with an encoding operand (bfloat16, fp8) is not an IEEE type we can handle.
+            Op::TypeFloat if inst.operands.len() == 1 => match lit(0) {
+                Some(w) if w <= 64 => Some(Ty { scalar: Scalar::Float { width: w as u8 }, n: 1 }),
+                _ => None,
+            },
+            Op::TypeVector => match (inst.operands.first(), lit(1)) {
+                (Some(Operand::IdRef(e)), Some(n)) if (2..=4).contains(&n) => {
+                    self.id_types.get(e).map(|t| Ty { scalar: t.scalar, n: n as u8 })
+                }
+                _ => None,
+            },
+            Op::TypePointer => {
+                if let [Operand::StorageClass(sc), Operand::IdRef(p)] = inst.operands.as_slice() {
+                    self.pointer_ids.entry((*sc, *p)).or_insert(id);
+                }
+                None
+            }
+            Op::Constant => {
+                if let (Some(t), Some(Operand::LiteralBit32(v))) = (inst.result_type, inst.operands.first()) {
+                    self.consts.entry((t, u64::from(*v))).or_insert(id);
+                } else if let (Some(t), Some(Operand::LiteralBit64(v))) = (inst.result_type, inst.operands.first()) {
+                    self.consts.entry((t, *v)).or_insert(id);
+                }
+                None
+            }
+            Op::ConstantTrue | Op::ConstantFalse => {
+                if let Some(t) = inst.result_type {
+                    let bit = u64::from(inst.class.opcode == Op::ConstantTrue);
+                    self.consts.entry((t, bit)).or_insert(id);
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(ty) = ty {
+            // Duplicate non-aggregate types are invalid SPIR-V; keep the first if a module has them.
+            self.type_ids.entry(ty).or_insert(id);
+            self.id_types.entry(id).or_insert(ty);
+        }
+        if let (Some(t), Some(r)) = (inst.result_type, inst.result_id) {
+            self.value_types.insert(r, t);
+        }
+    }
+
+    /// A fresh id.
+    pub(crate) fn id(&mut self) -> Id {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// The id bound after everything allocated so far.
+    pub(crate) fn bound(&self) -> Id {
+        self.next_id
+    }
+
+    fn push_global(&mut self, op: Op, ty: Option<Id>, operands: Vec<Operand>) -> Id {
+        let id = self.id();
+        if let Some(t) = ty {
+            self.value_types.insert(id, t);
+        }
+        self.new_globals.push(Instruction::new(op, ty, Some(id), operands));
+        id
+    }
+
+    /// The id of a scalar or vector type, declaring it if the module lacks it.
+    pub(crate) fn ty(&mut self, ty: Ty) -> Id {
+        if let Some(&id) = self.type_ids.get(&ty) {
+            return id;
+        }
+        let id = if ty.n > 1 {
+            let elem = self.ty(ty.component());
+            self.push_global(Op::TypeVector, None, vec![Operand::IdRef(elem), Operand::LiteralBit32(u32::from(ty.n))])
+        } else {
+            match ty.scalar {
+                Scalar::Bool => self.push_global(Op::TypeBool, None, vec![]),
+                Scalar::Int { width, signed } => {
+                    self.need_width_cap(ty.scalar);
+                    self.push_global(
+                        Op::TypeInt,
+                        None,
+                        vec![Operand::LiteralBit32(u32::from(width)), Operand::LiteralBit32(u32::from(signed))],
+                    )
+                }
+                Scalar::Float { width } => {
+                    self.need_width_cap(ty.scalar);
+                    self.push_global(Op::TypeFloat, None, vec![Operand::LiteralBit32(u32::from(width))])
+                }
+            }
+        };
+        self.type_ids.insert(ty, id);
+        self.id_types.insert(id, ty);
+        id
+    }
+
+    fn need_width_cap(&mut self, s: Scalar) {
+        let cap = match s {
+            Scalar::Int { width: 8, .. } => Capability::Int8,
+            Scalar::Int { width: 16, .. } => Capability::Int16,
+            Scalar::Int { width: 64, .. } => Capability::Int64,
+            Scalar::Float { width: 16 } => Capability::Float16,
+            Scalar::Float { width: 64 } => Capability::Float64,
+            _ => return,
+        };
+        self.caps.insert(cap as u32);
+    }
+
+    /// The type a type id stands for, if it is a scalar or vector type.
+    pub(crate) fn ty_of_id(&self, type_id: Id) -> Option<Ty> {
+        self.id_types.get(&type_id).copied()
+    }
+
+    /// The type of a value (an operand id), if it is a scalar or vector.
+    pub(crate) fn ty_of_value(&self, value: Id) -> Option<Ty> {
+        self.value_types.get(&value).and_then(|t| self.ty_of_id(*t))
+    }
+
+    /// The type id of a value.
+    pub(crate) fn type_id_of_value(&self, value: Id) -> Option<Id> {
+        self.value_types.get(&value).copied()
+    }
+
+    /// A scalar constant of `ty` with the given bits (low `width` bits used; bool: 0 or 1).
+    pub(crate) fn constant(&mut self, ty: Ty, bits: u64) -> Id {
+        debug_assert_eq!(ty.n, 1);
+        let t = self.ty(ty);
+        let width = ty.scalar.width();
+        let bits = if ty.scalar == Scalar::Bool {
+            u64::from(bits != 0)
+        } else if width < 64 {
+            bits & ((1u64 << width) - 1)
+        } else {
+            bits
+        };
+        if let Some(&id) = self.consts.get(&(t, bits)) {
+            return id;
+        }
+        let id = match ty.scalar {
+            Scalar::Bool if bits != 0 => self.push_global(Op::ConstantTrue, Some(t), vec![]),
+            Scalar::Bool => self.push_global(Op::ConstantFalse, Some(t), vec![]),
+            _ if width == 64 => self.push_global(Op::Constant, Some(t), vec![Operand::LiteralBit64(bits)]),
+            Scalar::Int { signed: true, .. } if width < 32 => {
+                // Narrow signed literals are sign-extended into the word, as the spec requires.
+                let shift = 64 - width;
+                let word = (((bits << shift) as i64) >> shift) as u32;
+                self.push_global(Op::Constant, Some(t), vec![Operand::LiteralBit32(word)])
+            }
+            _ => self.push_global(Op::Constant, Some(t), vec![Operand::LiteralBit32(bits as u32)]),
+        };
+        self.consts.insert((t, bits), id);
+        id
+    }
+
+    /// A constant of `ty` with every component equal to the scalar `bits`.
+    pub(crate) fn splat(&mut self, ty: Ty, bits: u64) -> Id {
+        let c = self.constant(ty.component(), bits);
+        if ty.n == 1 {
+            return c;
+        }
+        let t = self.ty(ty);
+        let comps = vec![c; usize::from(ty.n)];
+        if let Some(&id) = self.composites.get(&(t, comps.clone())) {
+            return id;
+        }
+        let id = self.push_global(Op::ConstantComposite, Some(t), comps.iter().map(|&c| Operand::IdRef(c)).collect());
+        self.composites.insert((t, comps), id);
+        id
+    }
+
+    /// The 32-bit unsigned constant `v`.
+    pub(crate) fn u32(&mut self, v: u32) -> Id {
+        self.constant(Ty::U32, u64::from(v))
+    }
+
+    /// `OpUndef` of a type id.
+    pub(crate) fn undef(&mut self, type_id: Id) -> Id {
+        if let Some(&id) = self.undefs.get(&type_id) {
+            return id;
+        }
+        let id = self.push_global(Op::Undef, Some(type_id), vec![]);
+        self.undefs.insert(type_id, id);
+        id
+    }
+
+    /// The execution scope operand `Subgroup`.
+    pub(crate) fn subgroup_scope(&mut self) -> Id {
+        self.u32(spirv::Scope::Subgroup as u32)
+    }
+
+    /// The `GLSL.std.450` import id.
+    pub(crate) fn glsl(&mut self) -> Id {
+        if let Some(id) = self.glsl {
+            return id;
+        }
+        let id = self.id();
+        self.new_ext_import = Some(Instruction::new(
+            Op::ExtInstImport,
+            None,
+            Some(id),
+            vec![Operand::LiteralString("GLSL.std.450".into())],
+        ));
+        self.glsl = Some(id);
+        id
+    }
+
+    /// The Input variable of a built-in of type `ty`, declaring and decorating it if needed.
+    pub(crate) fn builtin(&mut self, b: BuiltIn, ty: Ty) -> Id {
+        if let Some(&v) = self.builtins.get(&b) {
+            return v;
+        }
+        let pointee = self.ty(ty);
+        let ptr = match self.pointer_ids.get(&(StorageClass::Input, pointee)) {
+            Some(&p) => p,
+            None => {
+                let p = self.push_global(
+                    Op::TypePointer,
+                    None,
+                    vec![Operand::StorageClass(StorageClass::Input), Operand::IdRef(pointee)],
+                );
+                self.pointer_ids.insert((StorageClass::Input, pointee), p);
+                p
+            }
+        };
+        let var = self.push_global(Op::Variable, Some(ptr), vec![Operand::StorageClass(StorageClass::Input)]);
+        self.new_annotations.push(Instruction::new(
+            Op::Decorate,
+            None,
+            None,
+            vec![Operand::IdRef(var), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)],
+        ));
+        self.builtins.insert(b, var);
+        self.new_builtins.push(var);
+        var
+    }
+
+    /// Records that emitted code needs a capability.
+    pub(crate) fn need(&mut self, cap: Capability) {
+        self.caps.insert(cap as u32);
+    }
+
+    /// Whether masks are a single `uint` (every subgroup has at most 32 lanes).
+    pub(crate) fn single_word(&self) -> bool {
+        self.max_lanes <= 32
+    }
+
+    /// The type of a mask: `uint` or `uvec4`.
+    pub(crate) fn mask_ty(&self) -> Ty {
+        if self.single_word() {
+            Ty::U32
+        } else {
+            Ty::UVEC4
+        }
+    }
+
+    /// log2 of the largest subgroup size: the number of pointer-jumping steps.
+    pub(crate) fn log2_lanes(&self) -> u32 {
+        self.max_lanes.max(1).next_power_of_two().trailing_zeros()
+    }
+
+    /// Whether the target runs core `OpGroupNonUniform*` code (else only `SPV_KHR_shader_ballot`).
+    pub(crate) fn has_core_ballot(&self) -> bool {
+        self.target.ops.ballot && self.target.spirv_version >= (1, 3)
+    }
+}
+
+/// A block builder over one function: the finished blocks and the block being filled.
+pub(crate) struct Code<'e, 't> {
+    pub em: &'e mut Emitter<'t>,
+    /// Blocks finished while rewriting (loops split the current block).
+    pub done: Vec<Block>,
+    /// The block instructions are appended to.
+    pub cur: Block,
+}
+
+impl<'e, 't> Code<'e, 't> {
+    /// Appends an instruction with a fresh result id of type `ty`; returns the id.
+    pub(crate) fn emit(&mut self, op: Op, ty: Id, operands: Vec<Operand>) -> Id {
+        let id = self.em.id();
+        self.em.value_types.insert(id, ty);
+        self.cur.instructions.push(Instruction::new(op, Some(ty), Some(id), operands));
+        id
+    }
+
+    /// Appends an instruction whose operands are all ids.
+    pub(crate) fn op(&mut self, op: Op, ty: Ty, args: &[Id]) -> Id {
+        let t = self.em.ty(ty);
+        self.emit(op, t, args.iter().map(|&a| Operand::IdRef(a)).collect())
+    }
+
+    /// Appends an instruction without a result (branches, merges).
+    pub(crate) fn emit_void(&mut self, op: Op, operands: Vec<Operand>) {
+        self.cur.instructions.push(Instruction::new(op, None, None, operands));
+    }
+
+    /// Ends the current block and starts a new one with label `label`.
+    pub(crate) fn start_block(&mut self, label: Id) {
+        let next = Block { label: Some(Instruction::new(Op::Label, None, Some(label), vec![])), instructions: vec![] };
+        let done = std::mem::replace(&mut self.cur, next);
+        self.done.push(done);
+    }
+
+    /// The label of the current block.
+    pub(crate) fn cur_label(&self) -> Id {
+        self.cur.label.as_ref().and_then(|l| l.result_id).unwrap_or(0)
+    }
+
+    /// Emits a structured `do { body } while (cond)` loop and leaves the builder in its merge block.
+    ///
+    /// `carried` are the loop-carried values as (type, initial value); `body` receives their phis
+    /// and returns their next values and the condition to go round again. The condition must be
+    /// subgroup-uniform (derived from ballots): the loop is uniform, never a divergent break,
+    /// which lavapipe miscompiles and NVIDIA has hung on. Returns the final carried values.
+    pub(crate) fn do_while(
+        &mut self,
+        carried: &[(Ty, Id)],
+        body: impl FnOnce(&mut Code, &[Id]) -> Result<(Vec<Id>, Id), LowerError>,
+    ) -> Result<Vec<Id>, LowerError> {
+        let pre = self.cur_label();
+        let (header, body_label, cont, merge) = (self.em.id(), self.em.id(), self.em.id(), self.em.id());
+        self.emit_void(Op::Branch, vec![Operand::IdRef(header)]);
+        self.start_block(header);
+        let phis: Vec<Id> = carried.iter().map(|_| self.em.id()).collect();
+        self.emit_void(
+            Op::LoopMerge,
+            vec![Operand::IdRef(merge), Operand::IdRef(cont), Operand::LoopControl(spirv::LoopControl::NONE)],
+        );
+        self.emit_void(Op::Branch, vec![Operand::IdRef(body_label)]);
+        self.start_block(body_label);
+        let header_index = self.done.len() - 1;
+        let (next, again) = body(self, &phis)?;
+        self.emit_void(Op::Branch, vec![Operand::IdRef(cont)]);
+        self.start_block(cont);
+        self.emit_void(Op::BranchConditional, vec![Operand::IdRef(again), Operand::IdRef(header), Operand::IdRef(merge)]);
+        self.start_block(merge);
+        let mut phi_insts = Vec::with_capacity(phis.len());
+        for (((ty, init), &phi), &nx) in carried.iter().zip(&phis).zip(&next) {
+            let t = self.em.ty(*ty);
+            self.em.value_types.insert(phi, t);
+            phi_insts.push(Instruction::new(
+                Op::Phi,
+                Some(t),
+                Some(phi),
+                vec![Operand::IdRef(*init), Operand::IdRef(pre), Operand::IdRef(nx), Operand::IdRef(cont)],
+            ));
+        }
+        let header_block = &mut self.done[header_index];
+        header_block.instructions.splice(0..0, phi_insts);
+        Ok(next)
+    }
+
+    /// A `GLSL.std.450` extended instruction.
+    pub(crate) fn glsl(&mut self, inst: u32, ty: Ty, args: &[Id]) -> Id {
+        let set = self.em.glsl();
+        let t = self.em.ty(ty);
+        let mut ops = vec![Operand::IdRef(set), Operand::LiteralExtInstInteger(inst)];
+        ops.extend(args.iter().map(|&a| Operand::IdRef(a)));
+        self.emit(Op::ExtInst, t, ops)
+    }
+
+    /// Loads a built-in input.
+    pub(crate) fn load_builtin(&mut self, b: BuiltIn, ty: Ty) -> Id {
+        let var = self.em.builtin(b, ty);
+        self.op(Op::Load, ty, &[var])
+    }
+
+    /// `OpCompositeExtract` of one component.
+    pub(crate) fn extract(&mut self, ty: Ty, v: Id, index: u32) -> Id {
+        let t = self.em.ty(ty);
+        self.emit(Op::CompositeExtract, t, vec![Operand::IdRef(v), Operand::LiteralBit32(index)])
+    }
+
+    /// `OpSelect`.
+    pub(crate) fn select(&mut self, ty: Ty, cond: Id, a: Id, b: Id) -> Id {
+        self.op(Op::Select, ty, &[cond, a, b])
+    }
+
+    // ----- masks -----
+
+    /// A ballot of `pred` (a bool) over the active lanes, as a mask.
+    pub(crate) fn ballot(&mut self, pred: Id) -> Result<Id, LowerError> {
+        let v = if self.em.has_core_ballot() {
+            self.em.need(Capability::GroupNonUniformBallot);
+            let scope = self.em.subgroup_scope();
+            self.op(Op::GroupNonUniformBallot, Ty::UVEC4, &[scope, pred])
+        } else if self.em.target.ops.khr_ballot {
+            self.em.need(Capability::SubgroupBallotKHR);
+            self.em.exts.insert("SPV_KHR_shader_ballot");
+            self.op(Op::SubgroupBallotKHR, Ty::UVEC4, &[pred])
+        } else {
+            return Err(self.missing("a ballot (GroupNonUniformBallot or SubgroupBallotKHR)"));
+        };
+        Ok(self.narrow_mask(v))
+    }
+
+    /// The mask of the lanes executing this instruction.
+    pub(crate) fn active(&mut self) -> Result<Id, LowerError> {
+        let t = self.em.constant(Ty::BOOL, 1);
+        self.ballot(t)
+    }
+
+    /// A `uvec4` ballot as a mask (its first word when masks are single words).
+    pub(crate) fn narrow_mask(&mut self, v: Id) -> Id {
+        if self.em.single_word() {
+            self.extract(Ty::U32, v, 0)
+        } else {
+            v
+        }
+    }
+
+    /// A mask as the `uvec4` ballot form (the partitioned ops' operand type).
+    pub(crate) fn widen_mask(&mut self, m: Id) -> Id {
+        if self.em.single_word() {
+            let z = self.em.u32(0);
+            self.op(Op::CompositeConstruct, Ty::UVEC4, &[m, z, z, z])
+        } else {
+            m
+        }
+    }
+
+    /// This lane's index in the subgroup.
+    pub(crate) fn lane_id(&mut self) -> Result<Id, LowerError> {
+        if self.em.has_core_ballot() || self.em.target.ops.basic {
+            self.em.need(Capability::GroupNonUniform);
+        } else if self.em.target.ops.khr_ballot {
+            self.em.need(Capability::SubgroupBallotKHR);
+            self.em.exts.insert("SPV_KHR_shader_ballot");
+        } else {
+            return Err(self.missing("the SubgroupLocalInvocationId built-in"));
+        }
+        Ok(self.load_builtin(BuiltIn::SubgroupLocalInvocationId, Ty::U32))
+    }
+
+    /// The mask of lanes with a lower index than this one (`SubgroupLtMask`).
+    pub(crate) fn lt_mask(&mut self) -> Result<Id, LowerError> {
+        self.rel_mask(BuiltIn::SubgroupLtMask, false)
+    }
+
+    /// The mask of lanes with an index at most this one's (`SubgroupLeMask`).
+    pub(crate) fn le_mask(&mut self) -> Result<Id, LowerError> {
+        self.rel_mask(BuiltIn::SubgroupLeMask, true)
+    }
+
+    fn rel_mask(&mut self, b: BuiltIn, inclusive: bool) -> Result<Id, LowerError> {
+        if !self.em.target.restrictions.no_mask_builtins {
+            if self.em.has_core_ballot() {
+                self.em.need(Capability::GroupNonUniformBallot);
+            } else if self.em.target.ops.khr_ballot {
+                self.em.need(Capability::SubgroupBallotKHR);
+                self.em.exts.insert("SPV_KHR_shader_ballot");
+            } else {
+                return Err(self.missing("the subgroup mask built-ins"));
+            }
+            let v = self.load_builtin(b, Ty::UVEC4);
+            return Ok(self.narrow_mask(v));
+        }
+        // Computed from the lane id: word w holds bits below (lane - 32 w), all of them, or none.
+        let lane = self.lane_id()?;
+        let lane = if inclusive {
+            let one = self.em.u32(1);
+            self.op(Op::IAdd, Ty::U32, &[lane, one])
+        } else {
+            lane
+        };
+        let words = if self.em.single_word() { 1 } else { 4 };
+        let mut out = Vec::new();
+        for w in 0..words {
+            out.push(self.low_bits_word(lane, w)?);
+        }
+        Ok(if words == 1 { out[0] } else { self.op(Op::CompositeConstruct, Ty::UVEC4, &out) })
+    }
+
+    /// Word `w` of the mask with the low `count` bits set (count from 0 to 128).
+    fn low_bits_word(&mut self, count: Id, w: u32) -> Result<Id, LowerError> {
+        let base = self.em.u32(32 * w);
+        let top = self.em.u32(32 * w + 32);
+        let ones = self.em.u32(u32::MAX);
+        let zero = self.em.u32(0);
+        let one = self.em.u32(1);
+        let thirty_one = self.em.u32(31);
+        let full = self.op(Op::UGreaterThanEqual, Ty::BOOL, &[count, top]);
+        let empty = self.op(Op::ULessThanEqual, Ty::BOOL, &[count, base]);
+        let k = self.op(Op::BitwiseAnd, Ty::U32, &[count, thirty_one]);
+        let bit = self.op(Op::ShiftLeftLogical, Ty::U32, &[one, k]);
+        let partial = self.op(Op::ISub, Ty::U32, &[bit, one]);
+        let v = self.select(Ty::U32, empty, zero, partial);
+        Ok(self.select(Ty::U32, full, ones, v))
+    }
+
+    /// `a & b` on masks.
+    pub(crate) fn mask_and(&mut self, a: Id, b: Id) -> Id {
+        let t = self.em.mask_ty();
+        self.op(Op::BitwiseAnd, t, &[a, b])
+    }
+
+    /// `a | b` on masks.
+    pub(crate) fn mask_or(&mut self, a: Id, b: Id) -> Id {
+        let t = self.em.mask_ty();
+        self.op(Op::BitwiseOr, t, &[a, b])
+    }
+
+    /// `!a` on masks.
+    pub(crate) fn mask_not(&mut self, a: Id) -> Id {
+        let t = self.em.mask_ty();
+        self.op(Op::Not, t, &[a])
+    }
+
+    /// `a & !b` on masks.
+    pub(crate) fn mask_and_not(&mut self, a: Id, b: Id) -> Id {
+        let nb = self.mask_not(b);
+        self.mask_and(a, nb)
+    }
+
+    /// Whether a mask has any bit set.
+    pub(crate) fn mask_nonzero(&mut self, m: Id) -> Id {
+        let t = self.em.mask_ty();
+        let z = self.em.splat(t, 0);
+        if t.n == 1 {
+            self.op(Op::INotEqual, Ty::BOOL, &[m, z])
+        } else {
+            let ne = self.op(Op::INotEqual, Ty::BOOL.with_n(4), &[m, z]);
+            self.op(Op::Any, Ty::BOOL, &[ne])
+        }
+    }
+
+    /// Whether two masks are equal.
+    pub(crate) fn mask_eq(&mut self, a: Id, b: Id) -> Id {
+        let t = self.em.mask_ty();
+        if t.n == 1 {
+            self.op(Op::IEqual, Ty::BOOL, &[a, b])
+        } else {
+            let eq = self.op(Op::IEqual, Ty::BOOL.with_n(4), &[a, b]);
+            self.op(Op::All, Ty::BOOL, &[eq])
+        }
+    }
+
+    /// Index of the lowest set bit of a mask; undefined (but no fault) when the mask is zero.
+    pub(crate) fn find_lsb(&mut self, m: Id) -> Result<Id, LowerError> {
+        self.find_bit(m, false)
+    }
+
+    /// Index of the highest set bit of a mask; undefined (but no fault) when the mask is zero.
+    pub(crate) fn find_msb(&mut self, m: Id) -> Result<Id, LowerError> {
+        self.find_bit(m, true)
+    }
+
+    fn find_bit(&mut self, m: Id, msb: bool) -> Result<Id, LowerError> {
+        // GLSL.std.450 FindILsb = 73, FindUMsb = 75.
+        let glsl_op = if msb { 75 } else { 73 };
+        if self.em.single_word() {
+            return Ok(self.glsl(glsl_op, Ty::U32, &[m]));
+        }
+        if self.em.has_core_ballot() && !self.em.target.restrictions.no_ballot_bit_ops {
+            let scope = self.em.subgroup_scope();
+            let op = if msb { Op::GroupNonUniformBallotFindMSB } else { Op::GroupNonUniformBallotFindLSB };
+            return Ok(self.op(op, Ty::U32, &[scope, m]));
+        }
+        // Per word, then pick the lowest (highest) non-zero word with a select chain.
+        let zero = self.em.u32(0);
+        let order: Vec<u32> = if msb { vec![0, 1, 2, 3] } else { vec![3, 2, 1, 0] };
+        let mut result = self.em.u32(u32::MAX);
+        for w in order {
+            let word = self.extract(Ty::U32, m, w);
+            let bit = self.glsl(glsl_op, Ty::U32, &[word]);
+            let off = self.em.u32(32 * w);
+            let idx = self.op(Op::IAdd, Ty::U32, &[bit, off]);
+            let nz = self.op(Op::INotEqual, Ty::BOOL, &[word, zero]);
+            result = self.select(Ty::U32, nz, idx, result);
+        }
+        Ok(result)
+    }
+
+    /// Number of set bits of a mask.
+    pub(crate) fn bit_count(&mut self, m: Id) -> Result<Id, LowerError> {
+        if self.em.single_word() {
+            return Ok(self.op(Op::BitCount, Ty::U32, &[m]));
+        }
+        if self.em.has_core_ballot() && !self.em.target.restrictions.no_ballot_bit_ops {
+            let scope = self.em.subgroup_scope();
+            let t = self.em.ty(Ty::U32);
+            return Ok(self.emit(
+                Op::GroupNonUniformBallotBitCount,
+                t,
+                vec![
+                    Operand::IdRef(scope),
+                    Operand::GroupOperation(spirv::GroupOperation::Reduce),
+                    Operand::IdRef(m),
+                ],
+            ));
+        }
+        let counts = self.op(Op::BitCount, Ty::UVEC4, &[m]);
+        let mut sum = self.extract(Ty::U32, counts, 0);
+        for w in 1..4 {
+            let c = self.extract(Ty::U32, counts, w);
+            sum = self.op(Op::IAdd, Ty::U32, &[sum, c]);
+        }
+        Ok(sum)
+    }
+
+    /// Whether bit `lane` of a mask is set (`lane` below the subgroup size).
+    pub(crate) fn bit_test(&mut self, m: Id, lane: Id) -> Result<Id, LowerError> {
+        let one = self.em.u32(1);
+        let zero = self.em.u32(0);
+        let word = if self.em.single_word() {
+            m
+        } else if self.em.has_core_ballot() && !self.em.target.restrictions.no_ballot_bit_ops {
+            let scope = self.em.subgroup_scope();
+            return Ok(self.op(Op::GroupNonUniformBallotBitExtract, Ty::BOOL, &[scope, m, lane]));
+        } else {
+            let five = self.em.u32(5);
+            let w = self.op(Op::ShiftRightLogical, Ty::U32, &[lane, five]);
+            self.op(Op::VectorExtractDynamic, Ty::U32, &[m, w])
+        };
+        let thirty_one = self.em.u32(31);
+        let k = self.op(Op::BitwiseAnd, Ty::U32, &[lane, thirty_one]);
+        let shifted = self.op(Op::ShiftRightLogical, Ty::U32, &[word, k]);
+        let bit = self.op(Op::BitwiseAnd, Ty::U32, &[shifted, one]);
+        Ok(self.op(Op::INotEqual, Ty::BOOL, &[bit, zero]))
+    }
+
+    /// The mask with only bit `lane` set.
+    pub(crate) fn lane_bit(&mut self, lane: Id) -> Id {
+        let one = self.em.u32(1);
+        let thirty_one = self.em.u32(31);
+        let k = self.op(Op::BitwiseAnd, Ty::U32, &[lane, thirty_one]);
+        let bit = self.op(Op::ShiftLeftLogical, Ty::U32, &[one, k]);
+        if self.em.single_word() {
+            return bit;
+        }
+        let zero = self.em.u32(0);
+        let five = self.em.u32(5);
+        let w = self.op(Op::ShiftRightLogical, Ty::U32, &[lane, five]);
+        let mut words = Vec::new();
+        for i in 0..4 {
+            let wi = self.em.u32(i);
+            let here = self.op(Op::IEqual, Ty::BOOL, &[w, wi]);
+            words.push(self.select(Ty::U32, here, bit, zero));
+        }
+        self.op(Op::CompositeConstruct, Ty::UVEC4, &words)
+    }
+
+    // ----- crossing lanes -----
+
+    /// `value` as read from lane `lane` (any type [`Ty`] describes). The result is undefined when
+    /// that lane is inactive or out of range: callers consume it only under a validity select.
+    pub(crate) fn shuffle(&mut self, ty: Ty, value: Id, lane: Id) -> Result<Id, LowerError> {
+        if !(self.em.target.ops.shuffle && self.em.has_core_ballot()) {
+            return Err(self.missing("shuffles (GroupNonUniformShuffle)"));
+        }
+        self.em.need(Capability::GroupNonUniformShuffle);
+        let scope = self.em.subgroup_scope();
+        let direct = match ty.scalar {
+            Scalar::Bool => !self.em.target.restrictions.no_bool_shuffle,
+            s => s.width() == 32 || self.em.target.extended_types,
+        };
+        if direct {
+            return Ok(self.op(Op::GroupNonUniformShuffle, ty, &[scope, value, lane]));
+        }
+        let words = self.to_words(ty, value);
+        let mut moved = Vec::with_capacity(words.len());
+        for w in words {
+            moved.push(self.op(Op::GroupNonUniformShuffle, Ty::U32, &[scope, w, lane]));
+        }
+        Ok(self.from_words(ty, &moved))
+    }
+
+    /// Splits a value into 32-bit unsigned words (bools become 0/1; narrow types are zero-extended).
+    pub(crate) fn to_words(&mut self, ty: Ty, value: Id) -> Vec<Id> {
+        let mut out = Vec::new();
+        for c in 0..ty.n {
+            let comp = if ty.n == 1 { value } else { self.extract(ty.component(), value, u32::from(c)) };
+            match ty.scalar {
+                Scalar::Bool => {
+                    let one = self.em.u32(1);
+                    let zero = self.em.u32(0);
+                    out.push(self.select(Ty::U32, comp, one, zero));
+                }
+                Scalar::Int { width: 32, .. } | Scalar::Float { width: 32 } => {
+                    out.push(if ty.scalar == Ty::U32.scalar { comp } else { self.op(Op::Bitcast, Ty::U32, &[comp]) });
+                }
+                Scalar::Int { width: 64, .. } | Scalar::Float { width: 64 } => {
+                    let pair = self.op(Op::Bitcast, Ty::U32.with_n(2), &[comp]);
+                    out.push(self.extract(Ty::U32, pair, 0));
+                    out.push(self.extract(Ty::U32, pair, 1));
+                }
+                Scalar::Int { width, .. } | Scalar::Float { width } => {
+                    let uty = Ty { scalar: Scalar::Int { width, signed: false }, n: 1 };
+                    let bits = if matches!(ty.scalar, Scalar::Int { signed: false, .. }) {
+                        comp
+                    } else {
+                        self.op(Op::Bitcast, uty, &[comp])
+                    };
+                    out.push(self.op(Op::UConvert, Ty::U32, &[bits]));
+                }
+            }
+        }
+        out
+    }
+
+    /// The inverse of [`Code::to_words`].
+    pub(crate) fn from_words(&mut self, ty: Ty, words: &[Id]) -> Id {
+        let mut comps = Vec::new();
+        let mut it = words.iter().copied();
+        for _ in 0..ty.n {
+            let c = ty.component();
+            let comp = match ty.scalar {
+                Scalar::Bool => {
+                    let w = it.next().unwrap_or(0);
+                    let zero = self.em.u32(0);
+                    self.op(Op::INotEqual, Ty::BOOL, &[w, zero])
+                }
+                Scalar::Int { width: 32, .. } | Scalar::Float { width: 32 } => {
+                    let w = it.next().unwrap_or(0);
+                    if ty.scalar == Ty::U32.scalar {
+                        w
+                    } else {
+                        self.op(Op::Bitcast, c, &[w])
+                    }
+                }
+                Scalar::Int { width: 64, .. } | Scalar::Float { width: 64 } => {
+                    let lo = it.next().unwrap_or(0);
+                    let hi = it.next().unwrap_or(0);
+                    let pair = self.op(Op::CompositeConstruct, Ty::U32.with_n(2), &[lo, hi]);
+                    self.op(Op::Bitcast, c, &[pair])
+                }
+                Scalar::Int { width, .. } | Scalar::Float { width } => {
+                    let w = it.next().unwrap_or(0);
+                    let uty = Ty { scalar: Scalar::Int { width, signed: false }, n: 1 };
+                    let narrow = self.op(Op::UConvert, uty, &[w]);
+                    if matches!(ty.scalar, Scalar::Int { signed: false, .. }) {
+                        narrow
+                    } else {
+                        self.op(Op::Bitcast, c, &[narrow])
+                    }
+                }
+            };
+            comps.push(comp);
+        }
+        if ty.n == 1 {
+            comps[0]
+        } else {
+            self.op(Op::CompositeConstruct, ty, &comps)
+        }
+    }
+
+    /// An "unsupported by target" error for the instruction being rewritten (the driver fills
+    /// in the result id and opcode).
+    pub(crate) fn missing(&self, what: &str) -> LowerError {
+        LowerError::Unsupported {
+            result_id: 0,
+            opcode: String::new(),
+            word_offset: 0,
+            target: self.em.target.name.clone(),
+            missing: what.to_owned(),
+        }
+    }
+}

@@ -59,7 +59,7 @@ impl Opts {
 }
 
 fn severity(rule: Rule) -> String {
-    format!("{:?}", rule.severity()).to_lowercase()
+    rule.severity().to_string()
 }
 
 /// Finds a rule by code (any case) or by name (any case, `-` and `_` alike).

@@ -17,7 +17,7 @@ Examples:
   spv-subgroup lower in.spv -o out.spv                    for Vulkan 1.1 core subgroup features
   spv-subgroup lower in.spv -o out.spv --target naga      what naga's SPIR-V front end accepts
   spv-subgroup lower in.spv -o out.spv --target dev.json --subgroup-size 32
-  glslangValidator -V s.comp -o /dev/stdout | spv-subgroup lower - -o - > out.spv
+  spv-subgroup lower - -o - < in.spv > out.spv            stdin to stdout
 
 Exit status:
   0  lowered (or nothing to lower) and written

@@ -29,7 +29,7 @@ const AFTER_HELP: &str = "\
 Examples:
   spv-subgroup validate shader.spv                  check one module
   spv-subgroup validate shaders/ --target lavapipe  every *.spv under shaders/, for lavapipe
-  glslangValidator -V s.comp -o - | spv-subgroup validate -
+  spv-subgroup validate - < shader.spv             read stdin
   spv-subgroup lower in.spv -o out.spv              rewrite vote and partitioned ops for Vulkan 1.1
   spv-subgroup explain SG0101                       what a rule means
   spv-subgroup targets --show nvidia                a target preset as editable JSON

@@ -30,7 +30,8 @@ const AFTER_HELP: &str = "\
 Examples:
   spv-subgroup validate a.spv b.spv
   spv-subgroup validate shaders/ --target-env vulkan1.2 --target lavapipe
-  spv-subgroup validate --target dev.json --format json shader.spv   (dev.json from `vulkaninfo --json`)
+  spv-subgroup validate --target dev.json --format json shader.spv
+      (dev.json from `vulkaninfo --json -o dev.json`)
   cat shader.spv | spv-subgroup validate
 
 Exit status:

@@ -1,0 +1,683 @@
+//! Integration tests of the `spv-subgroup` binary: exit codes, inputs (files, directories, stdin),
+//! output formats (a JSON snapshot), `explain`, `targets`, malformed input, and `lower`'s
+//! atomic, verified writes.
+//!
+//! Modules are compiled from GLSL with `glslangValidator` or assembled with `spirv-as` at test time
+//! (a missing tool fails the test with an install hint).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use spv_subgroup_tests::tools;
+
+const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
+
+fn example_source() -> PathBuf {
+    tools::workspace_root().join("fixtures/examples/partitioned_vote.comp")
+}
+
+fn to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// The example shader compiled by glslang: uses both extensions, valid.
+fn example_words() -> Vec<u32> {
+    tools::compile_glsl(&example_source(), "vulkan1.1").expect("the example compiles")
+}
+
+/// The example with one `OpExtension` line removed (disassemble, edit, reassemble).
+fn example_without_extension(ext: &str) -> Vec<u32> {
+    let text = tools::disassemble(&example_words());
+    let line = format!("OpExtension \"{ext}\"");
+    assert!(text.contains(&line), "the example declares {ext}");
+    let edited: String = text
+        .lines()
+        .filter(|l| !l.contains(&line))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    tools::assemble(&edited, "vulkan1.1").expect("the edited module assembles")
+}
+
+/// A compute shader without any subgroup operation (nothing to lower).
+fn plain_words() -> Vec<u32> {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("plain.comp");
+    std::fs::write(
+        &src,
+        "#version 450\nlayout(local_size_x = 8) in;\nlayout(std430, binding = 0) buffer B { uint v[]; };\n\
+         void main() { v[gl_GlobalInvocationID.x] += 1u; }\n",
+    )
+    .unwrap();
+    tools::compile_glsl(&src, "vulkan1.1").expect("plain shader compiles")
+}
+
+fn run(args: &[&str], cwd: &Path, stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(EXE)
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(bytes).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Shows everything about a run in assertion messages.
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    )
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+// ---- validate ---------------------------------------------------------------------------------
+
+#[test]
+fn valid_glslang_shader_prints_nothing_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ok.spv", &to_bytes(&example_words()));
+    let o = run(&["validate", "ok.spv"], dir.path(), None);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert_eq!(text(&o.stdout), "", "{}", show(&o));
+}
+
+#[test]
+fn missing_partitioned_extension_prints_rule_and_instruction_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "bad.spv",
+        &to_bytes(&example_without_extension(
+            "SPV_NV_shader_subgroup_partitioned",
+        )),
+    );
+    let o = run(&["validate", "bad.spv"], dir.path(), None);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(out.contains("error[SG0202]"), "{}", show(&o));
+    assert!(
+        out.contains("OpCapability GroupNonUniformPartitionedNV"),
+        "{}",
+        show(&o)
+    );
+    assert!(out.contains("bad.spv"), "{}", show(&o));
+}
+
+#[test]
+fn missing_vote_extension_prints_rule_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "bad.spv",
+        &to_bytes(&example_without_extension("SPV_KHR_subgroup_vote")),
+    );
+    let o = run(&["validate", "bad.spv"], dir.path(), None);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(text(&o.stdout).contains("error[SG0102]"), "{}", show(&o));
+    assert!(
+        text(&o.stdout).contains("OpCapability SubgroupVoteKHR"),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
+fn target_misfit_exits_1_and_suggests_lower() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ex.spv", &to_bytes(&example_words()));
+    let o = run(
+        &["validate", "--target", "vulkan1.1", "ex.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(
+        text(&o.stdout).contains("spv-subgroup lower"),
+        "{}",
+        show(&o)
+    );
+    let o = run(
+        &["validate", "--target", "nvidia", "ex.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+}
+
+#[test]
+fn stdin_is_read_without_input_and_with_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = to_bytes(&example_words());
+    let bad = to_bytes(&example_without_extension(
+        "SPV_NV_shader_subgroup_partitioned",
+    ));
+    for args in [&["validate"][..], &["validate", "-"][..]] {
+        let o = run(args, dir.path(), Some(&good));
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        let o = run(args, dir.path(), Some(&bad));
+        assert_eq!(code(&o), 1, "{}", show(&o));
+        assert!(text(&o.stdout).contains("<stdin>"), "{}", show(&o));
+    }
+}
+
+#[test]
+fn directory_is_searched_recursively_for_spv_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "shaders/a.spv", &to_bytes(&example_words()));
+    write(
+        dir.path(),
+        "shaders/nested/deeper/b.spv",
+        &to_bytes(&plain_words()),
+    );
+    write(dir.path(), "shaders/readme.txt", b"not a module");
+    let o = run(
+        &["validate", "--format", "json", "shaders"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let files: Vec<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["shaders/a.spv", "shaders/nested/deeper/b.spv"]);
+
+    write(
+        dir.path(),
+        "shaders/nested/c.spv",
+        &to_bytes(&example_without_extension("SPV_KHR_subgroup_vote")),
+    );
+    let o = run(&["validate", "shaders"], dir.path(), None);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(
+        text(&o.stdout).contains("shaders/nested/c.spv"),
+        "{}",
+        show(&o)
+    );
+    assert!(text(&o.stderr).contains("checked 3 files"), "{}", show(&o));
+
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    let o = run(&["validate", "empty"], dir.path(), None);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(text(&o.stderr).contains("no `*.spv` files"), "{}", show(&o));
+}
+
+#[test]
+fn json_output_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "good.spv", &to_bytes(&example_words()));
+    write(
+        dir.path(),
+        "bad.spv",
+        &to_bytes(&example_without_extension(
+            "SPV_NV_shader_subgroup_partitioned",
+        )),
+    );
+    write(
+        dir.path(),
+        "junk.spv",
+        &[0x03, 0x02, 0x23, 0x07, 0, 3, 1, 0],
+    );
+    let o = run(
+        &[
+            "validate", "--format", "json", "good.spv", "bad.spv", "junk.spv",
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["files"][0]["ok"], true);
+    assert_eq!(doc["files"][1]["ok"], false);
+    assert_eq!(doc["files"][2]["error"]["kind"], "malformed");
+    assert!(doc["files"][2]["error"]["word_offset"].is_u64());
+    assert_eq!(doc["summary"]["files"], 3);
+    assert_eq!(doc["summary"]["malformed"], 1);
+    insta::assert_json_snapshot!("validate_json", doc);
+}
+
+#[test]
+fn human_output_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "bad.spv",
+        &to_bytes(&example_without_extension(
+            "SPV_NV_shader_subgroup_partitioned",
+        )),
+    );
+    let o = run(&["validate", "bad.spv"], dir.path(), None);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    insta::assert_snapshot!("validate_human", text(&o.stdout));
+}
+
+#[test]
+fn color_always_colours_the_heads() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "bad.spv",
+        &to_bytes(&example_without_extension(
+            "SPV_NV_shader_subgroup_partitioned",
+        )),
+    );
+    let o = run(
+        &["validate", "--color", "always", "bad.spv"],
+        dir.path(),
+        None,
+    );
+    assert!(
+        text(&o.stdout).contains("\x1b[1;31merror[SG0202]\x1b[0m"),
+        "{}",
+        show(&o)
+    );
+    let o = run(
+        &["validate", "--color", "never", "bad.spv"],
+        dir.path(),
+        None,
+    );
+    assert!(!text(&o.stdout).contains('\x1b'), "{}", show(&o));
+}
+
+#[test]
+fn malformed_input_names_file_and_word_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut words = example_words();
+    // The first instruction (word 5) now claims more words than the module has.
+    words[5] = (0xffff << 16) | (words[5] & 0xffff);
+    write(dir.path(), "cut.spv", &to_bytes(&words));
+    let o = run(&["validate", "cut.spv"], dir.path(), None);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(out.contains("cut.spv"), "{}", show(&o));
+    assert!(out.contains("word 5"), "{}", show(&o));
+    let o = run(
+        &["validate", "--format", "json", "cut.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(doc["files"][0]["error"]["word_offset"], 5, "{}", show(&o));
+
+    write(dir.path(), "text.spv", b"#version 450\n");
+    let o = run(&["validate", "text.spv"], dir.path(), None);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(text(&o.stdout).contains("text.spv"), "{}", show(&o));
+}
+
+#[test]
+fn usage_and_io_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ok.spv", &to_bytes(&plain_words()));
+    let o = run(&["validate", "missing.spv"], dir.path(), None);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(text(&o.stderr).contains("missing.spv"), "{}", show(&o));
+    // An unreadable file among readable ones: the others are still checked.
+    let o = run(&["validate", "ok.spv", "missing.spv"], dir.path(), None);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let o = run(
+        &["validate", "--target-env", "vulkan9", "ok.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("vulkan1.1"),
+        "lists the known envs: {}",
+        show(&o)
+    );
+    let o = run(
+        &["validate", "--target", "no-such-device", "ok.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("lavapipe"),
+        "lists the presets: {}",
+        show(&o)
+    );
+    let o = run(&["validate", "--format", "xml", "ok.spv"], dir.path(), None);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let o = run(&["frobnicate"], dir.path(), None);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+}
+
+#[test]
+fn spirv_val_target_envs_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ok.spv", &to_bytes(&plain_words()));
+    for env in [
+        "vulkan1.1",
+        "vulkan1.2",
+        "vulkan1.3",
+        "spv1.3",
+        "spv1.5",
+        "universal1.3",
+        "vulkan1.1spv1.4",
+    ] {
+        let o = run(
+            &["validate", "--target-env", env, "ok.spv"],
+            dir.path(),
+            None,
+        );
+        assert_eq!(code(&o), 0, "--target-env {env}: {}", show(&o));
+    }
+}
+
+#[test]
+fn help_documents_exit_status_and_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["--help"][..],
+        &["validate", "--help"][..],
+        &["lower", "--help"][..],
+    ] {
+        let o = run(args, dir.path(), None);
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        let out = text(&o.stdout);
+        assert!(
+            out.contains("Exit status:") && out.contains("Examples:"),
+            "{args:?}: {}",
+            show(&o)
+        );
+    }
+}
+
+// ---- explain and targets ----------------------------------------------------------------------
+
+#[test]
+fn explain_by_code_and_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let by_code = run(&["explain", "SG0101"], dir.path(), None);
+    assert_eq!(code(&by_code), 0, "{}", show(&by_code));
+    let out = text(&by_code.stdout);
+    assert!(
+        out.starts_with("SG0101 vote-missing-capability (error)"),
+        "{}",
+        show(&by_code)
+    );
+    assert!(out.contains("SubgroupVoteKHR"), "{}", show(&by_code));
+    let lower_case = run(&["explain", "sg0101"], dir.path(), None);
+    assert_eq!(by_code.stdout, lower_case.stdout);
+    let by_name = run(&["explain", "vote-missing-capability"], dir.path(), None);
+    assert_eq!(by_code.stdout, by_name.stdout);
+    let all = run(&["explain"], dir.path(), None);
+    assert_eq!(code(&all), 0);
+    assert!(text(&all.stdout).lines().count() > 10, "{}", show(&all));
+    let unknown = run(&["explain", "SG9999"], dir.path(), None);
+    assert_eq!(code(&unknown), 2, "{}", show(&unknown));
+}
+
+#[test]
+fn targets_lists_presets_and_shows_editable_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["targets"], dir.path(), None);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    for name in ["vulkan1.1", "lavapipe", "nvidia", "khr-ballot", "naga"] {
+        assert!(
+            text(&o.stdout).lines().any(|l| l.starts_with(name)),
+            "{name}: {}",
+            show(&o)
+        );
+    }
+    let o = run(&["targets", "--show", "nvidia"], dir.path(), None);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let mut edited: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(edited["ops"]["partitioned"], true);
+    // An edited copy is a valid --target.
+    edited["name"] = "my-gpu".into();
+    edited["ops"]["partitioned"] = false.into();
+    write(dir.path(), "my-gpu.json", edited.to_string().as_bytes());
+    let o = run(&["targets", "--show", "my-gpu.json"], dir.path(), None);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(text(&o.stdout).contains("\"my-gpu\""), "{}", show(&o));
+    write(dir.path(), "ex.spv", &to_bytes(&example_words()));
+    let o = run(
+        &["validate", "--target", "my-gpu.json", "ex.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(
+        code(&o),
+        1,
+        "partitioned ops are missing on my-gpu: {}",
+        show(&o)
+    );
+    // A vulkaninfo report is read too.
+    let report = tools::workspace_root().join("fixtures/targets/lavapipe-vulkaninfo.json");
+    let o = run(
+        &["targets", "--show", report.to_str().unwrap()],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let t: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(t["ops"]["khr_vote"], true);
+    let o = run(&["targets", "--show", "nope"], dir.path(), None);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+}
+
+#[test]
+fn closed_stdout_exits_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(EXE)
+        .args(["explain"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert_eq!(text(&o.stderr), "", "{}", show(&o));
+}
+
+// ---- lower ------------------------------------------------------------------------------------
+
+#[test]
+fn lower_writes_a_valid_module_and_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "in.spv", &to_bytes(&example_words()));
+    let o = run(&["lower", "in.spv", "-o", "out.spv"], dir.path(), None);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with("lowered ") && err.contains("(target vulkan1.1)"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        err.contains("OpSubgroupAllKHR") && err.contains("OpGroupNonUniformPartitionNV"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(err.lines().count(), 1, "{}", show(&o));
+    let out = tools::read_words(&dir.path().join("out.spv"));
+    tools::spirv_val(&out, "vulkan1.1").expect("spirv-val accepts the output");
+    let dis = tools::disassemble(&out);
+    assert!(
+        !dis.contains("Partitioned") && !dis.contains("SubgroupVoteKHR"),
+        "{dis}"
+    );
+    let o = run(
+        &["validate", "--target", "vulkan1.1", "out.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    // Lowering the output again changes nothing.
+    let o = run(&["lower", "out.spv", "-o", "again.spv"], dir.path(), None);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert_eq!(
+        std::fs::read(dir.path().join("again.spv")).unwrap(),
+        std::fs::read(dir.path().join("out.spv")).unwrap()
+    );
+}
+
+#[test]
+fn lower_leaves_an_unchanged_module_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = to_bytes(&plain_words());
+    write(dir.path(), "in.spv", &bytes);
+    let o = run(&["lower", "in.spv", "-o", "out.spv"], dir.path(), None);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(text(&o.stderr).contains("unchanged"), "{}", show(&o));
+    assert_eq!(std::fs::read(dir.path().join("out.spv")).unwrap(), bytes);
+    // Also for a module with only what the target has natively.
+    let bytes = to_bytes(&example_words());
+    write(dir.path(), "ex.spv", &bytes);
+    let o = run(
+        &["lower", "--target", "nvidia", "ex.spv", "-o", "ex.out.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert_eq!(std::fs::read(dir.path().join("ex.out.spv")).unwrap(), bytes);
+}
+
+#[test]
+fn lower_dash_reads_stdin_and_writes_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = to_bytes(&example_words());
+    write(dir.path(), "in.spv", &bytes);
+    let file = run(&["lower", "in.spv", "-o", "out.spv"], dir.path(), None);
+    assert_eq!(code(&file), 0, "{}", show(&file));
+    let piped = run(&["lower", "-", "-o", "-"], dir.path(), Some(&bytes));
+    assert_eq!(code(&piped), 0, "{}", show(&piped));
+    assert_eq!(
+        piped.stdout,
+        std::fs::read(dir.path().join("out.spv")).unwrap()
+    );
+    assert!(
+        text(&piped.stderr).starts_with("lowered "),
+        "{}",
+        show(&piped)
+    );
+}
+
+#[test]
+fn lower_failures_leave_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "in.spv", &to_bytes(&example_words()));
+    write(dir.path(), "junk.spv", b"\x03\x02\x23\x07garbage");
+    // An output directory that does not exist: IO error, nothing created.
+    let o = run(
+        &["lower", "in.spv", "-o", "no/such/dir/out.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(!dir.path().join("no").exists());
+    // Malformed input: exit 1, an existing output is left as it was, no temporary files remain.
+    write(dir.path(), "keep.spv", b"previous");
+    let o = run(&["lower", "junk.spv", "-o", "keep.spv"], dir.path(), None);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(text(&o.stderr).contains("junk.spv"), "{}", show(&o));
+    assert_eq!(
+        std::fs::read(dir.path().join("keep.spv")).unwrap(),
+        b"previous"
+    );
+    // A target that cannot run any rewrite (no subgroup ops at all): exit 1, names what is missing.
+    write(
+        dir.path(),
+        "bare.json",
+        br#"{"name": "bare", "spirv_version": [1, 3], "ops": {}}"#,
+    );
+    let o = run(
+        &["lower", "--target", "bare.json", "in.spv", "-o", "keep.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("cannot be lowered") && text(&o.stderr).contains("bare"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("keep.spv")).unwrap(),
+        b"previous"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn lower_rejects_bad_options() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "in.spv", &to_bytes(&example_words()));
+    for args in [
+        &["lower", "in.spv"][..],
+        &["lower", "in.spv", "-o", "o.spv", "--subgroup-size", "48"][..],
+        &["lower", "in.spv", "-o", "o.spv", "--subgroup-size", "256"][..],
+        &[
+            "lower",
+            "in.spv",
+            "-o",
+            "o.spv",
+            "--float-partition",
+            "fuzzy",
+        ][..],
+        &["lower", "in.spv", "-o", "o.spv", "--target", "nope"][..],
+    ] {
+        let o = run(args, dir.path(), None);
+        assert_eq!(code(&o), 2, "{args:?}: {}", show(&o));
+        assert!(!dir.path().join("o.spv").exists());
+    }
+    let o = run(
+        &[
+            "lower",
+            "in.spv",
+            "-o",
+            "o.spv",
+            "--subgroup-size",
+            "32",
+            "--float-partition",
+            "bitwise",
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+}

@@ -27,7 +27,15 @@ commands:
   bench [ARGS]              benchmark validation and lowering of large modules
   gpu [ARGS]                run the conformance suite on a GPU";
 
-fn main() -> anyhow::Result<()> {
+fn main() {
+    if let Err(e) = run() {
+        // `{:#}` prints the `Caused by` chain on one line, without a backtrace.
+        eprintln!("xtask: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or(&[]);
     match args.first().map(String::as_str) {

@@ -169,3 +169,21 @@ pub fn print_stdout(text: &str) -> anyhow::Result<()> {
     out.flush()?;
     Ok(())
 }
+
+/// `error: ...` with anyhow's `Caused by:` list, without the backtrace `{:?}` adds when
+/// `RUST_BACKTRACE` is set (a user-facing message, not a crash report).
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut s = format!("error: {e}");
+    let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
+    if !causes.is_empty() {
+        s.push_str("\n\nCaused by:");
+        for (i, c) in causes.iter().enumerate() {
+            if causes.len() == 1 {
+                s.push_str(&format!("\n    {c}"));
+            } else {
+                s.push_str(&format!("\n    {i}: {c}"));
+            }
+        }
+    }
+    s
+}

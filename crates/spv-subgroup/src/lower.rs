@@ -123,7 +123,8 @@ impl Opts {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!(
-                        "error: {e:?}\nnote: `{}` was not written",
+                        "{}\nnote: `{}` was not written",
+                        crate::io::error_chain(&e),
                         self.output.output.display()
                     );
                     return Ok(EXIT_INTERNAL);

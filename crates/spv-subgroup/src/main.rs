@@ -68,7 +68,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) if io::is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
-            eprintln!("error: {e:?}");
+            eprintln!("{}", io::error_chain(&e));
             ExitCode::from(EXIT_USAGE)
         }
     }

@@ -182,7 +182,7 @@ impl Opts {
                     "{head}: `{name}` is not a valid SPIR-V module: {e}\n"
                 ))?;
             }
-            Outcome::Io(e) => eprintln!("error: {e:?}"),
+            Outcome::Io(e) => eprintln!("{}", crate::io::error_chain(e)),
         }
         Ok(())
     }

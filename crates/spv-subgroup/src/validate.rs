@@ -5,7 +5,8 @@
 //! `{"version":1,"files":[{"file","ok","error","findings"}],"summary":{..}}`.
 
 use clap::{Args, ValueEnum};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use spv_subgroup_validate::{
     render_human, render_json, validate, words_from_bytes, Severity, ValidateOptions,
 };
@@ -121,19 +122,19 @@ impl Opts {
         }
         match self.format {
             Format::Json => {
-                let doc = json!({
-                    "version": JSON_VERSION,
-                    "files": files_json,
-                    "summary": {
-                        "files": summary.files,
-                        "ok": summary.ok,
-                        "malformed": summary.malformed,
-                        "unreadable": summary.unreadable,
-                        "errors": summary.errors,
-                        "warnings": summary.warnings,
-                        "notes": summary.notes,
+                let doc = JsonDoc {
+                    version: JSON_VERSION,
+                    files: files_json,
+                    summary: JsonSummary {
+                        files: summary.files,
+                        ok: summary.ok,
+                        malformed: summary.malformed,
+                        unreadable: summary.unreadable,
+                        errors: summary.errors,
+                        warnings: summary.warnings,
+                        notes: summary.notes,
                     },
-                });
+                };
                 let text = serde_json::to_string_pretty(&doc)?;
                 print_stdout(&format!("{text}\n"))?;
             }
@@ -199,37 +200,72 @@ fn check(source: &Source, opts: &ValidateOptions) -> Outcome {
     }
 }
 
-fn file_json(outcome: &Outcome, name: &str) -> Value {
-    match outcome {
+/// The JSON document (keys in this order; the findings are the validator's `render_json` objects).
+#[derive(Serialize)]
+struct JsonDoc {
+    version: u32,
+    files: Vec<JsonFile>,
+    summary: JsonSummary,
+}
+
+#[derive(Serialize)]
+struct JsonFile {
+    file: String,
+    ok: bool,
+    error: Option<JsonError>,
+    findings: Vec<Value>,
+}
+
+#[derive(Serialize)]
+struct JsonError {
+    kind: &'static str,
+    message: String,
+    word_offset: Option<usize>,
+}
+
+#[derive(Serialize)]
+struct JsonSummary {
+    files: usize,
+    ok: usize,
+    malformed: usize,
+    unreadable: usize,
+    errors: usize,
+    warnings: usize,
+    notes: usize,
+}
+
+fn file_json(outcome: &Outcome, name: &str) -> JsonFile {
+    let (ok, error, findings) = match outcome {
         Outcome::Checked(report) => {
-            let ok = !report
-                .diagnostics
-                .iter()
-                .any(|d| d.severity == Severity::Error);
             let findings = match render_json(report, name) {
                 Value::Array(items) => items,
                 other => vec![other],
             };
-            json!({ "file": name, "ok": ok, "error": null, "findings": findings })
+            (!report.has_errors(), None, findings)
         }
-        Outcome::Malformed(e) => json!({
-            "file": name,
-            "ok": false,
-            "error": { "kind": "malformed", "message": e.to_string(), "word_offset": parse_error_offset(e) },
-            "findings": [],
-        }),
-        Outcome::Io(e) => json!({
-            "file": name,
-            "ok": false,
-            "error": { "kind": "io", "message": format!("{e:#}"), "word_offset": null },
-            "findings": [],
-        }),
+        Outcome::Malformed(e) => {
+            let error = JsonError {
+                kind: "malformed",
+                message: e.to_string(),
+                word_offset: Some(e.word_offset),
+            };
+            (false, Some(error), Vec::new())
+        }
+        Outcome::Io(e) => {
+            let error = JsonError {
+                kind: "io",
+                message: format!("{e:#}"),
+                word_offset: None,
+            };
+            (false, Some(error), Vec::new())
+        }
+    };
+    JsonFile {
+        file: name.to_owned(),
+        ok,
+        error,
+        findings,
     }
-}
-
-/// The word offset a parse error points at.
-pub fn parse_error_offset(e: &spv_subgroup_validate::ParseError) -> usize {
-    e.word_offset
 }
 
 fn summary_line(s: &Summary) -> String {

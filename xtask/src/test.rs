@@ -75,7 +75,7 @@ pub fn cargo() -> Command {
 
 /// Runs one step, announcing it, and fails naming it.
 pub fn step(name: &str, cmd: &mut Command) -> anyhow::Result<()> {
-    eprintln!("xtask test: {name}: {cmd:?}");
+    eprintln!("xtask: {name}: {cmd:?}");
     let status = cmd
         .status()
         .with_context(|| format!("cannot start step `{name}`"))?;

@@ -352,14 +352,6 @@ impl<'a> Module<'a> {
         }
     }
 
-    /// Whether `id` is defined by a constant instruction (including spec constants).
-    pub(crate) fn is_constant(&self, id: u32) -> bool {
-        self.def_op(id).is_some_and(|o| {
-            (Op::ConstantTrue as u32..=Op::SpecConstantOp as u32).contains(&o)
-                && o != Op::ConstantSampler as u32
-        })
-    }
-
     /// Whether the capability is declared, directly or implied by one that depends on it.
     pub(crate) fn has_cap(&self, cap: spirv::Capability) -> bool {
         use spirv::Capability as C;

@@ -1,5 +1,381 @@
-//! Rule family: target_fit (being written).
-use crate::module::Cx;
+//! Target fit (SG07xx): every instruction and capability the chosen target lacks, a SPIR-V
+//! version above the target's, subgroup operations on 8/16/64-bit values without extended types,
+//! and the target's consumer restrictions (naga).
+
+use spirv::{Capability as C, Op};
+
+use crate::module::{Cx, Scalar};
+use crate::rules::partitioned_arith::is_partitioned;
+use crate::rules::wellformed::opname;
+use crate::rules::Rule;
+use crate::target::Target;
 use crate::Sink;
-pub(crate) fn check(_cx: &Cx<'_>, _i: usize, _op: spirv::Op, _out: &mut Sink) {}
-pub(crate) fn check_module(_cx: &Cx<'_>, _out: &mut Sink) {}
+
+const LOWER_NOTE: &str = "run `spv-subgroup lower` to rewrite it with operations the target has";
+
+/// The capability (as the target sees it) instruction `i` needs, if it is a subgroup instruction.
+fn needed(cx: &Cx<'_>, i: usize, op: Op) -> Option<C> {
+    use Op as O;
+    Some(match op {
+        O::SubgroupAllKHR | O::SubgroupAnyKHR | O::SubgroupAllEqualKHR => C::SubgroupVoteKHR,
+        O::GroupNonUniformPartitionEXT => C::GroupNonUniformPartitionedEXT,
+        O::SubgroupBallotKHR | O::SubgroupFirstInvocationKHR | O::SubgroupReadInvocationKHR => {
+            C::SubgroupBallotKHR
+        }
+        O::GroupNonUniformElect => C::GroupNonUniform,
+        O::GroupNonUniformAll | O::GroupNonUniformAny | O::GroupNonUniformAllEqual => {
+            C::GroupNonUniformVote
+        }
+        O::GroupNonUniformBroadcast
+        | O::GroupNonUniformBroadcastFirst
+        | O::GroupNonUniformBallot
+        | O::GroupNonUniformInverseBallot
+        | O::GroupNonUniformBallotBitExtract
+        | O::GroupNonUniformBallotBitCount
+        | O::GroupNonUniformBallotFindLSB
+        | O::GroupNonUniformBallotFindMSB => C::GroupNonUniformBallot,
+        O::GroupNonUniformShuffle | O::GroupNonUniformShuffleXor => C::GroupNonUniformShuffle,
+        O::GroupNonUniformShuffleUp | O::GroupNonUniformShuffleDown => {
+            C::GroupNonUniformShuffleRelative
+        }
+        O::GroupNonUniformQuadBroadcast | O::GroupNonUniformQuadSwap => C::GroupNonUniformQuad,
+        _ if crate::rules::partitioned_arith::family(op as u32).is_some() => {
+            match cx.m.word(i, 4) {
+                Some(3) => C::GroupNonUniformClustered,
+                Some(6..=8) => C::GroupNonUniformPartitionedEXT,
+                _ => C::GroupNonUniformArithmetic,
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Whether our lowering rewrites uses of this capability.
+fn lowerable(c: C) -> bool {
+    matches!(c, C::SubgroupVoteKHR | C::GroupNonUniformPartitionedEXT)
+}
+
+fn cap_display(cx: &Cx<'_>, c: C) -> String {
+    match c {
+        C::GroupNonUniformPartitionedEXT => crate::rules::partition::cap_name(cx).to_owned(),
+        c => format!("{c:?}"),
+    }
+}
+
+fn target_has(t: &Target, c: C) -> bool {
+    // Every core non-uniform group also needs the basic group.
+    let basic = matches!(
+        c,
+        C::GroupNonUniformVote
+            | C::GroupNonUniformArithmetic
+            | C::GroupNonUniformBallot
+            | C::GroupNonUniformShuffle
+            | C::GroupNonUniformShuffleRelative
+            | C::GroupNonUniformClustered
+            | C::GroupNonUniformQuad
+    );
+    t.has_capability(c) && (!basic || t.has_capability(C::GroupNonUniform))
+}
+
+pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
+    let Some(t) = cx.target else { return };
+    let m = &cx.m;
+    if op == Op::Decorate {
+        // Mask built-ins on a consumer without them.
+        if t.restrictions.no_mask_builtins
+            && m.word(i, 2) == Some(spirv::Decoration::BuiltIn as u32)
+        {
+            if let Some(b) = m.word(i, 3).filter(|b| (4416..=4420).contains(b)) {
+                let name = spirv::BuiltIn::from_u32(b).map_or(String::new(), |b| format!("{b:?}"));
+                out.emit(
+                    cx,
+                    Rule::TargetRestriction,
+                    i,
+                    format!(
+                        "the built-in `{name}` is not supported by target `{}`",
+                        t.name
+                    ),
+                    vec!["compute the mask from SubgroupLocalInvocationId instead".into()],
+                );
+            }
+        }
+        return;
+    }
+    let Some(cap) = needed(cx, i, op) else { return };
+    let name = opname(op as u32);
+    if !target_has(t, cap) {
+        let what = if matches!(cap, C::GroupNonUniformPartitionedEXT) && is_partitioned(cx, i) {
+            format!("`Op{name}` with a partitioned group operation")
+        } else {
+            format!("`Op{name}`")
+        };
+        let mut notes = vec![format!("it needs `{}`", cap_display(cx, cap))];
+        if lowerable(cap) {
+            notes.push(LOWER_NOTE.into());
+        }
+        out.emit(
+            cx,
+            Rule::TargetMissingFeature,
+            i,
+            format!("{what} is not supported by target `{}`", t.name),
+            notes,
+        );
+    }
+    // Restrictions.
+    let r = t.restrictions;
+    let restricted = match op {
+        Op::GroupNonUniformBallotBitExtract
+        | Op::GroupNonUniformBallotBitCount
+        | Op::GroupNonUniformBallotFindLSB
+        | Op::GroupNonUniformBallotFindMSB
+        | Op::GroupNonUniformInverseBallot => {
+            r.no_ballot_bit_ops.then_some("ballot bit operations")
+        }
+        Op::GroupNonUniformElect => r.no_elect.then_some("OpGroupNonUniformElect"),
+        Op::GroupNonUniformShuffle
+        | Op::GroupNonUniformShuffleXor
+        | Op::GroupNonUniformShuffleUp
+        | Op::GroupNonUniformShuffleDown
+        | Op::GroupNonUniformBroadcast
+        | Op::GroupNonUniformBroadcastFirst
+        | Op::GroupNonUniformQuadBroadcast
+        | Op::GroupNonUniformQuadSwap => (r.no_bool_shuffle
+            && m.word(i, 1)
+                .and_then(|t| m.scalar_or_vector(t))
+                .is_some_and(|(s, _)| s == Scalar::Bool))
+        .then_some("shuffles and broadcasts of bool values"),
+        _ => None,
+    };
+    if let Some(what) = restricted {
+        out.emit(
+            cx,
+            Rule::TargetRestriction,
+            i,
+            format!("`Op{name}`: target `{}` does not accept {what}", t.name),
+            vec![],
+        );
+    }
+    // Extended types: the value operand's width.
+    if !t.extended_types {
+        let value = match op {
+            Op::SubgroupAllKHR | Op::SubgroupAnyKHR | Op::SubgroupAllEqualKHR => None,
+            Op::GroupNonUniformPartitionEXT => m.word(i, 3),
+            Op::GroupNonUniformElect
+            | Op::GroupNonUniformAll
+            | Op::GroupNonUniformAny
+            | Op::GroupNonUniformBallot
+            | Op::GroupNonUniformInverseBallot
+            | Op::GroupNonUniformBallotBitExtract
+            | Op::GroupNonUniformBallotBitCount
+            | Op::GroupNonUniformBallotFindLSB
+            | Op::GroupNonUniformBallotFindMSB => None,
+            _ if crate::rules::partitioned_arith::family(op as u32).is_some() => m.word(i, 5),
+            _ => m.word(i, 4),
+        };
+        if let Some((s, _)) = value
+            .and_then(|v| m.type_of(v))
+            .and_then(|vt| m.scalar_or_vector(vt))
+        {
+            let width = match s {
+                Scalar::Int { width, .. } | Scalar::Float { width } => width,
+                Scalar::Bool => 32,
+            };
+            if width != 32 {
+                out.emit(
+                    cx,
+                    Rule::TargetExtendedTypes,
+                    i,
+                    format!("`Op{name}` on {width}-bit values is not supported by target `{}` (no subgroup extended types)", t.name),
+                    vec!["convert the value to 32 bits around the operation".into()],
+                );
+            }
+        }
+    }
+}
+
+pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
+    let Some(t) = cx.target else { return };
+    let m = &cx.m;
+    for &(c, at) in &m.caps {
+        let Some(cap) = C::from_u32(c) else { continue };
+        if !target_has(t, cap) {
+            let mut notes = vec![];
+            if lowerable(cap) {
+                notes.push(LOWER_NOTE.into());
+            }
+            out.emit(
+                cx,
+                Rule::TargetMissingFeature,
+                at,
+                format!(
+                    "capability `{}` is not supported by target `{}`",
+                    cap_display(cx, cap),
+                    t.name
+                ),
+                notes,
+            );
+        }
+    }
+    if m.version > t.version_word() {
+        let (maj, min) = m.version_pair();
+        let (tmaj, tmin) = t.spirv_version;
+        let first = 0;
+        let mut d = crate::Diagnostic {
+            rule: Rule::TargetSpirvVersion,
+            severity: Rule::TargetSpirvVersion.severity(),
+            message: format!("the module is SPIR-V {maj}.{min}, but target `{}` consumes at most SPIR-V {tmaj}.{tmin}", t.name),
+            location: crate::Location { word_offset: 1, inst_index: first, result_id: None, function: None },
+            notes: vec![
+                format!("the header's version word is {:#010x}", m.version),
+                "run `spv-subgroup lower` to rewrite the ops that need the newer version, or recompile for the older environment".into(),
+            ],
+            disassembly: Some(format!("; Version: {maj}.{min}")),
+        };
+        d.location.inst_index = 0;
+        out.diags.push(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testutil::{check_target, run, shader, Expect, PART, VOTE};
+
+    #[test]
+    fn vote_on_targets() {
+        let src = shader(VOTE, "%r = OpSubgroupAllKHR %bool %true");
+        for (t, ok) in [
+            ("vulkan1.1", false),
+            ("lavapipe", true),
+            ("nvidia", true),
+            ("khr-ballot", false),
+            ("naga", false),
+        ] {
+            let e = if ok {
+                Expect::Clean
+            } else {
+                Expect::Has("SG0701")
+            };
+            check_target(&src, "spv1.0", Some(t), e);
+        }
+        let r = run(&src, "spv1.0", Some("vulkan1.1"));
+        assert!(r
+            .diagnostics
+            .iter()
+            .all(|d| d.notes.iter().any(|n| n.contains("spv-subgroup lower"))));
+    }
+
+    #[test]
+    fn partition_on_targets() {
+        let src = shader(PART, "%b = OpGroupNonUniformPartitionNV %v4uint %uint_1\n%r = OpGroupNonUniformIAdd %uint %uint_3 PartitionedReduceNV %uint_1 %b");
+        for (t, ok) in [
+            ("vulkan1.1", false),
+            ("lavapipe", false),
+            ("nvidia", true),
+            ("naga", false),
+        ] {
+            let e = if ok {
+                Expect::Clean
+            } else {
+                Expect::Has("SG0701")
+            };
+            check_target(&src, "spv1.3", Some(t), e);
+        }
+        let r = run(&src, "spv1.3", Some("lavapipe"));
+        let n = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule.code() == "SG0701")
+            .count();
+        assert_eq!(
+            n, 3,
+            "capability, partition op and partitioned reduce: {r:?}"
+        );
+    }
+
+    #[test]
+    fn core_ops_on_targets() {
+        let src = shader(
+            "OpCapability GroupNonUniformClustered",
+            "%r = OpGroupNonUniformIAdd %uint %uint_3 ClusteredReduce %uint_1 %uint_2",
+        );
+        check_target(&src, "spv1.3", Some("lavapipe"), Expect::Has("SG0701"));
+        check_target(&src, "spv1.3", Some("vulkan1.1"), Expect::Clean);
+        let r = run(&src, "spv1.3", Some("lavapipe"));
+        assert!(r
+            .diagnostics
+            .iter()
+            .all(|d| d.notes.iter().all(|n| !n.contains("spv-subgroup lower"))));
+        let ballot = shader(
+            "OpCapability GroupNonUniformBallot",
+            "%r = OpGroupNonUniformBallot %v4uint %uint_3 %true",
+        );
+        check_target(&ballot, "spv1.3", Some("khr-ballot"), Expect::Has("SG0701"));
+    }
+
+    #[test]
+    fn version_above_target() {
+        let src = shader(VOTE, "%r = OpSubgroupAllKHR %bool %true");
+        check_target(&src, "spv1.5", Some("lavapipe"), Expect::Clean);
+        check_target(&src, "spv1.4", Some("vulkan1.1"), Expect::Has("SG0702"));
+        check_target(
+            &src,
+            "spv1.3",
+            Some("vulkan1.1"),
+            Expect::Lacks(&["SG0702"]),
+        );
+        check_target(&src, "spv1.1", Some("khr-ballot"), Expect::Has("SG0702"));
+    }
+
+    #[test]
+    fn extended_types() {
+        let header = "OpCapability GroupNonUniformArithmetic\nOpCapability Int64";
+        let src = shader(
+            header,
+            "%r = OpGroupNonUniformIAdd %ulong %uint_3 Reduce %ul1",
+        )
+        .replace(
+            "%main = OpFunction",
+            "%ulong = OpTypeInt 64 0\n%ul1 = OpConstant %ulong 1\n%main = OpFunction",
+        );
+        check_target(&src, "spv1.3", Some("vulkan1.1"), Expect::Has("SG0703"));
+        check_target(&src, "spv1.3", Some("lavapipe"), Expect::Lacks(&["SG0703"]));
+    }
+
+    #[test]
+    fn naga_restrictions() {
+        let cases = [
+            (
+                "OpCapability GroupNonUniformBallot",
+                "%r = OpGroupNonUniformBallotBitCount %uint %uint_3 Reduce %ballot_c",
+            ),
+            (
+                "OpCapability GroupNonUniform",
+                "%r = OpGroupNonUniformElect %bool %uint_3",
+            ),
+            (
+                "OpCapability GroupNonUniformShuffle",
+                "%r = OpGroupNonUniformShuffle %bool %uint_3 %true %uint_1",
+            ),
+        ];
+        for (h, inst) in cases {
+            check_target(
+                &shader(h, inst),
+                "spv1.3",
+                Some("naga"),
+                Expect::Has("SG0704"),
+            );
+            check_target(&shader(h, inst), "spv1.3", Some("vulkan1.1"), Expect::Clean);
+        }
+        let ok = shader(
+            "OpCapability GroupNonUniformShuffle",
+            "%r = OpGroupNonUniformShuffle %uint %uint_3 %uint_1 %uint_1",
+        );
+        check_target(&ok, "spv1.3", Some("naga"), Expect::Clean);
+        let mask = shader("OpCapability GroupNonUniformBallot", "").replace(
+            "%void = OpTypeVoid",
+            "OpDecorate %m BuiltIn SubgroupEqMask\n%void = OpTypeVoid",
+        ).replace("%main = OpFunction", "%pin = OpTypePointer Input %v4uint\n%m = OpVariable %pin Input\n%main = OpFunction");
+        check_target(&mask, "spv1.3", Some("naga"), Expect::Has("SG0704"));
+        check_target(&mask, "spv1.3", Some("vulkan1.1"), Expect::Clean);
+    }
+}

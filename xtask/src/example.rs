@@ -47,14 +47,21 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         "validate the input",
         Command::new(&exe).arg("validate").arg(&spv),
     )?;
-    eprintln!("example: the input uses ops Vulkan 1.1 core lacks; `validate --target vulkan1.1` reports them:");
     let misfit = Command::new(&exe)
-        .args(["validate", "--target", "vulkan1.1"])
+        .args(["validate", "--format", "json", "--target", "vulkan1.1"])
         .arg(&spv)
-        .status()?;
-    if misfit.code() != Some(1) {
-        bail!("expected `validate --target vulkan1.1` to exit 1 on the input, got {misfit}");
+        .output()
+        .context("cannot run spv-subgroup")?;
+    let findings = String::from_utf8_lossy(&misfit.stdout)
+        .matches("\"code\"")
+        .count();
+    if misfit.status.code() != Some(1) || findings == 0 {
+        bail!("expected `validate --target vulkan1.1` to report the input's vote and partitioned ops, got {}", misfit.status);
     }
+    eprintln!(
+        "example: `spv-subgroup validate --target vulkan1.1` reports {findings} ops or capabilities \
+         Vulkan 1.1 core lacks (exit 1), as expected; lowering them:"
+    );
     step(
         "lower",
         Command::new(&exe)

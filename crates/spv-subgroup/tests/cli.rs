@@ -599,12 +599,18 @@ fn lower_failures_leave_no_file() {
     write(dir.path(), "in.spv", &to_bytes(&example_words()));
     write(dir.path(), "junk.spv", b"\x03\x02\x23\x07garbage");
     // An output directory that does not exist: IO error, nothing created.
+    write(dir.path(), "plain.spv", &to_bytes(&plain_words()));
     let o = run(
-        &["lower", "in.spv", "-o", "no/such/dir/out.spv"],
+        &["lower", "plain.spv", "-o", "no/such/dir/out.spv"],
         dir.path(),
         None,
     );
     assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("no/such/dir/out.spv"),
+        "{}",
+        show(&o)
+    );
     assert!(!dir.path().join("no").exists());
     // Malformed input: exit 1, an existing output is left as it was, no temporary files remain.
     write(dir.path(), "keep.spv", b"previous");

@@ -92,11 +92,14 @@ impl Opts {
         let (lowered, report) = match lower_words(&words, &opts) {
             Ok(r) => r,
             Err(e) => {
-                let what = match e {
-                    LowerError::Parse(_) => "is not a module that can be lowered",
-                    _ => "cannot be lowered",
-                };
-                eprintln!("error: `{name}` {what}: {e}");
+                match e {
+                    LowerError::Parse(_) => {
+                        eprintln!("error: `{name}` is not a module that can be lowered: {e}")
+                    }
+                    // The message already says "cannot be lowered for target ..." and names the instruction.
+                    LowerError::Unsupported { .. } => eprintln!("error: `{name}`: {e}"),
+                    _ => eprintln!("error: `{name}` cannot be lowered: {e}"),
+                }
                 return Ok(EXIT_FINDINGS);
             }
         };
@@ -196,7 +199,7 @@ pub fn summary(report: &LowerReport, target: &str) -> String {
         .map(|(what, n)| format!("{n} {what}"))
         .collect();
     if parts.is_empty() {
-        format!("lowered the module (target {target})")
+        format!("no ops to rewrite; removed capabilities or extensions the target lacks (target {target})")
     } else {
         format!(
             "lowered {total} op{}: {} (target {target})",

@@ -15,10 +15,14 @@ use crate::{hygiene, rewrite, LowerError, LowerOptions, LowerReport};
 
 /// Lowers a module given as SPIR-V words; returns the new words and the report.
 /// A module that needs nothing is returned word for word.
-pub fn lower_words(words: &[u32], opts: &LowerOptions) -> Result<(Vec<u32>, LowerReport), LowerError> {
+pub fn lower_words(
+    words: &[u32],
+    opts: &LowerOptions,
+) -> Result<(Vec<u32>, LowerReport), LowerError> {
     // Our own reader first: it reports malformed input with word offsets, never panicking.
     // (The full validation costs one linear pass; only its structural verdict is used here.)
-    spv_subgroup_validate::validate(words, &Default::default()).map_err(|e| LowerError::Parse(e.to_string()))?;
+    spv_subgroup_validate::validate(words, &Default::default())
+        .map_err(|e| LowerError::Parse(e.to_string()))?;
     let mut module = rspirv::dr::load_words(words).map_err(|e| LowerError::Parse(e.to_string()))?;
     let report = lower(&mut module, opts).map_err(|e| with_word_offset(e, words))?;
     if !report.changed {
@@ -30,9 +34,25 @@ pub fn lower_words(words: &[u32], opts: &LowerOptions) -> Result<(Vec<u32>, Lowe
 /// Fills in the word offset of the instruction an error names.
 fn with_word_offset(err: LowerError, words: &[u32]) -> LowerError {
     match err {
-        LowerError::Unsupported { result_id, opcode, target, missing, .. } => {
-            let word_offset = find_definition(words, result_id).unwrap_or(0);
-            LowerError::Unsupported { result_id, opcode, word_offset, target, missing }
+        LowerError::Unsupported {
+            result_id,
+            opcode,
+            target,
+            missing,
+            word_offset,
+        } => {
+            let word_offset = if result_id == 0 {
+                word_offset
+            } else {
+                find_definition(words, result_id).unwrap_or(0)
+            };
+            LowerError::Unsupported {
+                result_id,
+                opcode,
+                word_offset,
+                target,
+                missing,
+            }
         }
         other => other,
     }
@@ -52,7 +72,10 @@ fn find_definition(words: &[u32], id: u32) -> Option<usize> {
             .operands
             .iter()
             .fold((false, false), |(t, r), o| {
-                (t || o.kind == rspirv::grammar::OperandKind::IdResultType, r || o.kind == rspirv::grammar::OperandKind::IdResult)
+                (
+                    t || o.kind == rspirv::grammar::OperandKind::IdResultType,
+                    r || o.kind == rspirv::grammar::OperandKind::IdResult,
+                )
             });
         if has_result {
             let slot = at + if has_type { 2 } else { 1 };
@@ -68,11 +91,37 @@ fn find_definition(words: &[u32], id: u32) -> Option<usize> {
 /// Lowers a module in place for `opts.target`.
 pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, LowerError> {
     let target = &opts.target;
-    if !module.functions.iter().flat_map(|f| &f.blocks).flat_map(|b| &b.instructions).any(|i| rewrite::needs_rewrite(i, target)) {
+    let rewrites_needed = module
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .any(|i| rewrite::needs_rewrite(i, target));
+    if !rewrites_needed && !hygiene::has_removable(module, target) {
         return Ok(LowerReport::default());
     }
-    let max_lanes = opts.subgroup_size.unwrap_or(target.max_subgroup_size).clamp(1, 128);
+    if let Some(h) = module.header.as_ref() {
+        let (major, minor) = h.version();
+        if (major, minor) > target.spirv_version {
+            return Err(LowerError::Unsupported {
+                result_id: 0,
+                opcode: "the module header".to_owned(),
+                word_offset: 1,
+                target: target.name.clone(),
+                missing: format!(
+                    "SPIR-V {major}.{minor} (the target consumes up to {}.{})",
+                    target.spirv_version.0, target.spirv_version.1
+                ),
+            });
+        }
+    }
+    let before = (module.capabilities.len(), module.extensions.len());
+    let max_lanes = opts
+        .subgroup_size
+        .unwrap_or(target.max_subgroup_size)
+        .clamp(1, 128);
     let mut em = Emitter::new(module, target, max_lanes);
+    em.float_partition = opts.float_partition;
     let mut counts: HashMap<String, usize> = HashMap::new();
     for function in &mut module.functions {
         lower_function(function, &mut em, opts, &mut counts)?;
@@ -84,7 +133,9 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
     }
     let mut rewrites: Vec<(String, usize)> = counts.into_iter().collect();
     rewrites.sort();
-    Ok(LowerReport { changed: true, rewrites })
+    let changed =
+        !rewrites.is_empty() || before != (module.capabilities.len(), module.extensions.len());
+    Ok(LowerReport { changed, rewrites })
 }
 
 fn lower_function(
@@ -93,26 +144,46 @@ fn lower_function(
     opts: &LowerOptions,
     counts: &mut HashMap<String, usize>,
 ) -> Result<(), LowerError> {
-    if !function.blocks.iter().flat_map(|b| &b.instructions).any(|i| rewrite::needs_rewrite(i, &opts.target)) {
+    if !function
+        .blocks
+        .iter()
+        .flat_map(|b| &b.instructions)
+        .any(|i| rewrite::needs_rewrite(i, &opts.target))
+    {
         return Ok(());
     }
     let first_new_id = em.bound();
+    // Original result ids now defined by emitted code (their phis, if any, are new code).
+    let mut taken_over: Vec<Id> = Vec::new();
     let mut out: Vec<Block> = Vec::with_capacity(function.blocks.len());
     // Original label -> label of the block that now holds the original terminator.
     let mut moved: HashMap<Id, Id> = HashMap::new();
     for block in std::mem::take(&mut function.blocks) {
         let label = block.label.as_ref().and_then(|l| l.result_id).unwrap_or(0);
-        let needs = block.instructions.iter().any(|i| rewrite::needs_rewrite(i, &opts.target));
+        let needs = block
+            .instructions
+            .iter()
+            .any(|i| rewrite::needs_rewrite(i, &opts.target));
         if !needs {
             out.push(block);
             continue;
         }
-        let mut code = Code { em, done: Vec::new(), cur: Block { label: block.label.clone(), instructions: Vec::new() } };
+        let mut code = Code {
+            em,
+            done: Vec::new(),
+            cur: Block {
+                label: block.label.clone(),
+                instructions: Vec::new(),
+            },
+        };
         let mut rest: Vec<Instruction> = block.instructions;
         // A loop header keeps its phis and merge: the rest moves to a new block, so that a rewrite
         // that splits the block leaves OpLoopMerge in the block the back edge targets.
         if let Some(merge_at) = rest.iter().position(|i| i.class.opcode == Op::LoopMerge) {
-            let phis = rest.iter().take_while(|i| i.class.opcode == Op::Phi).count();
+            let phis = rest
+                .iter()
+                .take_while(|i| i.class.opcode == Op::Phi)
+                .count();
             let body_label = code.em.id();
             let mut tail = rest.split_off(phis);
             let merge = tail.remove(merge_at - phis);
@@ -134,6 +205,7 @@ fn lower_function(
             if let (Some(orig), Some(result_type)) = (inst.result_id, inst.result_type) {
                 if value >= before {
                     rename(&mut code, mark, value, orig);
+                    taken_over.push(orig);
                 } else {
                     code.cur.instructions.push(Instruction::new(
                         Op::CopyObject,
@@ -154,7 +226,11 @@ fn lower_function(
     // Phis of the original code that name a split block as predecessor now name its last piece.
     if !moved.is_empty() {
         for inst in out.iter_mut().flat_map(|b| b.instructions.iter_mut()) {
-            if inst.class.opcode != Op::Phi || inst.result_id.is_some_and(|r| r >= first_new_id) {
+            if inst.class.opcode != Op::Phi
+                || inst
+                    .result_id
+                    .is_some_and(|r| r >= first_new_id || taken_over.contains(&r))
+            {
                 continue;
             }
             for pair in inst.operands.chunks_mut(2) {
@@ -173,7 +249,11 @@ fn lower_function(
 /// Makes the instruction defining `value` (emitted since `mark`) define `orig` instead.
 fn rename(code: &mut Code, mark: (usize, usize), value: Id, orig: Id) {
     let (done_from, cur_from) = mark;
-    let cur_from = if code.done.len() > done_from { 0 } else { cur_from };
+    let cur_from = if code.done.len() > done_from {
+        0
+    } else {
+        cur_from
+    };
     let emitted = code.done[done_from..]
         .iter_mut()
         .flat_map(|b| b.instructions.iter_mut())
@@ -194,7 +274,12 @@ fn rename(code: &mut Code, mark: (usize, usize), value: Id, orig: Id) {
 
 fn name_error(err: LowerError, inst: &Instruction) -> LowerError {
     match err {
-        LowerError::Unsupported { target, missing, word_offset, .. } => LowerError::Unsupported {
+        LowerError::Unsupported {
+            target,
+            missing,
+            word_offset,
+            ..
+        } => LowerError::Unsupported {
             result_id: inst.result_id.unwrap_or(0),
             opcode: format!("Op{:?}", inst.class.opcode),
             word_offset,
@@ -213,9 +298,18 @@ fn finish_globals(module: &mut Module, em: &mut Emitter) {
     if let Some(import) = em.new_ext_import.take() {
         module.ext_inst_imports.push(import);
     }
+    // Every built-in the new code loads is listed in every entry point's interface (required
+    // from SPIR-V 1.4 on, allowed before), once.
     for ep in &mut module.entry_points {
-        for &var in &em.new_builtins {
-            ep.operands.push(Operand::IdRef(var));
+        for &var in &em.used_builtins {
+            if !ep
+                .operands
+                .iter()
+                .skip(2)
+                .any(|o| *o == Operand::IdRef(var))
+            {
+                ep.operands.push(Operand::IdRef(var));
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use rspirv::dr::{Block, Instruction, Operand};
 use spirv::{BuiltIn, Capability, Decoration, Op, StorageClass};
 
-use crate::{LowerError, Target};
+use crate::{FloatPartition, LowerError, Target};
 
 /// A result id.
 pub(crate) type Id = u32;
@@ -48,13 +48,31 @@ pub(crate) struct Ty {
 }
 
 impl Ty {
-    pub(crate) const BOOL: Ty = Ty { scalar: Scalar::Bool, n: 1 };
-    pub(crate) const U32: Ty = Ty { scalar: Scalar::Int { width: 32, signed: false }, n: 1 };
-    pub(crate) const UVEC4: Ty = Ty { scalar: Scalar::Int { width: 32, signed: false }, n: 4 };
+    pub(crate) const BOOL: Ty = Ty {
+        scalar: Scalar::Bool,
+        n: 1,
+    };
+    pub(crate) const U32: Ty = Ty {
+        scalar: Scalar::Int {
+            width: 32,
+            signed: false,
+        },
+        n: 1,
+    };
+    pub(crate) const UVEC4: Ty = Ty {
+        scalar: Scalar::Int {
+            width: 32,
+            signed: false,
+        },
+        n: 4,
+    };
 
     /// The same component type with `n` components.
     pub(crate) fn with_n(self, n: u8) -> Ty {
-        Ty { scalar: self.scalar, n }
+        Ty {
+            scalar: self.scalar,
+            n,
+        }
     }
     /// The component type.
     pub(crate) fn component(self) -> Ty {
@@ -79,6 +97,7 @@ pub(crate) struct Emitter<'t> {
     /// Composite constants: (type id, components) -> id.
     composites: HashMap<(Id, Vec<Id>), Id>,
     /// `OpUndef` per type id.
+    #[allow(dead_code, reason = "part of the helper API the rewrites build on")]
     undefs: HashMap<Id, Id>,
     /// Input variables of built-ins, existing or new.
     builtins: HashMap<BuiltIn, Id>,
@@ -98,6 +117,10 @@ pub(crate) struct Emitter<'t> {
     pub exts: BTreeSet<&'static str>,
     /// Types of all values (result id -> type id), of the input and of new code.
     value_types: HashMap<Id, Id>,
+    /// Every built-in variable the emitted code loads (existing or new), for the interfaces.
+    pub used_builtins: BTreeSet<Id>,
+    /// How partition keys of float type compare (set by the driver from the options).
+    pub float_partition: FloatPartition,
 }
 
 impl<'t> Emitter<'t> {
@@ -123,9 +146,12 @@ impl<'t> Emitter<'t> {
             caps: BTreeSet::new(),
             exts: BTreeSet::new(),
             value_types: HashMap::new(),
+            used_builtins: BTreeSet::new(),
+            float_partition: FloatPartition::default(),
         };
         for inst in &module.ext_inst_imports {
-            if matches!(inst.operands.first(), Some(Operand::LiteralString(s)) if s == "GLSL.std.450") {
+            if matches!(inst.operands.first(), Some(Operand::LiteralString(s)) if s == "GLSL.std.450")
+            {
                 em.glsl = inst.result_id;
             }
         }
@@ -144,15 +170,25 @@ impl<'t> Emitter<'t> {
         }
         for inst in &module.types_global_values {
             if inst.class.opcode == Op::Variable {
-                if let (Some(id), Some(b)) = (inst.result_id, inst.result_id.and_then(|i| builtin_of.get(&i))) {
-                    if matches!(inst.operands.first(), Some(Operand::StorageClass(StorageClass::Input))) {
+                if let (Some(id), Some(b)) = (
+                    inst.result_id,
+                    inst.result_id.and_then(|i| builtin_of.get(&i)),
+                ) {
+                    if matches!(
+                        inst.operands.first(),
+                        Some(Operand::StorageClass(StorageClass::Input))
+                    ) {
                         em.builtins.insert(*b, id);
                     }
                 }
             }
         }
         for f in &module.functions {
-            for inst in f.parameters.iter().chain(f.blocks.iter().flat_map(|b| b.instructions.iter())) {
+            for inst in f
+                .parameters
+                .iter()
+                .chain(f.blocks.iter().flat_map(|b| b.instructions.iter()))
+            {
                 if let (Some(t), Some(r)) = (inst.result_type, inst.result_id) {
                     em.value_types.insert(r, t);
                 }
@@ -170,17 +206,29 @@ impl<'t> Emitter<'t> {
         let ty = match inst.class.opcode {
             Op::TypeBool => Some(Ty::BOOL),
             Op::TypeInt => match (lit(0), lit(1)) {
-                (Some(w), Some(s)) if w <= 64 => Some(Ty { scalar: Scalar::Int { width: w as u8, signed: s != 0 }, n: 1 }),
+                (Some(w), Some(s)) if matches!(w, 8 | 16 | 32 | 64) => Some(Ty {
+                    scalar: Scalar::Int {
+                        width: w as u8,
+                        signed: s != 0,
+                    },
+                    n: 1,
+                }),
                 _ => None,
             },
             // A float with an encoding operand (bfloat16, fp8) is not an IEEE type we can handle.
             Op::TypeFloat if inst.operands.len() == 1 => match lit(0) {
-                Some(w) if w <= 64 => Some(Ty { scalar: Scalar::Float { width: w as u8 }, n: 1 }),
+                Some(w) if matches!(w, 16 | 32 | 64) => Some(Ty {
+                    scalar: Scalar::Float { width: w as u8 },
+                    n: 1,
+                }),
                 _ => None,
             },
             Op::TypeVector => match (inst.operands.first(), lit(1)) {
                 (Some(Operand::IdRef(e)), Some(n)) if (2..=4).contains(&n) => {
-                    self.id_types.get(e).map(|t| Ty { scalar: t.scalar, n: n as u8 })
+                    self.id_types.get(e).map(|t| Ty {
+                        scalar: t.scalar,
+                        n: n as u8,
+                    })
                 }
                 _ => None,
             },
@@ -191,9 +239,13 @@ impl<'t> Emitter<'t> {
                 None
             }
             Op::Constant => {
-                if let (Some(t), Some(Operand::LiteralBit32(v))) = (inst.result_type, inst.operands.first()) {
+                if let (Some(t), Some(Operand::LiteralBit32(v))) =
+                    (inst.result_type, inst.operands.first())
+                {
                     self.consts.entry((t, u64::from(*v))).or_insert(id);
-                } else if let (Some(t), Some(Operand::LiteralBit64(v))) = (inst.result_type, inst.operands.first()) {
+                } else if let (Some(t), Some(Operand::LiteralBit64(v))) =
+                    (inst.result_type, inst.operands.first())
+                {
                     self.consts.entry((t, *v)).or_insert(id);
                 }
                 None
@@ -234,7 +286,8 @@ impl<'t> Emitter<'t> {
         if let Some(t) = ty {
             self.value_types.insert(id, t);
         }
-        self.new_globals.push(Instruction::new(op, ty, Some(id), operands));
+        self.new_globals
+            .push(Instruction::new(op, ty, Some(id), operands));
         id
     }
 
@@ -245,7 +298,11 @@ impl<'t> Emitter<'t> {
         }
         let id = if ty.n > 1 {
             let elem = self.ty(ty.component());
-            self.push_global(Op::TypeVector, None, vec![Operand::IdRef(elem), Operand::LiteralBit32(u32::from(ty.n))])
+            self.push_global(
+                Op::TypeVector,
+                None,
+                vec![Operand::IdRef(elem), Operand::LiteralBit32(u32::from(ty.n))],
+            )
         } else {
             match ty.scalar {
                 Scalar::Bool => self.push_global(Op::TypeBool, None, vec![]),
@@ -254,12 +311,19 @@ impl<'t> Emitter<'t> {
                     self.push_global(
                         Op::TypeInt,
                         None,
-                        vec![Operand::LiteralBit32(u32::from(width)), Operand::LiteralBit32(u32::from(signed))],
+                        vec![
+                            Operand::LiteralBit32(u32::from(width)),
+                            Operand::LiteralBit32(u32::from(signed)),
+                        ],
                     )
                 }
                 Scalar::Float { width } => {
                     self.need_width_cap(ty.scalar);
-                    self.push_global(Op::TypeFloat, None, vec![Operand::LiteralBit32(u32::from(width))])
+                    self.push_global(
+                        Op::TypeFloat,
+                        None,
+                        vec![Operand::LiteralBit32(u32::from(width))],
+                    )
                 }
             }
         };
@@ -291,6 +355,7 @@ impl<'t> Emitter<'t> {
     }
 
     /// The type id of a value.
+    #[allow(dead_code, reason = "part of the helper API the rewrites build on")]
     pub(crate) fn type_id_of_value(&self, value: Id) -> Option<Id> {
         self.value_types.get(&value).copied()
     }
@@ -313,14 +378,20 @@ impl<'t> Emitter<'t> {
         let id = match ty.scalar {
             Scalar::Bool if bits != 0 => self.push_global(Op::ConstantTrue, Some(t), vec![]),
             Scalar::Bool => self.push_global(Op::ConstantFalse, Some(t), vec![]),
-            _ if width == 64 => self.push_global(Op::Constant, Some(t), vec![Operand::LiteralBit64(bits)]),
+            _ if width == 64 => {
+                self.push_global(Op::Constant, Some(t), vec![Operand::LiteralBit64(bits)])
+            }
             Scalar::Int { signed: true, .. } if width < 32 => {
                 // Narrow signed literals are sign-extended into the word, as the spec requires.
                 let shift = 64 - width;
                 let word = (((bits << shift) as i64) >> shift) as u32;
                 self.push_global(Op::Constant, Some(t), vec![Operand::LiteralBit32(word)])
             }
-            _ => self.push_global(Op::Constant, Some(t), vec![Operand::LiteralBit32(bits as u32)]),
+            _ => self.push_global(
+                Op::Constant,
+                Some(t),
+                vec![Operand::LiteralBit32(bits as u32)],
+            ),
         };
         self.consts.insert((t, bits), id);
         id
@@ -337,7 +408,11 @@ impl<'t> Emitter<'t> {
         if let Some(&id) = self.composites.get(&(t, comps.clone())) {
             return id;
         }
-        let id = self.push_global(Op::ConstantComposite, Some(t), comps.iter().map(|&c| Operand::IdRef(c)).collect());
+        let id = self.push_global(
+            Op::ConstantComposite,
+            Some(t),
+            comps.iter().map(|&c| Operand::IdRef(c)).collect(),
+        );
         self.composites.insert((t, comps), id);
         id
     }
@@ -348,6 +423,7 @@ impl<'t> Emitter<'t> {
     }
 
     /// `OpUndef` of a type id.
+    #[allow(dead_code, reason = "part of the helper API the rewrites build on")]
     pub(crate) fn undef(&mut self, type_id: Id) -> Id {
         if let Some(&id) = self.undefs.get(&type_id) {
             return id;
@@ -381,6 +457,7 @@ impl<'t> Emitter<'t> {
     /// The Input variable of a built-in of type `ty`, declaring and decorating it if needed.
     pub(crate) fn builtin(&mut self, b: BuiltIn, ty: Ty) -> Id {
         if let Some(&v) = self.builtins.get(&b) {
+            self.used_builtins.insert(v);
             return v;
         }
         let pointee = self.ty(ty);
@@ -390,27 +467,44 @@ impl<'t> Emitter<'t> {
                 let p = self.push_global(
                     Op::TypePointer,
                     None,
-                    vec![Operand::StorageClass(StorageClass::Input), Operand::IdRef(pointee)],
+                    vec![
+                        Operand::StorageClass(StorageClass::Input),
+                        Operand::IdRef(pointee),
+                    ],
                 );
                 self.pointer_ids.insert((StorageClass::Input, pointee), p);
                 p
             }
         };
-        let var = self.push_global(Op::Variable, Some(ptr), vec![Operand::StorageClass(StorageClass::Input)]);
+        let var = self.push_global(
+            Op::Variable,
+            Some(ptr),
+            vec![Operand::StorageClass(StorageClass::Input)],
+        );
         self.new_annotations.push(Instruction::new(
             Op::Decorate,
             None,
             None,
-            vec![Operand::IdRef(var), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)],
+            vec![
+                Operand::IdRef(var),
+                Operand::Decoration(Decoration::BuiltIn),
+                Operand::BuiltIn(b),
+            ],
         ));
         self.builtins.insert(b, var);
         self.new_builtins.push(var);
+        self.used_builtins.insert(var);
         var
     }
 
     /// Records that emitted code needs a capability.
+    /// Every core `GroupNonUniform*` capability also records `GroupNonUniform` itself.
     pub(crate) fn need(&mut self, cap: Capability) {
-        self.caps.insert(cap as u32);
+        let n = cap as u32;
+        if (62..=68).contains(&n) {
+            self.caps.insert(Capability::GroupNonUniform as u32);
+        }
+        self.caps.insert(n);
     }
 
     /// Whether masks are a single `uint` (every subgroup has at most 32 lanes).
@@ -452,7 +546,9 @@ impl<'e, 't> Code<'e, 't> {
     pub(crate) fn emit(&mut self, op: Op, ty: Id, operands: Vec<Operand>) -> Id {
         let id = self.em.id();
         self.em.value_types.insert(id, ty);
-        self.cur.instructions.push(Instruction::new(op, Some(ty), Some(id), operands));
+        self.cur
+            .instructions
+            .push(Instruction::new(op, Some(ty), Some(id), operands));
         id
     }
 
@@ -464,19 +560,28 @@ impl<'e, 't> Code<'e, 't> {
 
     /// Appends an instruction without a result (branches, merges).
     pub(crate) fn emit_void(&mut self, op: Op, operands: Vec<Operand>) {
-        self.cur.instructions.push(Instruction::new(op, None, None, operands));
+        self.cur
+            .instructions
+            .push(Instruction::new(op, None, None, operands));
     }
 
     /// Ends the current block and starts a new one with label `label`.
     pub(crate) fn start_block(&mut self, label: Id) {
-        let next = Block { label: Some(Instruction::new(Op::Label, None, Some(label), vec![])), instructions: vec![] };
+        let next = Block {
+            label: Some(Instruction::new(Op::Label, None, Some(label), vec![])),
+            instructions: vec![],
+        };
         let done = std::mem::replace(&mut self.cur, next);
         self.done.push(done);
     }
 
     /// The label of the current block.
     pub(crate) fn cur_label(&self) -> Id {
-        self.cur.label.as_ref().and_then(|l| l.result_id).unwrap_or(0)
+        self.cur
+            .label
+            .as_ref()
+            .and_then(|l| l.result_id)
+            .unwrap_or(0)
     }
 
     /// Emits a structured `do { body } while (cond)` loop and leaves the builder in its merge block.
@@ -491,13 +596,18 @@ impl<'e, 't> Code<'e, 't> {
         body: impl FnOnce(&mut Code, &[Id]) -> Result<(Vec<Id>, Id), LowerError>,
     ) -> Result<Vec<Id>, LowerError> {
         let pre = self.cur_label();
-        let (header, body_label, cont, merge) = (self.em.id(), self.em.id(), self.em.id(), self.em.id());
+        let (header, body_label, cont, merge) =
+            (self.em.id(), self.em.id(), self.em.id(), self.em.id());
         self.emit_void(Op::Branch, vec![Operand::IdRef(header)]);
         self.start_block(header);
         let phis: Vec<Id> = carried.iter().map(|_| self.em.id()).collect();
         self.emit_void(
             Op::LoopMerge,
-            vec![Operand::IdRef(merge), Operand::IdRef(cont), Operand::LoopControl(spirv::LoopControl::NONE)],
+            vec![
+                Operand::IdRef(merge),
+                Operand::IdRef(cont),
+                Operand::LoopControl(spirv::LoopControl::NONE),
+            ],
         );
         self.emit_void(Op::Branch, vec![Operand::IdRef(body_label)]);
         self.start_block(body_label);
@@ -505,7 +615,14 @@ impl<'e, 't> Code<'e, 't> {
         let (next, again) = body(self, &phis)?;
         self.emit_void(Op::Branch, vec![Operand::IdRef(cont)]);
         self.start_block(cont);
-        self.emit_void(Op::BranchConditional, vec![Operand::IdRef(again), Operand::IdRef(header), Operand::IdRef(merge)]);
+        self.emit_void(
+            Op::BranchConditional,
+            vec![
+                Operand::IdRef(again),
+                Operand::IdRef(header),
+                Operand::IdRef(merge),
+            ],
+        );
         self.start_block(merge);
         let mut phi_insts = Vec::with_capacity(phis.len());
         for (((ty, init), &phi), &nx) in carried.iter().zip(&phis).zip(&next) {
@@ -515,7 +632,12 @@ impl<'e, 't> Code<'e, 't> {
                 Op::Phi,
                 Some(t),
                 Some(phi),
-                vec![Operand::IdRef(*init), Operand::IdRef(pre), Operand::IdRef(nx), Operand::IdRef(cont)],
+                vec![
+                    Operand::IdRef(*init),
+                    Operand::IdRef(pre),
+                    Operand::IdRef(nx),
+                    Operand::IdRef(cont),
+                ],
             ));
         }
         let header_block = &mut self.done[header_index];
@@ -541,12 +663,43 @@ impl<'e, 't> Code<'e, 't> {
     /// `OpCompositeExtract` of one component.
     pub(crate) fn extract(&mut self, ty: Ty, v: Id, index: u32) -> Id {
         let t = self.em.ty(ty);
-        self.emit(Op::CompositeExtract, t, vec![Operand::IdRef(v), Operand::LiteralBit32(index)])
+        self.emit(
+            Op::CompositeExtract,
+            t,
+            vec![Operand::IdRef(v), Operand::LiteralBit32(index)],
+        )
     }
 
     /// `OpSelect`.
+    ///
+    /// A scalar condition with a vector result is splatted into a bool vector first: SPIR-V
+    /// before 1.4 requires the condition to have the result's component count.
     pub(crate) fn select(&mut self, ty: Ty, cond: Id, a: Id, b: Id) -> Id {
+        let cond = if ty.n > 1 && self.em.ty_of_value(cond).is_some_and(|t| t.n == 1) {
+            self.op(
+                Op::CompositeConstruct,
+                Ty::BOOL.with_n(ty.n),
+                &vec![cond; usize::from(ty.n)],
+            )
+        } else {
+            cond
+        };
         self.op(Op::Select, ty, &[cond, a, b])
+    }
+
+    /// `OpLogicalNot`.
+    pub(crate) fn not(&mut self, a: Id) -> Id {
+        self.op(Op::LogicalNot, Ty::BOOL, &[a])
+    }
+
+    /// `OpLogicalAnd`.
+    pub(crate) fn and(&mut self, a: Id, b: Id) -> Id {
+        self.op(Op::LogicalAnd, Ty::BOOL, &[a, b])
+    }
+
+    /// `OpLogicalOr`.
+    pub(crate) fn or(&mut self, a: Id, b: Id) -> Id {
+        self.op(Op::LogicalOr, Ty::BOOL, &[a, b])
     }
 
     // ----- masks -----
@@ -641,7 +794,11 @@ impl<'e, 't> Code<'e, 't> {
         for w in 0..words {
             out.push(self.low_bits_word(lane, w)?);
         }
-        Ok(if words == 1 { out[0] } else { self.op(Op::CompositeConstruct, Ty::UVEC4, &out) })
+        Ok(if words == 1 {
+            out[0]
+        } else {
+            self.op(Op::CompositeConstruct, Ty::UVEC4, &out)
+        })
     }
 
     /// Word `w` of the mask with the low `count` bits set (count from 0 to 128).
@@ -668,6 +825,7 @@ impl<'e, 't> Code<'e, 't> {
     }
 
     /// `a | b` on masks.
+    #[allow(dead_code, reason = "part of the helper API the rewrites build on")]
     pub(crate) fn mask_or(&mut self, a: Id, b: Id) -> Id {
         let t = self.em.mask_ty();
         self.op(Op::BitwiseOr, t, &[a, b])
@@ -695,6 +853,36 @@ impl<'e, 't> Code<'e, 't> {
             let ne = self.op(Op::INotEqual, Ty::BOOL.with_n(4), &[m, z]);
             self.op(Op::Any, Ty::BOOL, &[ne])
         }
+    }
+
+    /// Whether a mask has no bit set.
+    pub(crate) fn mask_is_zero(&mut self, m: Id) -> Id {
+        let t = self.em.mask_ty();
+        let z = self.em.splat(t, 0);
+        if t.n == 1 {
+            self.op(Op::IEqual, Ty::BOOL, &[m, z])
+        } else {
+            let eq = self.op(Op::IEqual, Ty::BOOL.with_n(4), &[m, z]);
+            self.op(Op::All, Ty::BOOL, &[eq])
+        }
+    }
+
+    /// `cond ? a : b` on masks (`cond` a scalar bool).
+    pub(crate) fn mask_select(&mut self, cond: Id, a: Id, b: Id) -> Id {
+        let t = self.em.mask_ty();
+        self.select(t, cond, a, b)
+    }
+
+    /// The all-zero mask.
+    pub(crate) fn mask_zero(&mut self) -> Id {
+        let t = self.em.mask_ty();
+        self.em.splat(t, 0)
+    }
+
+    /// The mask with only this lane's bit set.
+    pub(crate) fn own_bit(&mut self) -> Result<Id, LowerError> {
+        let lane = self.lane_id()?;
+        Ok(self.lane_bit(lane))
     }
 
     /// Whether two masks are equal.
@@ -726,12 +914,20 @@ impl<'e, 't> Code<'e, 't> {
         }
         if self.em.has_core_ballot() && !self.em.target.restrictions.no_ballot_bit_ops {
             let scope = self.em.subgroup_scope();
-            let op = if msb { Op::GroupNonUniformBallotFindMSB } else { Op::GroupNonUniformBallotFindLSB };
+            let op = if msb {
+                Op::GroupNonUniformBallotFindMSB
+            } else {
+                Op::GroupNonUniformBallotFindLSB
+            };
             return Ok(self.op(op, Ty::U32, &[scope, m]));
         }
         // Per word, then pick the lowest (highest) non-zero word with a select chain.
         let zero = self.em.u32(0);
-        let order: Vec<u32> = if msb { vec![0, 1, 2, 3] } else { vec![3, 2, 1, 0] };
+        let order: Vec<u32> = if msb {
+            vec![0, 1, 2, 3]
+        } else {
+            vec![3, 2, 1, 0]
+        };
         let mut result = self.em.u32(u32::MAX);
         for w in order {
             let word = self.extract(Ty::U32, m, w);
@@ -779,7 +975,11 @@ impl<'e, 't> Code<'e, 't> {
             m
         } else if self.em.has_core_ballot() && !self.em.target.restrictions.no_ballot_bit_ops {
             let scope = self.em.subgroup_scope();
-            return Ok(self.op(Op::GroupNonUniformBallotBitExtract, Ty::BOOL, &[scope, m, lane]));
+            return Ok(self.op(
+                Op::GroupNonUniformBallotBitExtract,
+                Ty::BOOL,
+                &[scope, m, lane],
+            ));
         } else {
             let five = self.em.u32(5);
             let w = self.op(Op::ShiftRightLogical, Ty::U32, &[lane, five]);
@@ -838,11 +1038,43 @@ impl<'e, 't> Code<'e, 't> {
         Ok(self.from_words(ty, &moved))
     }
 
+    /// `value` as read from lane `lane`, where `lane` is subgroup-uniform (e.g. chosen from a
+    /// ballot). Uses a shuffle where the target has one, else `OpSubgroupReadInvocationKHR`
+    /// (`SPV_KHR_shader_ballot`, which requires the uniform index), one per 32-bit word.
+    pub(crate) fn read_lane_uniform(
+        &mut self,
+        ty: Ty,
+        value: Id,
+        lane: Id,
+    ) -> Result<Id, LowerError> {
+        if self.em.target.ops.shuffle && self.em.has_core_ballot() {
+            return self.shuffle(ty, value, lane);
+        }
+        if !self.em.target.ops.khr_ballot {
+            return Err(
+                self.missing("shuffles (GroupNonUniformShuffle) or OpSubgroupReadInvocationKHR")
+            );
+        }
+        self.em.need(Capability::SubgroupBallotKHR);
+        self.em.exts.insert("SPV_KHR_shader_ballot");
+        let words = self.to_words(ty, value);
+        let mut moved = Vec::with_capacity(words.len());
+        for w in words {
+            moved.push(self.op(Op::SubgroupReadInvocationKHR, Ty::U32, &[w, lane]));
+        }
+        Ok(self.from_words(ty, &moved))
+    }
+
     /// Splits a value into 32-bit unsigned words (bools become 0/1; narrow types are zero-extended).
+    #[allow(clippy::wrong_self_convention, reason = "a builder method: it emits the conversion")]
     pub(crate) fn to_words(&mut self, ty: Ty, value: Id) -> Vec<Id> {
         let mut out = Vec::new();
         for c in 0..ty.n {
-            let comp = if ty.n == 1 { value } else { self.extract(ty.component(), value, u32::from(c)) };
+            let comp = if ty.n == 1 {
+                value
+            } else {
+                self.extract(ty.component(), value, u32::from(c))
+            };
             match ty.scalar {
                 Scalar::Bool => {
                     let one = self.em.u32(1);
@@ -850,21 +1082,30 @@ impl<'e, 't> Code<'e, 't> {
                     out.push(self.select(Ty::U32, comp, one, zero));
                 }
                 Scalar::Int { width: 32, .. } | Scalar::Float { width: 32 } => {
-                    out.push(if ty.scalar == Ty::U32.scalar { comp } else { self.op(Op::Bitcast, Ty::U32, &[comp]) });
+                    out.push(if ty.scalar == Ty::U32.scalar {
+                        comp
+                    } else {
+                        self.op(Op::Bitcast, Ty::U32, &[comp])
+                    });
                 }
                 Scalar::Int { width: 64, .. } | Scalar::Float { width: 64 } => {
                     let pair = self.op(Op::Bitcast, Ty::U32.with_n(2), &[comp]);
                     out.push(self.extract(Ty::U32, pair, 0));
                     out.push(self.extract(Ty::U32, pair, 1));
                 }
-                Scalar::Int { width, .. } | Scalar::Float { width } => {
-                    let uty = Ty { scalar: Scalar::Int { width, signed: false }, n: 1 };
-                    let bits = if matches!(ty.scalar, Scalar::Int { signed: false, .. }) {
-                        comp
-                    } else {
-                        self.op(Op::Bitcast, uty, &[comp])
-                    };
-                    out.push(self.op(Op::UConvert, Ty::U32, &[bits]));
+                Scalar::Float { width: 16 } => {
+                    // Through a half vector: no 16-bit integer type (and no Int16 capability) needed.
+                    let zero = self.em.constant(ty.component(), 0);
+                    let pair = self.op(
+                        Op::CompositeConstruct,
+                        ty.component().with_n(2),
+                        &[comp, zero],
+                    );
+                    out.push(self.op(Op::Bitcast, Ty::U32, &[pair]));
+                }
+                Scalar::Int { .. } | Scalar::Float { .. } => {
+                    // UConvert zero-extends any integer operand, signed or not.
+                    out.push(self.op(Op::UConvert, Ty::U32, &[comp]));
                 }
             }
         }
@@ -872,6 +1113,7 @@ impl<'e, 't> Code<'e, 't> {
     }
 
     /// The inverse of [`Code::to_words`].
+    #[allow(clippy::wrong_self_convention, reason = "a builder method: it emits the conversion")]
     pub(crate) fn from_words(&mut self, ty: Ty, words: &[Id]) -> Id {
         let mut comps = Vec::new();
         let mut it = words.iter().copied();
@@ -897,15 +1139,20 @@ impl<'e, 't> Code<'e, 't> {
                     let pair = self.op(Op::CompositeConstruct, Ty::U32.with_n(2), &[lo, hi]);
                     self.op(Op::Bitcast, c, &[pair])
                 }
-                Scalar::Int { width, .. } | Scalar::Float { width } => {
+                Scalar::Float { width: 16 } => {
                     let w = it.next().unwrap_or(0);
-                    let uty = Ty { scalar: Scalar::Int { width, signed: false }, n: 1 };
-                    let narrow = self.op(Op::UConvert, uty, &[w]);
-                    if matches!(ty.scalar, Scalar::Int { signed: false, .. }) {
-                        narrow
-                    } else {
-                        self.op(Op::Bitcast, c, &[narrow])
-                    }
+                    let pair = self.op(Op::Bitcast, c.with_n(2), &[w]);
+                    self.extract(c, pair, 0)
+                }
+                Scalar::Int { signed, .. } => {
+                    // Truncation: UConvert needs an unsigned result, SConvert takes either.
+                    let w = it.next().unwrap_or(0);
+                    self.op(if signed { Op::SConvert } else { Op::UConvert }, c, &[w])
+                }
+                Scalar::Float { .. } => {
+                    // No other IEEE width exists; an odd width is rejected where the type is indexed.
+                    let w = it.next().unwrap_or(0);
+                    self.op(Op::Bitcast, c, &[w])
                 }
             };
             comps.push(comp);

@@ -1,12 +1,148 @@
 //! Module requirements after rewriting: capabilities, extensions and the SPIR-V version.
-//! (Scaffolding by the lead; the LOWER helper owns and completes it.)
+//!
+//! Only what the rewrites touch changes: the capabilities and extensions the new code needs
+//! are added (sorted, after the existing ones), `SubgroupVoteKHR` with `SPV_KHR_subgroup_vote`
+//! and `GroupNonUniformPartitionedNV/EXT` with both extension spellings are removed once no
+//! instruction uses them, and the version is raised to 1.3 only when core `GroupNonUniform`
+//! code was added to an older module. Everything else (order, other capabilities, the
+//! generator word, debug info) stays as it was.
 
-use rspirv::dr::Module;
+use rspirv::dr::{Instruction, Module, Operand};
+use spirv::{Capability, Op};
 
 use crate::emit::Emitter;
+use crate::rewrite::{is_khr_vote, is_partitioned};
 use crate::{LowerError, LowerOptions};
 
+/// The extension strings of the partitioned ops.
+const PARTITIONED_EXTS: [&str; 2] = [
+    "SPV_NV_shader_subgroup_partitioned",
+    "SPV_EXT_shader_subgroup_partitioned",
+];
+
+/// SPIR-V 1.3, the first version with the core `GroupNonUniform` instructions.
+const V1_3: u32 = 0x0001_0300;
+
 /// Adds what the new code needs, drops what nothing uses any more, raises the version if needed.
-pub(crate) fn fix_requirements(_module: &mut Module, _em: &Emitter, _opts: &LowerOptions) -> Result<(), LowerError> {
+pub(crate) fn fix_requirements(
+    module: &mut Module,
+    em: &Emitter,
+    opts: &LowerOptions,
+) -> Result<(), LowerError> {
+    let insts = || {
+        module
+            .functions
+            .iter()
+            .flat_map(|f| &f.blocks)
+            .flat_map(|b| &b.instructions)
+    };
+    let vote_left = insts().any(|i| is_khr_vote(i.class.opcode));
+    let partitioned_left = insts().any(is_partitioned);
+    drop_unused(module, vote_left, partitioned_left);
+
+    let present: Vec<u32> = module.capabilities.iter().filter_map(cap_of).collect();
+    for &cap in &em.caps {
+        if !present.contains(&cap) {
+            module.capabilities.push(Instruction::new(
+                Op::Capability,
+                None,
+                None,
+                vec![Operand::Capability(capability_from(cap)?)],
+            ));
+        }
+    }
+    for &ext in &em.exts {
+        if !module.extensions.iter().any(|e| ext_of(e) == Some(ext)) {
+            module.extensions.push(Instruction::new(
+                Op::Extension,
+                None,
+                None,
+                vec![Operand::LiteralString(ext.to_owned())],
+            ));
+        }
+    }
+
+    let needs_1_3 = em.caps.iter().any(|&c| is_core_non_uniform(c));
+    if needs_1_3 {
+        if opts.target.version_word() < V1_3 {
+            return Err(LowerError::Unsupported {
+                result_id: 0,
+                opcode: "the lowered code".to_owned(),
+                word_offset: 0,
+                target: opts.target.name.clone(),
+                missing: "SPIR-V 1.3 (core GroupNonUniform instructions)".to_owned(),
+            });
+        }
+        if let Some(h) = module.header.as_mut() {
+            let word = (u32::from(h.version().0) << 16) | (u32::from(h.version().1) << 8);
+            if word < V1_3 {
+                h.set_version(1, 3);
+            }
+        }
+    }
     Ok(())
+}
+
+/// Whether the module declares a vote or partitioned capability or extension the target lacks
+/// (so a module with no instruction to rewrite may still need them removed).
+pub(crate) fn has_removable(module: &Module, target: &crate::Target) -> bool {
+    let vote = !target.ops.khr_vote
+        && (module
+            .capabilities
+            .iter()
+            .any(|c| cap_of(c) == Some(Capability::SubgroupVoteKHR as u32))
+            || module
+                .extensions
+                .iter()
+                .any(|e| ext_of(e) == Some("SPV_KHR_subgroup_vote")));
+    let part = !target.ops.partitioned
+        && (module
+            .capabilities
+            .iter()
+            .any(|c| cap_of(c) == Some(Capability::GroupNonUniformPartitionedEXT as u32))
+            || module
+                .extensions
+                .iter()
+                .any(|e| ext_of(e).is_some_and(|s| PARTITIONED_EXTS.contains(&s))));
+    vote || part
+}
+
+/// Whether the capability number is one of the core `GroupNonUniform*` capabilities (SPIR-V 1.3).
+fn is_core_non_uniform(cap: u32) -> bool {
+    (61..=68).contains(&cap)
+}
+
+/// Removes the vote and partitioned capabilities and extensions no instruction needs any more.
+fn drop_unused(module: &mut Module, vote_left: bool, partitioned_left: bool) {
+    module.capabilities.retain(|c| match cap_of(c) {
+        Some(n) if n == Capability::SubgroupVoteKHR as u32 => vote_left,
+        Some(n) if n == Capability::GroupNonUniformPartitionedEXT as u32 => partitioned_left,
+        _ => true,
+    });
+    module.extensions.retain(|e| match ext_of(e) {
+        Some("SPV_KHR_subgroup_vote") => vote_left,
+        Some(s) if PARTITIONED_EXTS.contains(&s) => partitioned_left,
+        _ => true,
+    });
+}
+
+fn cap_of(inst: &Instruction) -> Option<u32> {
+    match inst.operands.first() {
+        Some(Operand::Capability(c)) => Some(*c as u32),
+        _ => None,
+    }
+}
+
+fn ext_of(inst: &Instruction) -> Option<&str> {
+    match inst.operands.first() {
+        Some(Operand::LiteralString(s)) => Some(s.as_str()),
+        _ => None,
+    }
+}
+
+fn capability_from(n: u32) -> Result<Capability, LowerError> {
+    Capability::from_u32(n).ok_or_else(|| LowerError::Invalid {
+        result_id: 0,
+        message: format!("unknown capability {n}"),
+    })
 }

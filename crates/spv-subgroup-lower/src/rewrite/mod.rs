@@ -1,24 +1,98 @@
 //! The rewrite table: which instructions the target needs rewritten, and the function for each.
-//! (Scaffolding by the lead; the LOWER helper owns and completes it.)
+//!
+//! | instruction | rewritten when the target lacks | by |
+//! |---|---|---|
+//! | `OpSubgroupAllKHR`/`AnyKHR`/`AllEqualKHR` (4428-4430) | `SubgroupVoteKHR` | [`vote`] |
+//! | `OpGroupNonUniformPartitionNV/EXT` (5296) | partitioned ops | [`partition`] |
+//! | any op with group operation `Partitioned*` (6/7/8) | partitioned ops | `partitioned_arith` |
+//!
+//! Core instructions are never rewritten: a module using a core op the target lacks, or a
+//! rewrite whose sequence needs one, fails with [`LowerError::Unsupported`] naming what is missing.
 
-use rspirv::dr::Instruction;
+use rspirv::dr::{Instruction, Operand};
+use spirv::{GroupOperation, Op};
 
 use crate::emit::{Code, Id};
 use crate::{LowerError, Target};
 
+mod partition;
 mod partitioned_arith;
+mod vote;
+
+/// The partitioned group operation of `inst`, if it has one.
+pub(crate) fn partitioned_group_op(inst: &Instruction) -> Option<GroupOperation> {
+    inst.operands.iter().find_map(|o| match o {
+        Operand::GroupOperation(
+            g @ (GroupOperation::PartitionedReduceEXT
+            | GroupOperation::PartitionedInclusiveScanEXT
+            | GroupOperation::PartitionedExclusiveScanEXT),
+        ) => Some(*g),
+        _ => None,
+    })
+}
+
+/// Whether `inst` is one of the KHR vote instructions.
+pub(crate) fn is_khr_vote(op: Op) -> bool {
+    matches!(
+        op,
+        Op::SubgroupAllKHR | Op::SubgroupAnyKHR | Op::SubgroupAllEqualKHR
+    )
+}
+
+/// Whether `inst` uses the partitioned extension (the partition op or a partitioned group op).
+pub(crate) fn is_partitioned(inst: &Instruction) -> bool {
+    inst.class.opcode == Op::GroupNonUniformPartitionEXT || partitioned_group_op(inst).is_some()
+}
 
 /// Whether `inst` uses something `target` lacks that this pass rewrites.
-pub(crate) fn needs_rewrite(_inst: &Instruction, _target: &Target) -> bool {
-    false
+pub(crate) fn needs_rewrite(inst: &Instruction, target: &Target) -> bool {
+    if is_khr_vote(inst.class.opcode) {
+        return !target.ops.khr_vote;
+    }
+    !target.ops.partitioned && is_partitioned(inst)
 }
 
 /// Emits the replacement of `inst` into `code`; returns the id holding its result.
 pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, LowerError> {
-    partitioned_arith::lower(code, inst)
+    match inst.class.opcode {
+        op if is_khr_vote(op) => vote::lower(code, inst),
+        Op::GroupNonUniformPartitionEXT => partition::lower(code, inst),
+        _ => partitioned_arith::lower(code, inst),
+    }
 }
 
-/// The report's name for the kind of rewrite `inst` gets.
+/// The report's name for the kind of rewrite `inst` gets, e.g. `OpSubgroupAllKHR`,
+/// `OpGroupNonUniformPartitionNV` or `OpGroupNonUniformIAdd PartitionedInclusiveScan`.
 pub(crate) fn kind_name(inst: &Instruction) -> String {
-    format!("Op{:?}", inst.class.opcode)
+    match (inst.class.opcode, partitioned_group_op(inst)) {
+        (Op::GroupNonUniformPartitionEXT, _) => "OpGroupNonUniformPartitionNV".to_owned(),
+        (op, Some(g)) => {
+            let g = match g {
+                GroupOperation::PartitionedReduceEXT => "PartitionedReduce",
+                GroupOperation::PartitionedInclusiveScanEXT => "PartitionedInclusiveScan",
+                _ => "PartitionedExclusiveScan",
+            };
+            format!("Op{op:?} {g}")
+        }
+        (op, None) => format!("Op{op:?}"),
+    }
+}
+
+/// The id operand at `index`, or an [`LowerError::Invalid`] naming the instruction.
+pub(crate) fn id_operand(inst: &Instruction, index: usize, what: &str) -> Result<Id, LowerError> {
+    match inst.operands.get(index) {
+        Some(Operand::IdRef(id)) => Ok(*id),
+        _ => Err(LowerError::Invalid {
+            result_id: inst.result_id.unwrap_or(0),
+            message: format!("Op{:?} has no {what} operand", inst.class.opcode),
+        }),
+    }
+}
+
+/// An [`LowerError::Invalid`] for `inst`.
+pub(crate) fn invalid(inst: &Instruction, message: impl Into<String>) -> LowerError {
+    LowerError::Invalid {
+        result_id: inst.result_id.unwrap_or(0),
+        message: message.into(),
+    }
 }

@@ -1,0 +1,261 @@
+//! `OpGroupNonUniformPartitionNV/EXT`: the ballot of the active lanes whose value equals this
+//! lane's, as a match over a normalised key.
+//!
+//! **Key.** The value split into 32-bit words ([`Code::to_words`]; narrow types zero-extended,
+//! 64-bit types two words, vectors one entry per component). Floats compare as the spec says
+//! (unless [`FloatPartition::Bitwise`]): -0.0 becomes +0.0 before comparing, and a lane whose
+//! value has a NaN component ends in a subset of its own. Both tests work on the bits, so
+//! fast-math float folding in a driver cannot change them.
+//!
+//! **Bit-sliced form** (keys of at most 16 significant bits that fit the subgroup: bool, bool
+//! vectors, 8- and 16-bit scalars, 8-bit 2-vectors): `m = act`, then per key bit `j` with
+//! `b = Ballot(bit j)`: `m &= bit j ? b : ~b`. No loop, no shuffle: one ballot per key bit plus
+//! the active mask. A bool key is the one-bit case: `m = p ? Ballot(p) : act & ~Ballot(p)`.
+//!
+//! **Uniform waterfall** (every other key): `rem = act`, `res = 0`; do { `leader = FindLSB(rem)`;
+//! `eq = key == Shuffle(key, leader)` (all words); `b = Ballot(eq)`; `res = eq ? b : res`;
+//! `rem &= ~b` } while `rem != 0`. Each round costs one shuffle per key word and one ballot, and
+//! there is one round per distinct key among the active lanes. The loop is uniform: `rem` comes
+//! from ballots, so every lane leaves it together (lavapipe miscompiles divergent exits).
+//! It terminates for every input: `rem` starts non-empty (this lane is active), the leader is an
+//! active lane of `rem` (so `FindLSB` never sees zero and the shuffle reads an active lane), and
+//! the leader's own key equals itself bit for bit, so `b` holds the leader and `rem` shrinks.
+//! NaN lanes are not taken out of `rem` up front (that would cost a ballot on every float
+//! partition); a NaN lane leads at most one round and is made a singleton afterwards.
+//! On a target without shuffles (SPIR-V 1.0 with `SPV_KHR_shader_ballot`) the leader's key is
+//! read with `OpSubgroupReadInvocationKHR`, which is legal because the leader is uniform.
+//!
+//! Ballot bits of inactive lanes are never set (ballots only see active lanes), so the result
+//! needs no masking; it is widened to the `uvec4` result type.
+
+use rspirv::dr::Instruction;
+use spirv::Op;
+
+use super::{id_operand, invalid};
+use crate::emit::{Code, Id, Scalar, Ty};
+use crate::{FloatPartition, LowerError};
+
+/// Keys with at most this many significant bits use the bit-sliced form.
+pub(crate) const BIT_SLICED_MAX_BITS: u32 = 16;
+
+/// A partition key: 32-bit words with their significant bit counts, the bools themselves for
+/// bool keys, and whether this lane's key holds a NaN.
+struct Key {
+    words: Vec<(Id, u32)>,
+    bools: Option<Vec<Id>>,
+    nan: Option<Id>,
+}
+
+impl Key {
+    fn bits(&self) -> u32 {
+        match &self.bools {
+            Some(b) => b.len() as u32,
+            None => self.words.iter().map(|w| w.1).sum(),
+        }
+    }
+}
+
+/// Which form a key of `bits` significant bits gets at `max_lanes` lanes.
+pub(crate) fn uses_bit_slices(bits: u32, max_lanes: u32) -> bool {
+    bits <= BIT_SLICED_MAX_BITS && bits <= max_lanes
+}
+
+/// Emits the match sequence for `inst`.
+pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerError> {
+    let value = id_operand(inst, 0, "Value")?;
+    let ty = code.em.ty_of_value(value).ok_or_else(|| {
+        invalid(
+            inst,
+            "the partition value must be a scalar or vector of int, float or bool",
+        )
+    })?;
+    let result_ty = inst.result_type.and_then(|t| code.em.ty_of_id(t));
+    let signed_result = match result_ty {
+        Some(Ty {
+            scalar: Scalar::Int { width: 32, signed },
+            n: 4,
+        }) => signed,
+        _ => {
+            return Err(invalid(
+                inst,
+                "the partition result type must be a 4-component vector of 32-bit integers",
+            ))
+        }
+    };
+    let key = make_key(code, ty, value);
+    let mut res = if uses_bit_slices(key.bits(), code.em.max_lanes) {
+        bit_sliced(code, &key)?
+    } else {
+        waterfall(code, &key)?
+    };
+    if let Some(nan) = key.nan {
+        let own = code.own_bit()?;
+        res = code.mask_select(nan, own, res);
+    }
+    let wide = code.widen_mask(res);
+    Ok(if signed_result {
+        let t = result_ty.unwrap_or(Ty::UVEC4);
+        code.op(Op::Bitcast, t, &[wide])
+    } else {
+        wide
+    })
+}
+
+fn make_key(code: &mut Code, ty: Ty, value: Id) -> Key {
+    if ty.scalar == Scalar::Bool {
+        let bools: Vec<Id> = (0..ty.n)
+            .map(|c| {
+                if ty.n == 1 {
+                    value
+                } else {
+                    code.extract(Ty::BOOL, value, u32::from(c))
+                }
+            })
+            .collect();
+        // Packed into one word for the waterfall: bit c is component c.
+        let zero = code.em.u32(0);
+        let mut packed = zero;
+        for (c, &b) in bools.iter().enumerate() {
+            let bit = code.em.u32(1 << c);
+            let v = code.select(Ty::U32, b, bit, zero);
+            packed = if c == 0 {
+                v
+            } else {
+                code.op(Op::BitwiseOr, Ty::U32, &[packed, v])
+            };
+        }
+        return Key {
+            words: vec![(packed, ty.n.into())],
+            bools: Some(bools),
+            nan: None,
+        };
+    }
+    let raw = code.to_words(ty, value);
+    let width = ty.scalar.width();
+    let per_word = width.min(32);
+    let mut words: Vec<(Id, u32)> = raw.iter().map(|&w| (w, per_word)).collect();
+    let spec_float = matches!(ty.scalar, Scalar::Float { .. })
+        && code.em.float_partition == FloatPartition::Spec;
+    if !spec_float {
+        return Key {
+            words,
+            bools: None,
+            nan: None,
+        };
+    }
+    let mut nan: Option<Id> = None;
+    let step = if width == 64 { 2 } else { 1 };
+    for c in (0..words.len()).step_by(step) {
+        let (this_nan, zero_at) = if width == 64 {
+            let (lo, hi) = (words[c].0, words[c + 1].0);
+            let abs_mask = code.em.u32(0x7fff_ffff);
+            let inf_hi = code.em.u32(0x7ff0_0000);
+            let z = code.em.u32(0);
+            let a = code.op(Op::BitwiseAnd, Ty::U32, &[hi, abs_mask]);
+            let above = code.op(Op::UGreaterThan, Ty::BOOL, &[a, inf_hi]);
+            let at = code.op(Op::IEqual, Ty::BOOL, &[a, inf_hi]);
+            let lo_nz = code.op(Op::INotEqual, Ty::BOOL, &[lo, z]);
+            let at_nan = code.and(at, lo_nz);
+            let is_nan = code.or(above, at_nan);
+            let either = code.op(Op::BitwiseOr, Ty::U32, &[a, lo]);
+            let is_zero = code.op(Op::IEqual, Ty::BOOL, &[either, z]);
+            (is_nan, (c + 1, is_zero))
+        } else {
+            let (abs, inf) = if width == 16 {
+                (0x7fff, 0x7c00)
+            } else {
+                (0x7fff_ffff, 0x7f80_0000)
+            };
+            let w = words[c].0;
+            let abs_mask = code.em.u32(abs);
+            let inf = code.em.u32(inf);
+            let z = code.em.u32(0);
+            let a = code.op(Op::BitwiseAnd, Ty::U32, &[w, abs_mask]);
+            let is_nan = code.op(Op::UGreaterThan, Ty::BOOL, &[a, inf]);
+            let is_zero = code.op(Op::IEqual, Ty::BOOL, &[a, z]);
+            (is_nan, (c, is_zero))
+        };
+        // -0.0 -> +0.0: clear the word holding the sign (the other word of a zero is zero).
+        let (i, is_zero) = zero_at;
+        let z = code.em.u32(0);
+        words[i].0 = code.select(Ty::U32, is_zero, z, words[i].0);
+        nan = Some(match nan {
+            None => this_nan,
+            Some(n) => code.or(n, this_nan),
+        });
+    }
+    Key {
+        words,
+        bools: None,
+        nan,
+    }
+}
+
+/// One ballot per key bit; no loop.
+fn bit_sliced(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
+    let mut preds = Vec::new();
+    if let Some(bools) = &key.bools {
+        preds.extend(bools.iter().copied());
+    } else {
+        let one = code.em.u32(1);
+        let zero = code.em.u32(0);
+        for &(w, bits) in &key.words {
+            for j in 0..bits {
+                let bit = if j == 0 {
+                    code.op(Op::BitwiseAnd, Ty::U32, &[w, one])
+                } else {
+                    let k = code.em.u32(j);
+                    let s = code.op(Op::ShiftRightLogical, Ty::U32, &[w, k]);
+                    code.op(Op::BitwiseAnd, Ty::U32, &[s, one])
+                };
+                preds.push(code.op(Op::INotEqual, Ty::BOOL, &[bit, zero]));
+            }
+        }
+    }
+    let act = code.active()?;
+    let mut m = act;
+    for (j, &p) in preds.iter().enumerate() {
+        let b = code.ballot(p)?;
+        let nb = code.mask_not(b);
+        if j == 0 {
+            // b holds only active lanes already: p ? b : act & ~b.
+            let off = code.mask_and(act, nb);
+            m = code.mask_select(p, b, off);
+        } else {
+            let side = code.mask_select(p, b, nb);
+            m = code.mask_and(m, side);
+        }
+    }
+    Ok(m)
+}
+
+/// One round per distinct key: a uniform loop whose trip condition is a ballot.
+fn waterfall(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
+    let mt = code.em.mask_ty();
+    let act = code.active()?;
+    let zero = code.mask_zero();
+    let words: Vec<Id> = key.words.iter().map(|w| w.0).collect();
+    let out = code.do_while(&[(mt, act), (mt, zero)], |c, phis| {
+        let (rem, res) = (phis[0], phis[1]);
+        let leader = c.find_lsb(rem)?;
+        let mut eq: Option<Id> = None;
+        for &w in &words {
+            let lw = c.read_lane_uniform(Ty::U32, w, leader)?;
+            let e = c.op(Op::IEqual, Ty::BOOL, &[w, lw]);
+            eq = Some(match eq {
+                None => e,
+                Some(prev) => c.and(prev, e),
+            });
+        }
+        let eq = match eq {
+            Some(e) => e,
+            None => c.em.constant(Ty::BOOL, 1),
+        };
+        let b = c.ballot(eq)?;
+        let res2 = c.mask_select(eq, b, res);
+        let rem2 = c.mask_and_not(rem, b);
+        let again = c.mask_nonzero(rem2);
+        Ok((vec![rem2, res2], again))
+    })?;
+    Ok(out[1])
+}

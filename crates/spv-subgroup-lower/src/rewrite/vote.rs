@@ -1,0 +1,67 @@
+//! `OpSubgroupAllKHR`/`AnyKHR`/`AllEqualKHR` (SPV_KHR_subgroup_vote).
+//!
+//! With core `GroupNonUniformVote` each becomes one `OpGroupNonUniformAll/Any/AllEqual`
+//! (AllEqual on a bool predicate is legal). Otherwise ballots, over the active lanes only
+//! (inactive lanes and lanes beyond the subgroup contribute zero bits):
+//!
+//! - `Any(p)      = Ballot(p) != 0` (1 ballot);
+//! - `All(p)      = Ballot(!p) == 0` (1 ballot);
+//! - `AllEqual(p) = b == 0 || b == Ballot(true)` with `b = Ballot(p)` (2 ballots).
+//!
+//! The ballot is `OpGroupNonUniformBallot`, or `OpSubgroupBallotKHR` on a SPIR-V 1.0 target
+//! (chosen by [`Code::ballot`]). Every sequence is valid in non-uniform control flow and has no
+//! loop, so helper invocations and partial subgroups need nothing special.
+
+use rspirv::dr::Instruction;
+use spirv::{Capability, Op};
+
+use super::{id_operand, invalid};
+use crate::emit::{Code, Id, Ty};
+use crate::LowerError;
+
+/// Emits the vote sequence for `inst`.
+pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerError> {
+    let pred = id_operand(inst, 0, "Predicate")?;
+    if code.em.ty_of_value(pred) != Some(Ty::BOOL) {
+        return Err(invalid(inst, "the vote predicate must be a bool scalar"));
+    }
+    if inst.result_type.and_then(|t| code.em.ty_of_id(t)) != Some(Ty::BOOL) {
+        return Err(invalid(inst, "the vote result type must be a bool scalar"));
+    }
+    let op = inst.class.opcode;
+    if has_core_vote(code) {
+        code.em.need(Capability::GroupNonUniform);
+        code.em.need(Capability::GroupNonUniformVote);
+        let scope = code.em.subgroup_scope();
+        let core = match op {
+            Op::SubgroupAllKHR => Op::GroupNonUniformAll,
+            Op::SubgroupAnyKHR => Op::GroupNonUniformAny,
+            _ => Op::GroupNonUniformAllEqual,
+        };
+        return Ok(code.op(core, Ty::BOOL, &[scope, pred]));
+    }
+    Ok(match op {
+        Op::SubgroupAnyKHR => {
+            let b = code.ballot(pred)?;
+            code.mask_nonzero(b)
+        }
+        Op::SubgroupAllKHR => {
+            let np = code.not(pred);
+            let b = code.ballot(np)?;
+            code.mask_is_zero(b)
+        }
+        _ => {
+            let b = code.ballot(pred)?;
+            let act = code.active()?;
+            let none = code.mask_is_zero(b);
+            let all = code.mask_eq(b, act);
+            code.or(none, all)
+        }
+    })
+}
+
+/// Whether the target runs the core vote instructions.
+fn has_core_vote(code: &Code) -> bool {
+    let t = code.em.target;
+    t.ops.vote && t.spirv_version >= (1, 3)
+}

@@ -1,0 +1,899 @@
+//! Execution conformance: runs GLSL compute shaders natively and lowered on a real Vulkan driver
+//! and checks every result against the host model (`conformance_model.rs`).
+//!
+//! - `lavapipe_subgroup_size_{4,8,16}` re-run this binary (`child_suite`) with
+//!   `LP_NATIVE_VECTOR_WIDTH` = 128/256/512 (lavapipe reads it at load time, hence a child process)
+//!   and assert the driver reports that subgroup size;
+//! - `child_suite` is the suite itself; it only runs inside such a child (or on the GPU machine, see
+//!   `cargo xtask gpu`) and returns at once otherwise;
+//! - `mutation_unmasked_ballot_is_caught` breaks a lowered module on purpose (the active-set masking
+//!   of the ballot) and asserts the suite sees it;
+//! - `model_*` test the host model itself.
+//!
+//! Environment of the child: `SPV_CONFORMANCE_CHILD=1`, `SPV_CONFORMANCE_EXPECT_SIZE`,
+//! `SPV_CONFORMANCE_PRESETS` (comma list; default `lavapipe,naga`, or `vulkan1.1,naga` on a device
+//! with native partitioned ops), `SPV_CONFORMANCE_FILTER` (substring of case names),
+//! `SPV_CONFORMANCE_BENCH=1` (also time native vs lowered), `SPV_CONFORMANCE_OUT` (a folder for
+//! the summary and benchmark JSON).
+
+#[path = "conformance_bench.rs"]
+mod bench;
+#[path = "conformance_model.rs"]
+mod model;
+#[path = "conformance_shaders.rs"]
+mod shaders;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use model::{KeyEq, Layout, Rng, Scalar, Ty};
+use shaders::{Case, Family};
+use spv_subgroup_lower::{lower_words, FloatPartition, LowerOptions, Target};
+use spv_subgroup_tests::tools;
+use spv_subgroup_vk::{PipelineOptions, Runner};
+
+/// A dispatch must finish in this time or the case fails (a hung shader).
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// Workgroups per dispatch (each one its own key pattern and data).
+const GROUPS: u32 = 12;
+/// Seeds per (case, variant, local size).
+const SEEDS: [u64; 2] = [1, 2];
+
+/// Compiles GLSL text (through a temporary file) for `env`.
+fn compile(glsl: &str, env: &str) -> Result<Vec<u32>, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let path = dir.path().join("case.comp");
+    std::fs::write(&path, glsl).map_err(|e| e.to_string())?;
+    tools::compile_glsl(&path, env)
+}
+
+/// How a module is produced from the compiled GLSL.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Variant {
+    /// As compiled.
+    Native,
+    /// Lowered for a preset.
+    Lowered(String),
+}
+
+impl Variant {
+    fn name(&self) -> String {
+        match self {
+            Variant::Native => "native".into(),
+            Variant::Lowered(p) => format!("lowered:{p}"),
+        }
+    }
+}
+
+/// The capabilities a module declares.
+fn capabilities(words: &[u32]) -> Vec<u32> {
+    let mut caps = Vec::new();
+    let mut i = 5;
+    while i < words.len() {
+        let w = words[i];
+        let (len, op) = ((w >> 16) as usize, w & 0xffff);
+        if len == 0 {
+            break;
+        }
+        if op == 17 && i + 1 < words.len() {
+            caps.push(words[i + 1]);
+        }
+        i += len;
+    }
+    caps
+}
+
+/// Why the device cannot run a module natively, if it cannot.
+fn native_blocker(words: &[u32], runner: &Runner) -> Option<&'static str> {
+    let info = runner.info();
+    let caps = capabilities(words);
+    if caps.contains(&5297) && !info.has_subgroup_op("partitioned_nv") {
+        return Some("no native partitioned ops");
+    }
+    if caps.contains(&4431) && !info.has_extension("VK_EXT_shader_subgroup_vote") {
+        return Some("no VK_EXT_shader_subgroup_vote");
+    }
+    if caps.contains(&67) && !info.has_subgroup_op("clustered") {
+        return Some("no clustered ops");
+    }
+    None
+}
+
+fn device_lacks(case: &Case, runner: &Runner) -> Option<&'static str> {
+    let f = &runner.info().features;
+    let n = case.needs;
+    let ext = f.subgroup_extended_types;
+    if n.int64 && !(f.int64 && ext) {
+        return Some("int64");
+    }
+    if n.float64 && !f.float64 {
+        return Some("float64");
+    }
+    if n.int16 && !(f.int16 && ext) {
+        return Some("int16");
+    }
+    if n.int8 && !(f.int8 && ext) {
+        return Some("int8");
+    }
+    if n.float16 && !(f.float16 && ext) {
+        return Some("float16");
+    }
+    None
+}
+
+/// Generates the input buffer of one dispatch.
+fn gen_inputs(case: &Case, local: u32, seed: u64) -> Vec<u32> {
+    let n = (GROUPS * local) as usize;
+    let l = &case.layout;
+    let stride = case.in_stride();
+    let mut inp = vec![0u32; n * stride];
+    let mut rng = Rng::derive(&[seed, 0xc7]);
+    for gid in 0..n {
+        for c in 0..case.ctrl_words {
+            inp[gid * stride + c] = rng.next() as u32;
+        }
+    }
+    for slot in 0..l.slots {
+        for w in 0..GROUPS as usize {
+            let mut r = Rng::derive(&[seed, w as u64, slot as u64, 0x6b]);
+            let pattern = w + slot;
+            let keys = l
+                .key
+                .map(|kt| model::gen_keys(kt, local as usize, pattern, &mut r));
+            for i in 0..local as usize {
+                let gid = w * local as usize + i;
+                let mut words = Vec::new();
+                if let (Some(kt), Some(keys)) = (l.key, &keys) {
+                    kt.to_words(&keys[i], &mut words);
+                }
+                if let Some(vt) = l.value {
+                    let v = match case.family {
+                        Family::Vote | Family::CoreVote => {
+                            let p = match pattern % 6 {
+                                0 => true,
+                                1 => false,
+                                2 => r.below(2) == 0,
+                                3 => r.below(10) != 0,
+                                4 => r.below(10) == 0,
+                                _ => gid % 2 == 0,
+                            };
+                            vec![u64::from(p)]
+                        }
+                        _ => model::gen_value(vt, &mut r),
+                    };
+                    vt.to_words(&v, &mut words);
+                }
+                let base =
+                    gid * stride + case.ctrl_words + slot * (l.key_words() + l.value_words());
+                inp[base..base + words.len()].copy_from_slice(&words);
+            }
+        }
+    }
+    inp
+}
+
+/// One run's raw output (for native-vs-lowered comparison) and its check.
+struct RunResult {
+    out: Vec<u32>,
+    outcome: model::Outcome,
+}
+
+fn run_one(
+    runner: &Runner,
+    pipeline: &spv_subgroup_vk::Pipeline<'_>,
+    case: &Case,
+    local: u32,
+    seed: u64,
+    eq: KeyEq,
+) -> Result<RunResult, String> {
+    let inp = gen_inputs(case, local, seed);
+    let n = (GROUPS * local) as usize;
+    let mut bufs = vec![inp, vec![0u32; case.layout.out_words(n)]];
+    runner
+        .run(pipeline, &mut bufs, [GROUPS, 1, 1], TIMEOUT)
+        .map_err(|e| e.to_string())?;
+    let out = bufs.pop().unwrap_or_default();
+    let recs = case.layout.decode(&out);
+    let outcome = model::check(&case.layout, &recs, eq);
+    Ok(RunResult { out, outcome })
+}
+
+/// Tallies of a whole suite run.
+#[derive(Default)]
+struct Summary {
+    /// (case, variant) -> (passed runs, failed runs, values checked)
+    rows: BTreeMap<(String, String), (usize, usize, usize)>,
+    failures: Vec<String>,
+    notes: Vec<String>,
+    unchecked: usize,
+}
+
+impl Summary {
+    fn record(&mut self, case: &str, variant: &str, ok: bool, checked: usize) {
+        let e = self
+            .rows
+            .entry((case.to_owned(), variant.to_owned()))
+            .or_default();
+        if ok {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+        e.2 += checked;
+    }
+    fn fail(&mut self, case: &str, variant: &str, msg: String) {
+        self.record(case, variant, false, 0);
+        self.failures.push(format!("{case} [{variant}]: {msg}"));
+    }
+    fn totals(&self) -> BTreeMap<String, (usize, usize, usize)> {
+        let mut t: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+        for ((_, v), (p, f, c)) in &self.rows {
+            let e = t.entry(v.clone()).or_default();
+            e.0 += p;
+            e.1 += f;
+            e.2 += c;
+        }
+        t
+    }
+    fn report(&self, size: u32, device: &str) -> String {
+        let mut s = format!("conformance on {device}, subgroup size {size}\n");
+        for (v, (p, f, c)) in self.totals() {
+            let _ = writeln!(
+                s,
+                "  {v:<20} runs passed {p:>4}, failed {f:>3}, values checked {c}"
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  float results not exactly representable (not compared): {}",
+            self.unchecked
+        );
+        for n in &self.notes {
+            let _ = writeln!(s, "  note: {n}");
+        }
+        for f in &self.failures {
+            let _ = writeln!(s, "FAIL {f}");
+        }
+        s
+    }
+}
+
+fn presets(runner: &Runner) -> Vec<String> {
+    if let Ok(p) = std::env::var("SPV_CONFORMANCE_PRESETS") {
+        return p
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+    }
+    if runner.info().has_subgroup_op("partitioned_nv") {
+        vec!["vulkan1.1".into(), "naga".into()]
+    } else {
+        vec!["lavapipe".into(), "naga".into()]
+    }
+}
+
+/// Lowers `words` for `preset` and checks the output with `spirv-val` for the target's env.
+fn lower_checked(
+    words: &[u32],
+    preset: &str,
+    float_partition: FloatPartition,
+) -> Result<Vec<u32>, String> {
+    let target = Target::preset(preset).ok_or_else(|| format!("no preset `{preset}`"))?;
+    let env = target.target_env.clone();
+    let opts = LowerOptions {
+        target,
+        subgroup_size: None,
+        float_partition,
+    };
+    let (out, _report) = lower_words(words, &opts).map_err(|e| format!("lowering failed: {e}"))?;
+    tools::spirv_val(&out, &env)
+        .map_err(|e| format!("spirv-val --target-env {env} rejects the lowered module: {e}"))?;
+    Ok(out)
+}
+
+/// Runs every variant of one case; returns per variant the raw outputs (for comparisons).
+fn run_case(
+    runner: &Runner,
+    case: &Case,
+    presets: &[String],
+    summary: &mut Summary,
+) -> BTreeMap<Variant, Vec<(u32, u64, Vec<u32>)>> {
+    let mut raw = BTreeMap::new();
+    if let Some(missing) = device_lacks(case, runner) {
+        summary
+            .notes
+            .push(format!("{}: device lacks {missing}", case.name));
+        return raw;
+    }
+    let native = match compile(&case.glsl, "vulkan1.1") {
+        Ok(w) => w,
+        Err(e) => {
+            summary.fail(&case.name, "compile", e);
+            return raw;
+        }
+    };
+    let native_ok = native_blocker(&native, runner);
+    let mut variants: Vec<(Variant, Result<Vec<u32>, String>)> = Vec::new();
+    match native_ok {
+        None => variants.push((Variant::Native, Ok(native.clone()))),
+        Some(why)
+            if matches!(
+                case.family,
+                Family::CoreArith | Family::CoreVote | Family::Vote
+            ) =>
+        {
+            summary.fail(&case.name, "native", format!("cannot run natively: {why}"));
+        }
+        Some(_) => {}
+    }
+    if !matches!(case.family, Family::CoreArith | Family::CoreVote) {
+        for p in presets {
+            variants.push((
+                Variant::Lowered(p.clone()),
+                lower_checked(&native, p, FloatPartition::Spec),
+            ));
+        }
+    }
+    let bitwise_native = runner.info().has_subgroup_op("partitioned_nv");
+    for (variant, words) in variants {
+        let vname = variant.name();
+        let words = match words {
+            Ok(w) => w,
+            Err(e) => {
+                summary.fail(&case.name, &vname, e);
+                continue;
+            }
+        };
+        // NVIDIA's native partition compares bits (DESIGN.md section 5); the model knows both.
+        let eq = if variant == Variant::Native && bitwise_native {
+            KeyEq::Bitwise
+        } else {
+            KeyEq::Spec
+        };
+        for &local in &case.local_sizes {
+            let opts = PipelineOptions {
+                buffers: 2,
+                spec_constants: vec![(0, local)],
+                ..PipelineOptions::default()
+            };
+            let pipeline = match runner.pipeline(&words, &opts) {
+                Ok(p) => p,
+                Err(e) => {
+                    summary.fail(&case.name, &vname, format!("local size {local}: {e}"));
+                    continue;
+                }
+            };
+            for seed in SEEDS {
+                match run_one(runner, &pipeline, case, local, seed, eq) {
+                    Ok(r) => {
+                        let ok = r.outcome.mismatches == 0 && r.outcome.records > 0;
+                        summary.unchecked += r.outcome.unchecked;
+                        summary.record(&case.name, &vname, ok, r.outcome.checked);
+                        if !ok {
+                            summary.failures.push(format!(
+                                "{} [{vname}] local {local} seed {seed}: {} mismatches of {} ({:?}); records {}\n    {}",
+                                case.name,
+                                r.outcome.mismatches,
+                                r.outcome.checked,
+                                r.outcome.by_result,
+                                r.outcome.records,
+                                r.outcome.details.join("\n    ")
+                            ));
+                        }
+                        raw.entry(variant.clone())
+                            .or_insert_with(Vec::new)
+                            .push((local, seed, r.out));
+                    }
+                    Err(e) => summary.fail(
+                        &case.name,
+                        &vname,
+                        format!("local {local} seed {seed}: {e}"),
+                    ),
+                }
+            }
+        }
+    }
+    raw
+}
+
+/// Compares native and lowered outputs word for word (same inputs, same driver layout). Integer
+/// results must be bit-identical; float keys may differ only where NVIDIA's bitwise compare splits
+/// +0.0 from -0.0 (or groups NaNs): those are counted separately.
+fn compare_native_lowered(
+    case: &Case,
+    raw: &BTreeMap<Variant, Vec<(u32, u64, Vec<u32>)>>,
+    summary: &mut Summary,
+) -> (usize, usize, usize) {
+    let Some(native) = raw.get(&Variant::Native) else {
+        return (0, 0, 0);
+    };
+    let (mut same, mut expected_diff, mut diff) = (0, 0, 0);
+    let layout: &Layout = &case.layout;
+    let stride = layout.stride();
+    for (variant, runs) in raw {
+        if *variant == Variant::Native {
+            continue;
+        }
+        for (local, seed, out) in runs {
+            let Some((_, _, nat)) = native.iter().find(|(l, s, _)| l == local && s == seed) else {
+                continue;
+            };
+            for (i, (a, b)) in nat
+                .chunks_exact(stride)
+                .zip(out.chunks_exact(stride))
+                .enumerate()
+            {
+                if a == b {
+                    same += 1;
+                    continue;
+                }
+                // Float keys: a different partition result is expected when the subset's keys contain
+                // zeros of both signs or NaNs; results computed from it may then differ too.
+                let float_key = layout.key.is_some_and(|k| k.is_float());
+                if float_key && a[..8] == b[..8] {
+                    expected_diff += 1;
+                    continue;
+                }
+                diff += 1;
+                if diff <= 3 {
+                    summary.failures.push(format!(
+                        "{} [{} vs native] local {local} seed {seed} record {i}: native {:x?} lowered {:x?}",
+                        case.name,
+                        variant.name(),
+                        a,
+                        b
+                    ));
+                }
+            }
+        }
+    }
+    (same, expected_diff, diff)
+}
+
+/// The radix-sort multisplit workload (two passes per digit), checked against a host histogram and
+/// a permutation check. Returns an error text on failure.
+fn radix(runner: &Runner, words: (&[u32], &[u32]), local: u32, seed: u64) -> Result<(), String> {
+    let n: u32 = 5000;
+    let mut rng = Rng::derive(&[seed, 0x5a]);
+    let keys: Vec<u32> = (0..n).map(|_| rng.next() as u32).collect();
+    let groups = n.div_ceil(local);
+    let mut current = keys.clone();
+    for shift in [0u32, 4, 8, 28] {
+        let spec = vec![(0, local), (1, shift)];
+        let hist_p = runner
+            .pipeline(
+                words.0,
+                &PipelineOptions {
+                    buffers: 2,
+                    spec_constants: spec.clone(),
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| e.to_string())?;
+        let scat_p = runner
+            .pipeline(
+                words.1,
+                &PipelineOptions {
+                    buffers: 3,
+                    spec_constants: spec,
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| e.to_string())?;
+        let mut input = vec![n];
+        input.extend(&current);
+        let mut bufs = vec![input.clone(), vec![0u32; 16]];
+        runner
+            .run(&hist_p, &mut bufs, [groups, 1, 1], TIMEOUT)
+            .map_err(|e| e.to_string())?;
+        let mut host = [0u32; 16];
+        for k in &current {
+            host[((k >> shift) & 15) as usize] += 1;
+        }
+        if bufs[1] != host {
+            return Err(format!(
+                "shift {shift}: histogram {:?}, host {:?}",
+                bufs[1], host
+            ));
+        }
+        let mut offsets = vec![0u32; 16];
+        let mut acc = 0;
+        for d in 0..16 {
+            offsets[d] = acc;
+            acc += host[d];
+        }
+        let starts = offsets.clone();
+        let mut bufs = vec![input, offsets, vec![0xdead_beef; n as usize]];
+        runner
+            .run(&scat_p, &mut bufs, [groups, 1, 1], TIMEOUT)
+            .map_err(|e| e.to_string())?;
+        let sorted = bufs[2].clone();
+        for d in 0..16 {
+            let end = starts[d] + host[d];
+            if bufs[1][d] != end {
+                return Err(format!(
+                    "shift {shift}: bucket {d} counter ends at {}, expected {end}",
+                    bufs[1][d]
+                ));
+            }
+            for (i, k) in sorted[starts[d] as usize..end as usize].iter().enumerate() {
+                if (k >> shift) & 15 != d as u32 {
+                    return Err(format!(
+                        "shift {shift}: position {} holds {k:#x}, not digit {d}",
+                        starts[d] as usize + i
+                    ));
+                }
+            }
+        }
+        let (mut a, mut b) = (sorted.clone(), current.clone());
+        a.sort_unstable();
+        b.sort_unstable();
+        if a != b {
+            return Err(format!(
+                "shift {shift}: the output is not a permutation of the input"
+            ));
+        }
+        current = sorted;
+    }
+    Ok(())
+}
+
+fn run_radix(runner: &Runner, presets: &[String], summary: &mut Summary) {
+    let name = "radix-multisplit";
+    let (h, s) = match (
+        compile(shaders::RADIX_HIST, "vulkan1.1"),
+        compile(shaders::RADIX_SCATTER, "vulkan1.1"),
+    ) {
+        (Ok(h), Ok(s)) => (h, s),
+        (Err(e), _) | (_, Err(e)) => return summary.fail(name, "compile", e),
+    };
+    let mut variants = Vec::new();
+    if native_blocker(&h, runner).is_none() {
+        variants.push(("native".to_owned(), Ok((h.clone(), s.clone()))));
+    }
+    for p in presets.iter().filter(|p| *p != "naga") {
+        let l = lower_checked(&h, p, FloatPartition::Spec)
+            .and_then(|a| Ok((a, lower_checked(&s, p, FloatPartition::Spec)?)));
+        variants.push((format!("lowered:{p}"), l));
+    }
+    for (vname, words) in variants {
+        match words {
+            Err(e) => summary.fail(name, &vname, e),
+            Ok((a, b)) => {
+                for (local, seed) in [(64u32, 1u64), (37, 2), (5, 3)] {
+                    match radix(runner, (&a, &b), local, seed) {
+                        Ok(()) => summary.record(name, &vname, true, 5000 * 4),
+                        Err(e) => {
+                            summary.fail(name, &vname, format!("local {local} seed {seed}: {e}"))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The suite inside a child process (or on the GPU machine).
+#[test]
+fn child_suite() {
+    if std::env::var("SPV_CONFORMANCE_CHILD").is_err() {
+        // Only an entry point for `lavapipe_subgroup_size_*` and `cargo xtask gpu`.
+        return;
+    }
+    let runner = Runner::new().unwrap_or_else(|e| panic!("no Vulkan device: {e}"));
+    let info = runner.info().clone();
+    println!("{}", info.summary());
+    println!("subgroup size: {}", info.subgroup_size);
+    if let Ok(expect) = std::env::var("SPV_CONFORMANCE_EXPECT_SIZE") {
+        assert_eq!(
+            info.subgroup_size.to_string(),
+            expect,
+            "the driver reports another subgroup size"
+        );
+    }
+    let presets = presets(&runner);
+    let filter = std::env::var("SPV_CONFORMANCE_FILTER").unwrap_or_default();
+    let start = Instant::now();
+    let mut summary = Summary::default();
+    let mut cmp = (0, 0, 0);
+    for case in shaders::all_cases()
+        .iter()
+        .filter(|c| c.name.contains(&filter))
+    {
+        let t = Instant::now();
+        let raw = run_case(&runner, case, &presets, &mut summary);
+        let c = compare_native_lowered(case, &raw, &mut summary);
+        cmp = (cmp.0 + c.0, cmp.1 + c.1, cmp.2 + c.2);
+        println!("  {:<28} {:>6.2}s", case.name, t.elapsed().as_secs_f64());
+    }
+    if "radix-multisplit".contains(&filter) || filter.is_empty() {
+        run_radix(&runner, &presets, &mut summary);
+    }
+    if cmp != (0, 0, 0) {
+        summary.notes.push(format!(
+            "native vs lowered records: {} identical, {} differ as expected (float keys: +0/-0, NaN), {} differ unexpectedly",
+            cmp.0, cmp.1, cmp.2
+        ));
+    }
+    let report = summary.report(info.subgroup_size, &info.name);
+    println!("{report}");
+    println!("suite time: {:.1}s", start.elapsed().as_secs_f64());
+    if let Ok(dir) = std::env::var("SPV_CONFORMANCE_OUT") {
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(
+            format!("{dir}/conformance-{}.txt", info.subgroup_size),
+            &report,
+        );
+    }
+    if std::env::var("SPV_CONFORMANCE_BENCH").is_ok() {
+        bench::run(&runner);
+    }
+    assert!(
+        summary.failures.is_empty(),
+        "{} failures (see above)",
+        summary.failures.len()
+    );
+    assert!(!summary.rows.is_empty(), "no case ran");
+}
+
+/// Re-runs this binary's `child_suite` with `LP_NATIVE_VECTOR_WIDTH` set, with a wall-clock limit.
+fn run_child(width: u32, size: u32) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child = Command::new(exe)
+        .args([
+            "--exact",
+            "child_suite",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("SPV_CONFORMANCE_CHILD", "1")
+        .env("SPV_CONFORMANCE_EXPECT_SIZE", size.to_string())
+        .env("LP_NATIVE_VECTOR_WIDTH", width.to_string())
+        .env("SPV_SUBGROUP_VK_DEVICE", "llvmpipe")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("re-running the test binary");
+    let start = Instant::now();
+    let limit = Duration::from_secs(900);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if start.elapsed() > limit => {
+                let _ = child.kill();
+                panic!("the size-{size} suite ran past {limit:?} (a hung shader?)");
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("waiting for the child: {e}"),
+        }
+    }
+    let out = child.wait_with_output().expect("child output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(
+        text.contains(&format!("subgroup size: {size}\n")),
+        "the child did not report subgroup size {size}"
+    );
+    assert!(
+        out.status.success(),
+        "the conformance suite failed at subgroup size {size}"
+    );
+}
+
+#[test]
+fn lavapipe_subgroup_size_4() {
+    run_child(128, 4);
+}
+
+#[test]
+fn lavapipe_subgroup_size_8() {
+    run_child(256, 8);
+}
+
+#[test]
+fn lavapipe_subgroup_size_16() {
+    run_child(512, 16);
+}
+
+#[test]
+fn model_partition_follows_the_spec() {
+    // Keys +0.0, -0.0, NaN, NaN, 1.0 on five active lanes.
+    let kt = Ty::s(Scalar::F(32));
+    let keys = [0u64, 0x8000_0000, 0x7fc0_0000, 0x7fc0_0000, 0x3f80_0000];
+    let parts = [0b00011u32, 0b00011, 0b00100, 0b01000, 0b10000];
+    let layout = Layout {
+        slots: 1,
+        key: Some(kt),
+        value: None,
+        results: vec![],
+    };
+    let recs: Vec<model::Rec> = (0..5)
+        .map(|l| model::Rec {
+            lane: l,
+            size: 8,
+            flags: 1,
+            act: [0b11111, 0, 0, 0],
+            part: [parts[l as usize], 0, 0, 0],
+            key: vec![keys[l as usize]],
+            ..Default::default()
+        })
+        .collect();
+    assert_eq!(model::check(&layout, &recs, KeyEq::Spec).mismatches, 0);
+    // The bitwise model (NVIDIA native) wants the zeros apart.
+    assert!(model::check(&layout, &recs, KeyEq::Bitwise).mismatches > 0);
+    // Dropping lane 1 from lane 0's subset breaks the spec.
+    let mut bad = recs.clone();
+    bad[0].part = [0b00001, 0, 0, 0];
+    assert!(model::check(&layout, &bad, KeyEq::Spec).mismatches > 0);
+}
+
+#[test]
+fn model_scans_follow_the_spec_example() {
+    // The spec's example: even/odd ballots, values 42, 13, -56, 0, 128, -1, 7, 3.5; sums 121 / 15.5.
+    let vt = Ty::s(Scalar::F(32));
+    let vals = [42.0f32, 13.0, -56.0, 0.0, 128.0, -1.0, 7.0, 3.5];
+    let layout = Layout {
+        slots: 1,
+        key: None,
+        value: Some(vt),
+        results: vec![
+            model::ResultKind::Arith(model::Op::Add, model::Mode::Reduce),
+            model::ResultKind::Arith(model::Op::Add, model::Mode::Exclusive),
+        ],
+    };
+    let excl = [0.0f32, 0.0, 42.0, 13.0, -14.0, 13.0, 114.0, 12.0];
+    let recs: Vec<model::Rec> = (0..8u32)
+        .map(|l| model::Rec {
+            lane: l,
+            size: 8,
+            act: [0xff, 0, 0, 0],
+            // Bits beyond the subgroup are ignored.
+            ballot: [if l % 2 == 0 { 0x55 } else { 0xaa } | 0xff00, 0, 0, 7],
+            value: vec![u64::from(vals[l as usize].to_bits())],
+            results: vec![
+                vec![u64::from(
+                    if l % 2 == 0 { 121.0f32 } else { 15.5 }.to_bits(),
+                )],
+                vec![u64::from(excl[l as usize].to_bits())],
+            ],
+            ..Default::default()
+        })
+        .collect();
+    let o = model::check(&layout, &recs, KeyEq::Spec);
+    assert_eq!(o.mismatches, 0, "{:?}", o.details);
+}
+
+/// The mutation check: lower a divergent case, then break the lowered shader so the partitioned ops
+/// use the raw ballot operand instead of `ballot & Ballot(true)` (every `OpGroupNonUniformBallot` of
+/// `true` whose result feeds an `OpBitwiseAnd` is replaced by an all-ones constant, i.e. the active
+/// mask is dropped). The suite must report mismatches for the ballot-from-outside cases.
+#[test]
+fn mutation_unmasked_ballot_is_caught() {
+    let runner = Runner::new().unwrap_or_else(|e| panic!("no Vulkan device: {e}"));
+    let case = shaders::diverge_case("branches", Ty::s(Scalar::U(32)));
+    let native = compile(&case.glsl, "vulkan1.1").expect("compiles");
+    let preset = if runner.info().has_subgroup_op("partitioned_nv") {
+        "vulkan1.1"
+    } else {
+        "lavapipe"
+    };
+    let lowered = lower_checked(&native, preset, FloatPartition::Spec).expect("lowers");
+    // Sanity: the correct lowering passes.
+    let check = |words: &[u32]| -> (usize, usize) {
+        let mut mism = 0;
+        let mut checked = 0;
+        for &local in &case.local_sizes {
+            let opts = PipelineOptions {
+                buffers: 2,
+                spec_constants: vec![(0, local)],
+                ..Default::default()
+            };
+            let p = runner.pipeline(words, &opts).expect("pipeline");
+            for seed in SEEDS {
+                let r = run_one(&runner, &p, &case, local, seed, KeyEq::Spec).expect("runs");
+                mism += r.outcome.mismatches;
+                checked += r.outcome.checked;
+            }
+        }
+        (mism, checked)
+    };
+    let (good, checked) = check(&lowered);
+    assert_eq!(good, 0, "the unbroken lowering must pass");
+    assert!(checked > 0);
+    let (broken, patched) = drop_active_mask(&lowered);
+    assert!(
+        patched > 0,
+        "found no active-set ballot to break in the lowered module"
+    );
+    let (bad, _) = check(&broken);
+    println!("mutation: patched {patched} active-set ballots; {bad} mismatches");
+    assert!(
+        bad > 0,
+        "the suite did not notice a lowering that forgets to mask inactive lanes"
+    );
+}
+
+/// Breaks a lowered module on purpose: every `OpBitwiseAnd` operand that is an
+/// `OpGroupNonUniformBallot` of constant `true` (the active set the lowering masks ballots with)
+/// becomes an all-ones constant. Returns the new words and how many operands were replaced.
+fn drop_active_mask(words: &[u32]) -> (Vec<u32>, usize) {
+    use rspirv::binary::Assemble;
+    use rspirv::dr::{Instruction, Operand};
+    use spirv::Op;
+    let mut m = rspirv::dr::load_words(words).expect("the lowered module loads");
+    let trues: Vec<u32> = m
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::ConstantTrue)
+        .filter_map(|i| i.result_id)
+        .collect();
+    let mut act_ids = Vec::new();
+    let mut v4 = None;
+    for f in &m.functions {
+        for b in &f.blocks {
+            for i in &b.instructions {
+                if i.class.opcode == Op::GroupNonUniformBallot
+                    && matches!(i.operands.get(1), Some(Operand::IdRef(p)) if trues.contains(p))
+                {
+                    act_ids.extend(i.result_id);
+                    v4 = i.result_type;
+                }
+            }
+        }
+    }
+    let Some(v4) = v4 else {
+        return (words.to_vec(), 0);
+    };
+    let uint = m
+        .types_global_values
+        .iter()
+        .find(|i| {
+            i.class.opcode == Op::TypeInt
+                && i.operands == [Operand::LiteralBit32(32), Operand::LiteralBit32(0)]
+        })
+        .and_then(|i| i.result_id)
+        .expect("uint type");
+    let bound = m.header.as_ref().map_or(0, |h| h.bound);
+    let (c, ones) = (bound, bound + 1);
+    if let Some(h) = m.header.as_mut() {
+        h.bound = bound + 2;
+    }
+    m.types_global_values.push(Instruction::new(
+        Op::Constant,
+        Some(uint),
+        Some(c),
+        vec![Operand::LiteralBit32(u32::MAX)],
+    ));
+    m.types_global_values.push(Instruction::new(
+        Op::ConstantComposite,
+        Some(v4),
+        Some(ones),
+        vec![Operand::IdRef(c); 4],
+    ));
+    let mut n = 0;
+    for f in &mut m.functions {
+        for b in &mut f.blocks {
+            for i in &mut b.instructions {
+                if i.class.opcode == Op::BitwiseAnd {
+                    for o in &mut i.operands {
+                        if let Operand::IdRef(id) = o {
+                            if act_ids.contains(id) {
+                                *o = Operand::IdRef(ones);
+                                n += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (m.assemble(), n)
+}

@@ -26,7 +26,11 @@ pub fn render_human(report: &Report, file_name: &str) -> String {
     for d in &report.diagnostics {
         let loc = &d.location;
         let _ = writeln!(s, "{}[{}]: {}", d.severity, d.rule.code(), d.message);
-        let mut at = format!("instruction #{}", loc.inst_index);
+        let mut at = if loc.word_offset < crate::binary::HEADER_WORDS {
+            "header".to_owned()
+        } else {
+            format!("instruction #{}", loc.inst_index)
+        };
         if let Some(r) = loc.result_id {
             let _ = write!(at, ", %{r}");
         }

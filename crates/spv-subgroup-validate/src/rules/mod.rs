@@ -131,7 +131,7 @@ spirv-val 2023.1 predates the EXT spelling and accepts only the NV string.";
     "SG0203" PartitionSpirvVersion "partition-spirv-version" Error
         doc: "Partitioned ops in a module whose SPIR-V version is below 1.3."
         explain: "The partition op and the partitioned group operations extend the non-uniform group \
-instructions of SPIR-V 1.3 (SPV_NV_shader_subgroup_partitioned: \"requires SPIR-V 1.3\"); the partitioned \
+instructions of SPIR-V 1.3 (SPV_NV_shader_subgroup_partitioned is written against, and requires, SPIR-V 1.3); the partitioned \
 reduce and scans are OpGroupNonUniform* arithmetic instructions, which exist only from SPIR-V 1.3. \
 Raise the module version to 1.3 (Vulkan 1.1). spirv-val 2023.1 does not check this for the partition op.";
     "SG0204" PartitionResultType "partition-result-type" Error
@@ -155,9 +155,9 @@ ClusterSize otherwise. Without it the operation has no partition to work on.";
     "SG0302" PartitionedBallotType "partitioned-ballot-type" Error
         doc: "The ballot of a partitioned reduce/scan is not a 4-component vector of 32-bit integers."
         explain: "The <ballot> of the partitioned functions is a `uvec4` (GL_NV_shader_subgroup_partitioned: \
-`subgroupPartitioned<op>NV(genType value, uvec4 ballot)`); in SPIR-V: \"Ballot must be a vector of four \
-components of integer type scalar, whose Width operand is 32\". spirv-val checks the component count but \
-not the bit width.";
+`subgroupPartitioned<op>NV(genType value, uvec4 ballot)`), in SPIR-V a vector of four 32-bit integer \
+components, the same shape OpGroupNonUniformPartitionNV returns. spirv-val 2023.1 checks neither the \
+component count nor the bit width.";
     "SG0303" PartitionedScope "partitioned-scope" Error
         doc: "The execution scope of a partitioned reduce/scan is not the constant Subgroup."
         explain: "The partitioned operations work on \"the active invocations in the subgroup\" \
@@ -225,8 +225,8 @@ GroupNonUniformClustered; QuadBroadcast/QuadSwap GroupNonUniformQuad.";
     "SG0602" CoreScope "core-scope" Error
         doc: "The execution scope of a core non-uniform instruction is not a constant Subgroup (or Workgroup)."
         explain: "SPIR-V 3.56.24: \"Execution is a Scope <id>. It must be either Workgroup or Subgroup\", \
-and Vulkan (VUID-StandaloneSpirv-None-04642): \"the Execution scope must be Subgroup\" for the group \
-non-uniform operations. The scope must be a constant instruction.";
+and the Vulkan environment narrows it to Subgroup for the group non-uniform operations (Vulkan spec, \
+SPIR-V environment, standalone SPIR-V validation). The scope must be a constant instruction.";
     "SG0603" CoreOperandType "core-operand-type" Error
         doc: "A core non-uniform instruction's result or operand type does not match the spec."
         explain: "SPIR-V 3.56.24 fixes the types of the non-uniform instructions, e.g. Elect/All/Any/\
@@ -243,15 +243,18 @@ Broadcast/BroadcastFirst/Shuffle*: \"The type of Value must be the same as Resul
 `khr-ballot`-style target.";
     "SG0605" CoreGroupOperation "core-group-operation" Error
         doc: "A group operation that does not fit the instruction (ClusterSize missing or not allowed)."
-        explain: "SPIR-V 3.56.24: \"ClusterSize ... must be present when Operation is ClusteredReduce\" and \
-\"The ClusterSize operand ... must be present only when Operation is ClusteredReduce\"; ClusterSize \"must \
-come from a constant instruction\", \"of integer type scalar\", \"at least 1\" and \"a power of 2\". \
-BallotBitCount takes Reduce, InclusiveScan or ExclusiveScan only.";
+        explain: "In SPIR-V 3.56.24 the optional ClusterSize operand is the size of the cluster that \
+ClusteredReduce works on: it belongs with ClusteredReduce and with no other group operation, and a \
+ClusteredReduce without it has no cluster size. ClusterSize \"must come from a constant instruction\" and \
+\"Behavior is undefined unless ClusterSize is at least 1 and a power of 2\". OpGroupNonUniformBallotBitCount \
+takes Reduce, InclusiveScan or ExclusiveScan only. spirv-val 2023.1 does not check that ClusterSize is \
+present.";
 
     "SG0701" TargetMissingFeature "target-missing-feature" Error
         doc: "An instruction or capability the chosen target does not support."
         explain: "A Vulkan implementation must not be given a module that uses a capability it does not \
-enable (Vulkan spec, Appendix: Capabilities: \"the implementation must support the capability\"). The \
+enable (the Vulkan spec's SPIR-V environment appendix lists, per capability, the feature or extension \
+that must be enabled for it). The \
 target (`--target`) lists the subgroup features of the device (docs/targets.md); every instruction and \
 capability beyond them is reported. Vote and partitioned operations (and their group operations) can be \
 rewritten with `spv-subgroup lower --target ...` into operations the target has.";
@@ -262,9 +265,9 @@ rewritten with `spv-subgroup lower --target ...` into operations the target has.
 rewrites the ops that forced the version up where it can; otherwise recompile for the older environment.";
     "SG0703" TargetExtendedTypes "target-extended-types" Error
         doc: "A subgroup operation on 8-, 16- or 64-bit values on a target without extended types."
-        explain: "Vulkan: without `shaderSubgroupExtendedTypes`, \"group operations with subgroup scope \
-must not use 8-bit integer, 16-bit integer, 64-bit integer, 16-bit floating-point, and vectors of these \
-types\" (VUID-RuntimeSpirv-None-06275). Convert the value to 32 bits around the operation.";
+        explain: "Vulkan: unless `shaderSubgroupExtendedTypes` is enabled, group operations with subgroup \
+scope must not use 8-bit, 16-bit or 64-bit integers, 16-bit floats, or vectors of these (Vulkan spec, SPIR-V \
+environment, runtime SPIR-V validation). Convert the value to 32 bits around the operation.";
     "SG0704" TargetRestriction "target-restriction" Error
         doc: "A construct the target's consumer rejects although core SPIR-V allows it (e.g. naga)."
         explain: "Some consumers accept only part of core SPIR-V: naga's SPIR-V front end has no ballot bit \

@@ -111,6 +111,7 @@ pub fn run(f: &Fixture) -> Report {
 }
 
 /// The distinct codes of a report, sorted.
+#[allow(dead_code)]
 pub fn codes(r: &Report) -> Vec<String> {
     let mut c: Vec<String> = r
         .diagnostics

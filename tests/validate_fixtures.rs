@@ -64,3 +64,44 @@ fn removing_an_extension_reports_the_rule() {
         );
     }
 }
+
+/// A malformed binary is a `ParseError` with its word offset, never a panic or a finding.
+#[test]
+fn malformed_binaries_are_parse_errors_with_offsets() {
+    use spv_subgroup_validate::{words_from_bytes, ParseErrorKind};
+    let path = common::fixture_root().join("glsl/partitioned_vote.comp");
+    let good = common::load(&path).words;
+    let opts = ValidateOptions::default();
+    // The last instruction (OpFunctionEnd) claims 5 words: truncated.
+    let mut cut = good.clone();
+    let last = cut.len() - 1;
+    cut[last] |= 5 << 16;
+    let e = validate(&cut, &opts).unwrap_err();
+    assert_eq!(e.word_offset, last);
+    assert!(
+        matches!(e.kind, ParseErrorKind::TruncatedInstruction { .. }),
+        "{e}"
+    );
+    assert!(e
+        .to_string()
+        .contains(&format!("at word {}", e.word_offset)));
+    // Word count 0 right after the header.
+    let mut zero = good.clone();
+    zero[5] &= 0xffff;
+    let e = validate(&zero, &opts).unwrap_err();
+    assert_eq!(
+        (e.kind.clone(), e.word_offset, e.inst_index),
+        (ParseErrorKind::ZeroWordCount, 5, Some(0))
+    );
+    // Bad magic, in bytes and in words.
+    let e = words_from_bytes(&[1, 2, 3, 4, 5, 6, 7, 8]).unwrap_err();
+    assert!(matches!(e.kind, ParseErrorKind::BadMagic(_)));
+    // Big-endian bytes read the same.
+    let be: Vec<u8> = good.iter().flat_map(|w| w.to_be_bytes()).collect();
+    assert_eq!(words_from_bytes(&be).unwrap(), good);
+    // An id at the bound.
+    let mut bound = good.clone();
+    bound[3] = 2;
+    let e = validate(&bound, &opts).unwrap_err();
+    assert!(matches!(e.kind, ParseErrorKind::IdOutOfBound { .. }), "{e}");
+}

@@ -76,6 +76,8 @@ pub(crate) struct Sink {
     pub partition_insts: Option<(usize, usize)>,
     /// The first core non-uniform instruction and how many there are.
     pub core_insts: Option<(usize, usize)>,
+    /// Ballot values the provenance rule has proven to come from partition ops.
+    pub proven: std::collections::HashSet<u32>,
 }
 
 impl Sink {

@@ -30,7 +30,7 @@ struct Unproven {
 pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
     let m = &cx.m;
     let Some(ballot) = m.word(i, 6) else { return };
-    if let Err(u) = trace(cx, ballot) {
+    if let Err(u) = trace(cx, ballot, &mut out.proven) {
         let name = opname(m.opcode(i));
         out.emit(
             cx,
@@ -45,7 +45,10 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
     }
 }
 
-fn trace(cx: &Cx<'_>, start: u32) -> Result<(), Unproven> {
+/// Follows every path back from `start`. `proven` holds values already proven by an earlier
+/// successful search (every node a successful search visits is proven), so the total work over
+/// all partitioned ops stays linear when ballots share their history.
+fn trace(cx: &Cx<'_>, start: u32, proven: &mut HashSet<u32>) -> Result<(), Unproven> {
     let m = &cx.m;
     let mut seen: HashSet<Node> = HashSet::new();
     let mut stack = vec![Node::Value(start)];
@@ -56,6 +59,11 @@ fn trace(cx: &Cx<'_>, start: u32) -> Result<(), Unproven> {
         })
     };
     while let Some(node) = stack.pop() {
+        if let Node::Value(v) = node {
+            if proven.contains(&v) {
+                continue;
+            }
+        }
         if !seen.insert(node) {
             continue;
         }
@@ -190,6 +198,10 @@ fn trace(cx: &Cx<'_>, start: u32) -> Result<(), Unproven> {
             }
         }
     }
+    proven.extend(seen.into_iter().filter_map(|n| match n {
+        Node::Value(v) => Some(v),
+        Node::Pointer(_) => None,
+    }));
     Ok(())
 }
 

@@ -1,0 +1,45 @@
+//! Times `validate` on SPIR-V files given on the command line (median of 5 runs) and prints the
+//! findings count: `cargo run --release -p spv-subgroup-validate --example validate_timing -- a.spv`.
+#![allow(clippy::print_stdout)]
+
+use std::time::Instant;
+
+use spv_subgroup_validate::{validate, words_from_bytes, ValidateOptions};
+
+fn main() {
+    for path in std::env::args().skip(1) {
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("{path}: {e}");
+                continue;
+            }
+        };
+        let words = match words_from_bytes(&bytes) {
+            Ok(w) => w,
+            Err(e) => {
+                println!("{path}: {e}");
+                continue;
+            }
+        };
+        let opts = ValidateOptions {
+            target_env: Some("vulkan1.1".into()),
+            target: None,
+        };
+        let mut times = Vec::new();
+        let mut findings = 0;
+        for _ in 0..5 {
+            let t = Instant::now();
+            let r = validate(&words, &opts);
+            times.push(t.elapsed().as_secs_f64());
+            findings = r.map_or(usize::MAX, |r| r.diagnostics.len());
+        }
+        times.sort_by(f64::total_cmp);
+        let mb = bytes.len() as f64 / 1e6;
+        println!(
+            "{path}: {mb:.2} MB, {findings} findings, median {:.1} ms, {:.1} ms/MB",
+            times[2] * 1e3,
+            times[2] * 1e3 / mb
+        );
+    }
+}

@@ -4,6 +4,8 @@
 //! and `GL_ARB_shader_group_vote`) with glslangValidator, validates it, lowers it with
 //! `spv-subgroup lower` for the default target (Vulkan 1.1 core subgroup features), and checks the
 //! result with `spirv-val --target-env vulkan1.1` and `spv-subgroup validate --target vulkan1.1`.
+//! With `--run`, the lowered module also runs on lavapipe (which lacks partitioned ops and KHR vote)
+//! and its results are compared with a host model (`crates/spv-subgroup/tests/cli_lavapipe.rs`).
 //! Everything is written under `target/example/`.
 
 use std::path::Path;
@@ -13,8 +15,11 @@ use anyhow::{bail, Context};
 
 use crate::test::{cargo, step};
 
-/// Runs the example; `args` are passed to `spv-subgroup lower` (e.g. `--target naga`).
+/// Runs the example; `--run` also runs the lowered shader on lavapipe (through the test
+/// `cli_lavapipe`); other `args` are passed to `spv-subgroup lower` (e.g. `--subgroup-size 8`).
 pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let on_lavapipe = args.iter().any(|a| a == "--run");
+    let args: Vec<&String> = args.iter().filter(|a| *a != "--run").collect();
     let root = crate::workspace_root();
     let src = root.join("fixtures/examples/partitioned_vote.comp");
     let out_dir = root.join("target/example");
@@ -97,6 +102,21 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .collect();
     if !left.is_empty() {
         bail!("the lowered module still declares: {}", left.join("; "));
+    }
+    if on_lavapipe {
+        step(
+            "run the lowered shader on lavapipe",
+            cargo().current_dir(&root).args([
+                "test",
+                "-q",
+                "-p",
+                "spv-subgroup",
+                "--test",
+                "cli_lavapipe",
+            ]),
+        )?;
+    } else {
+        eprintln!("example: `cargo xtask example --run` also runs the lowered shader on lavapipe and checks its results");
     }
     eprintln!(
         "example: ok: {} -> {} (valid for vulkan1.1, no partitioned or KHR vote capability left)",

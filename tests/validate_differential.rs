@@ -87,6 +87,10 @@ const DOCUMENTED: &[(&str, &str)] = &[
         "Target fit is ours alone: naga's SPIR-V front end has no OpGroupNonUniformElect.",
     ),
     (
+        "spvasm/target_extended_types.spvasm",
+        "Target fit is ours alone: the vulkan1.1 target has no shaderSubgroupExtendedTypes, which spirv-val cannot know.",
+    ),
+    (
         "glsl/partitioned_on_lavapipe.comp",
         "Target fit is ours alone: lavapipe lacks partitioned ops.",
     ),

@@ -105,3 +105,28 @@ fn malformed_binaries_are_parse_errors_with_offsets() {
     let e = validate(&bound, &opts).unwrap_err();
     assert!(matches!(e.kind, ParseErrorKind::IdOutOfBound { .. }), "{e}");
 }
+
+/// Every rule is tripped by at least one fixture (its passing neighbours are the clean fixtures
+/// and the unit tests in the rule's file), except those listed here with the reason.
+#[test]
+fn every_rule_has_a_fixture() {
+    use spv_subgroup_validate::Rule;
+    const UNIT_TESTED_ONLY: &[(&str, &str)] = &[(
+        "SG0604",
+        "spirv-as refuses core non-uniform ops below SPIR-V 1.3; core::tests::needs_spirv_1_3 patches the header",
+    )];
+    let mut expected = std::collections::BTreeSet::new();
+    for path in common::all_paths() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in text.lines() {
+            if let Some(e) = line.trim_start_matches(['/', ';', ' ']).strip_prefix("EXPECT:") {
+                expected.extend(e.split_whitespace().map(str::to_owned));
+            }
+        }
+    }
+    for rule in Rule::ALL {
+        let code = rule.code();
+        let exempt = UNIT_TESTED_ONLY.iter().any(|e| e.0 == code);
+        assert!(expected.contains(code) || exempt, "no fixture trips {code} ({})", rule.name());
+    }
+}

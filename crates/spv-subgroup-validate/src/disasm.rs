@@ -4,15 +4,24 @@
 //! enums (scope is an id; group operation, capability, storage class, built-in...) by name, and
 //! anything whose layout depends on context as plain numbers.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
+
+use spirv::Op;
 
 use rspirv::grammar::{OperandKind as K, OperandQuantifier};
 
 use crate::binary::op_table;
 use crate::module::Module;
 
-/// The instruction `i`, in spirv-dis syntax with numeric ids.
+/// The instruction `i`, in spirv-dis syntax with its friendly names (`%uint`, `%v4uint`,
+/// `%uint_3`, OpName names), `%N` for other ids.
 pub(crate) fn instruction(m: &Module<'_>, i: usize) -> String {
+    let names = m.names();
+    let id = |x: u32| match names.get(&x) {
+        Some(n) => format!("%{n}"),
+        None => format!("%{x}"),
+    };
     let opcode = m.opcode(i);
     let Some(g) = op_table().get(opcode as usize).and_then(|o| o.grammar) else {
         return format!("<unknown opcode {opcode}>");
@@ -21,7 +30,7 @@ pub(crate) fn instruction(m: &Module<'_>, i: usize) -> String {
     let ops: Vec<u32> = (1..wc).filter_map(|k| m.word(i, k)).collect();
     let mut s = String::new();
     if let Some(r) = m.result_id(i) {
-        let _ = write!(s, "%{r} = ");
+        let _ = write!(s, "{} = ", id(r));
     }
     let name = match opcode {
         // Print the spelling of the extension the module declares.
@@ -44,7 +53,7 @@ pub(crate) fn instruction(m: &Module<'_>, i: usize) -> String {
             match lo.kind {
                 K::IdResult => w += 1,
                 K::IdRef | K::IdResultType | K::IdScope | K::IdMemorySemantics => {
-                    let _ = write!(s, " %{x}");
+                    let _ = write!(s, " {}", id(x));
                     w += 1;
                 }
                 K::LiteralString => {
@@ -61,15 +70,15 @@ pub(crate) fn instruction(m: &Module<'_>, i: usize) -> String {
                     w = end;
                 }
                 K::PairIdRefIdRef => {
-                    let _ = write!(s, " %{x} %{}", ops.get(w + 1).copied().unwrap_or(0));
+                    let _ = write!(s, " {} {}", id(x), id(ops.get(w + 1).copied().unwrap_or(0)));
                     w += 2;
                 }
                 K::PairIdRefLiteralInteger => {
-                    let _ = write!(s, " %{x} {}", ops.get(w + 1).copied().unwrap_or(0));
+                    let _ = write!(s, " {} {}", id(x), ops.get(w + 1).copied().unwrap_or(0));
                     w += 2;
                 }
                 K::PairLiteralIntegerIdRef => {
-                    let _ = write!(s, " {x} %{}", ops.get(w + 1).copied().unwrap_or(0));
+                    let _ = write!(s, " {x} {}", id(ops.get(w + 1).copied().unwrap_or(0)));
                     w += 2;
                 }
                 K::GroupOperation => {
@@ -141,4 +150,101 @@ fn write_enum<T: std::fmt::Debug>(s: &mut String, v: Option<T>, raw: u32) -> std
         Some(v) => write!(s, " {v:?}"),
         None => write!(s, " {raw}"),
     }
+}
+
+/// Friendly names, as spirv-dis gives them: OpName names (sanitized), then scalar, vector and
+/// pointer types and integer/Boolean constants. A name already taken is not given twice.
+pub(crate) fn friendly_names(m: &Module<'_>) -> HashMap<u32, String> {
+    let mut names: HashMap<u32, String> = HashMap::new();
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut give = |names: &mut HashMap<u32, String>, id: u32, name: String| {
+        if !names.contains_key(&id) && !name.is_empty() && taken.insert(name.clone()) {
+            names.insert(id, name);
+        }
+    };
+    for i in 0..m.insts.len() {
+        let op = m.opcode(i);
+        if op == Op::Name as u32 {
+            if let Some(target) = m.word(i, 1) {
+                let raw = m.string(i, 2);
+                let mut n: String = raw
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect();
+                if n.starts_with(|c: char| c.is_ascii_digit()) {
+                    n.insert(0, '_');
+                }
+                give(&mut names, target, n);
+            }
+        } else if op >= Op::TypeVoid as u32 && op <= Op::TypePointer as u32
+            || op == Op::Constant as u32
+            || op == Op::ConstantTrue as u32
+            || op == Op::ConstantFalse as u32
+        {
+            let Some(r) = m.result_id(i) else { continue };
+            if names.contains_key(&r) {
+                continue;
+            }
+            if let Some(n) = type_or_constant_name(m, &names, i, op) {
+                give(&mut names, r, n);
+            }
+        }
+    }
+    names
+}
+
+fn type_or_constant_name(
+    m: &Module<'_>,
+    names: &HashMap<u32, String>,
+    i: usize,
+    op: u32,
+) -> Option<String> {
+    let w = |k| m.word(i, k);
+    let name_of = |id: u32| names.get(&id).cloned();
+    Some(match Op::from_u32(op)? {
+        Op::TypeVoid => "void".into(),
+        Op::TypeBool => "bool".into(),
+        Op::TypeInt => {
+            let base = match w(2)? {
+                8 => "char",
+                16 => "short",
+                32 => "int",
+                64 => "long",
+                _ => return None,
+            };
+            if w(3)? == 0 {
+                format!("u{base}")
+            } else {
+                base.into()
+            }
+        }
+        Op::TypeFloat => match w(2)? {
+            16 => "half".into(),
+            32 => "float".into(),
+            64 => "double".into(),
+            _ => return None,
+        },
+        Op::TypeVector => format!("v{}{}", w(3)?, name_of(w(2)?)?),
+        Op::TypePointer => {
+            let sc = spirv::StorageClass::from_u32(w(2)?).map(|c| format!("{c:?}"))?;
+            format!("_ptr_{sc}_{}", name_of(w(3)?)?)
+        }
+        Op::ConstantTrue => "true".into(),
+        Op::ConstantFalse => "false".into(),
+        Op::Constant => {
+            let ty = name_of(w(1)?)?;
+            let v = w(3)?;
+            if m.wc(i) != 4 {
+                return None;
+            }
+            match m.ty(w(1)?) {
+                crate::module::Ty::Int { signed: true, .. } if (v as i32) < 0 => {
+                    format!("{ty}_n{}", (v as i32).unsigned_abs())
+                }
+                crate::module::Ty::Int { .. } => format!("{ty}_{v}"),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    })
 }

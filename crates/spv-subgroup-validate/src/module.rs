@@ -81,6 +81,8 @@ pub(crate) struct Module<'a> {
     pub calls: Vec<(u32, u32)>,
     /// Pointer arguments passed to calls, sorted: (argument id, callee, parameter index).
     pub passed: Vec<(u32, u32, u32)>,
+    /// Friendly names for disassembly, built on the first finding only.
+    names: std::cell::OnceCell<std::collections::HashMap<u32, String>>,
 }
 
 impl<'a> Module<'a> {
@@ -107,6 +109,7 @@ impl<'a> Module<'a> {
             stores: Vec::new(),
             calls: Vec::new(),
             passed: Vec::new(),
+            names: std::cell::OnceCell::new(),
         };
         let mut func = 0u32;
         for i in 0..m.insts.len() {
@@ -179,6 +182,12 @@ impl<'a> Module<'a> {
         m.calls.sort_unstable();
         m.passed.sort_unstable();
         m
+    }
+
+    /// Friendly names of ids (see `disasm::friendly_names`), computed once.
+    pub(crate) fn names(&self) -> &std::collections::HashMap<u32, String> {
+        self.names
+            .get_or_init(|| crate::disasm::friendly_names(self))
     }
 
     /// Word `k` of instruction `i` (word 0 is the opcode/word-count word).

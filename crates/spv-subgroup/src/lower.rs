@@ -103,6 +103,8 @@ impl Opts {
                 return Ok(EXIT_FINDINGS);
             }
         };
+        #[cfg(debug_assertions)]
+        let lowered = break_output_for_tests(lowered);
         if !report.changed {
             // Written back exactly as read (same bytes, same endianness).
             write_atomically(&self.output.output, &bytes)?;
@@ -188,6 +190,18 @@ impl Opts {
             EXIT_INTERNAL
         }
     }
+}
+
+/// Debug builds only: `SPV_SUBGROUP_TEST_BREAK_OUTPUT=1` corrupts the lowered module (its magic
+/// number) so the tests can check that a failed verification writes nothing and exits 3.
+#[cfg(debug_assertions)]
+fn break_output_for_tests(mut words: Vec<u32>) -> Vec<u32> {
+    if std::env::var_os("SPV_SUBGROUP_TEST_BREAK_OUTPUT").is_some() {
+        if let Some(w) = words.first_mut() {
+            *w = 0;
+        }
+    }
+    words
 }
 
 /// The one-line summary, e.g. `lowered 3 ops: 1 OpSubgroupAllKHR, 2 OpGroupNonUniformPartitionNV (target vulkan1.1)`.

@@ -650,6 +650,41 @@ fn lower_failures_leave_no_file() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// Needs the debug-build fault hook of `lower` (release builds of the binary do not have it).
+#[cfg(debug_assertions)]
+#[test]
+fn failed_verification_is_an_internal_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "in.spv", &to_bytes(&example_words()));
+    write(dir.path(), "keep.spv", b"previous");
+    let o = Command::new(EXE)
+        .args(["lower", "in.spv", "-o", "keep.spv"])
+        .current_dir(dir.path())
+        .env("SPV_SUBGROUP_TEST_BREAK_OUTPUT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 3, "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("internal error, please report it"),
+        "{}",
+        show(&o)
+    );
+    assert!(text(&o.stderr).contains("was not written"), "{}", show(&o));
+    assert_eq!(
+        std::fs::read(dir.path().join("keep.spv")).unwrap(),
+        b"previous"
+    );
+    // --no-verify writes whatever the pass produced.
+    let o = Command::new(EXE)
+        .args(["lower", "--no-verify", "in.spv", "-o", "new.spv"])
+        .current_dir(dir.path())
+        .env("SPV_SUBGROUP_TEST_BREAK_OUTPUT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(dir.path().join("new.spv").exists());
+}
+
 #[test]
 fn lower_rejects_bad_options() {
     let dir = tempfile::tempdir().unwrap();

@@ -216,6 +216,30 @@ fn lower_function(
                 }
             }
         }
+        // A loop that was its own continue target gets a continue block of its own holding the
+        // rest of the block and the back edge: the loops a rewrite added must merge inside the outer loop construct, and
+        // the continue construct must be post-dominated by the back-edge block.
+        if code.cur_label() != label {
+            let self_continue = code.done.first_mut().and_then(|b| {
+                b.instructions
+                    .iter_mut()
+                    .find(|i| i.class.opcode == Op::LoopMerge)
+                    .and_then(|m| match m.operands.get_mut(1) {
+                        Some(Operand::IdRef(cont)) if *cont == label => Some(cont),
+                        _ => None,
+                    })
+            });
+            if let Some(cont) = self_continue {
+                let new_cont = code.em.id();
+                *cont = new_cont;
+                // The whole last piece moves: values it computes stay in the block that uses
+                // them (naga's MSL writer cannot name a subgroup result across into `continuing`).
+                let tail = std::mem::take(&mut code.cur.instructions);
+                code.emit_void(Op::Branch, vec![Operand::IdRef(new_cont)]);
+                code.start_block(new_cont);
+                code.cur.instructions = tail;
+            }
+        }
         let final_label = code.cur_label();
         if final_label != label {
             moved.insert(label, final_label);

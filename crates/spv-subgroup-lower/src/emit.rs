@@ -13,6 +13,7 @@ use rspirv::dr::{Block, Instruction, Operand};
 use spirv::{BuiltIn, Capability, Decoration, Op, StorageClass};
 
 use crate::{FloatPartition, LowerError, Target};
+use spv_subgroup_validate::target::Restrictions;
 
 /// A result id.
 pub(crate) type Id = u32;
@@ -121,6 +122,11 @@ pub(crate) struct Emitter<'t> {
     pub used_builtins: BTreeSet<Id>,
     /// How partition keys of float type compare (set by the driver from the options).
     pub float_partition: FloatPartition,
+    /// Whether the module has a fragment entry point (integer inputs there must be `Flat`).
+    fragment: bool,
+    /// Whether 64-bit integer types may be used (the module declares `Int64`, or the target's
+    /// consumer cannot bitcast a 64-bit value to a 2-vector, as naga's IR cannot).
+    int64_words: bool,
 }
 
 impl<'t> Emitter<'t> {
@@ -148,6 +154,19 @@ impl<'t> Emitter<'t> {
             value_types: HashMap::new(),
             used_builtins: BTreeSet::new(),
             float_partition: FloatPartition::default(),
+            int64_words: target.restrictions != Restrictions::default()
+                || module.capabilities.iter().any(|c| {
+                    matches!(
+                        c.operands.first(),
+                        Some(Operand::Capability(Capability::Int64))
+                    )
+                }),
+            fragment: module.entry_points.iter().any(|e| {
+                matches!(
+                    e.operands.first(),
+                    Some(Operand::ExecutionModel(spirv::ExecutionModel::Fragment))
+                )
+            }),
         };
         for inst in &module.ext_inst_imports {
             if matches!(inst.operands.first(), Some(Operand::LiteralString(s)) if s == "GLSL.std.450")
@@ -491,6 +510,15 @@ impl<'t> Emitter<'t> {
                 Operand::BuiltIn(b),
             ],
         ));
+        if self.fragment && ty.scalar != Scalar::Bool {
+            // Vulkan: integer Input variables of a fragment shader are Flat (built-ins too).
+            self.new_annotations.push(Instruction::new(
+                Op::Decorate,
+                None,
+                None,
+                vec![Operand::IdRef(var), Operand::Decoration(Decoration::Flat)],
+            ));
+        }
         self.builtins.insert(b, var);
         self.new_builtins.push(var);
         self.used_builtins.insert(var);
@@ -510,6 +538,11 @@ impl<'t> Emitter<'t> {
     /// Whether masks are a single `uint` (every subgroup has at most 32 lanes).
     pub(crate) fn single_word(&self) -> bool {
         self.max_lanes <= 32
+    }
+
+    /// How many 32-bit words of a ballot can hold set bits (1 to 4).
+    pub(crate) fn mask_words(&self) -> u32 {
+        self.max_lanes.div_ceil(32).clamp(1, 4)
     }
 
     /// The type of a mask: `uint` or `uvec4`.
@@ -590,17 +623,26 @@ impl<'e, 't> Code<'e, 't> {
     /// and returns their next values and the condition to go round again. The condition must be
     /// subgroup-uniform (derived from ballots): the loop is uniform, never a divergent break,
     /// which lavapipe miscompiles and NVIDIA has hung on. Returns the final carried values.
+    ///
+    /// Shape: `pre -> header (phis, OpLoopMerge, OpBranch) -> body ... -> OpBranchConditional
+    /// again header merge`. The body's (last) block is the loop's continue target and back-edge
+    /// block, so every value it computes is used in the block that defines it: naga's MSL
+    /// writer emits a `continuing` block before the body and cannot name subgroup results the
+    /// body defined, so nothing may cross from a body into a separate continue block.
     pub(crate) fn do_while(
         &mut self,
         carried: &[(Ty, Id)],
         body: impl FnOnce(&mut Code, &[Id]) -> Result<(Vec<Id>, Id), LowerError>,
     ) -> Result<Vec<Id>, LowerError> {
         let pre = self.cur_label();
-        let (header, body_label, cont, merge) =
-            (self.em.id(), self.em.id(), self.em.id(), self.em.id());
+        let (header, cont, merge) = (self.em.id(), self.em.id(), self.em.id());
         self.emit_void(Op::Branch, vec![Operand::IdRef(header)]);
         self.start_block(header);
         let phis: Vec<Id> = carried.iter().map(|_| self.em.id()).collect();
+        for ((ty, _), &phi) in carried.iter().zip(&phis) {
+            let t = self.em.ty(*ty);
+            self.em.value_types.insert(phi, t);
+        }
         self.emit_void(
             Op::LoopMerge,
             vec![
@@ -609,12 +651,11 @@ impl<'e, 't> Code<'e, 't> {
                 Operand::LoopControl(spirv::LoopControl::NONE),
             ],
         );
-        self.emit_void(Op::Branch, vec![Operand::IdRef(body_label)]);
-        self.start_block(body_label);
-        let header_index = self.done.len() - 1;
-        let (next, again) = body(self, &phis)?;
         self.emit_void(Op::Branch, vec![Operand::IdRef(cont)]);
         self.start_block(cont);
+        let header_index = self.done.len() - 1;
+        let (next, again) = body(self, &phis)?;
+        let back = self.cur_label();
         self.emit_void(
             Op::BranchConditional,
             vec![
@@ -627,7 +668,6 @@ impl<'e, 't> Code<'e, 't> {
         let mut phi_insts = Vec::with_capacity(phis.len());
         for (((ty, init), &phi), &nx) in carried.iter().zip(&phis).zip(&next) {
             let t = self.em.ty(*ty);
-            self.em.value_types.insert(phi, t);
             phi_insts.push(Instruction::new(
                 Op::Phi,
                 Some(t),
@@ -636,7 +676,7 @@ impl<'e, 't> Code<'e, 't> {
                     Operand::IdRef(*init),
                     Operand::IdRef(pre),
                     Operand::IdRef(nx),
-                    Operand::IdRef(cont),
+                    Operand::IdRef(back),
                 ],
             ));
         }
@@ -923,10 +963,12 @@ impl<'e, 't> Code<'e, 't> {
         }
         // Per word, then pick the lowest (highest) non-zero word with a select chain.
         let zero = self.em.u32(0);
+        // Words at or beyond the largest subgroup are always zero and are skipped.
+        let used = self.em.mask_words();
         let order: Vec<u32> = if msb {
-            vec![0, 1, 2, 3]
+            (0..used).collect()
         } else {
-            vec![3, 2, 1, 0]
+            (0..used).rev().collect()
         };
         let mut result = self.em.u32(u32::MAX);
         for w in order {
@@ -960,7 +1002,7 @@ impl<'e, 't> Code<'e, 't> {
         }
         let counts = self.op(Op::BitCount, Ty::UVEC4, &[m]);
         let mut sum = self.extract(Ty::U32, counts, 0);
-        for w in 1..4 {
+        for w in 1..self.em.mask_words() {
             let c = self.extract(Ty::U32, counts, w);
             sum = self.op(Op::IAdd, Ty::U32, &[sum, c]);
         }
@@ -1066,7 +1108,10 @@ impl<'e, 't> Code<'e, 't> {
     }
 
     /// Splits a value into 32-bit unsigned words (bools become 0/1; narrow types are zero-extended).
-    #[allow(clippy::wrong_self_convention, reason = "a builder method: it emits the conversion")]
+    #[allow(
+        clippy::wrong_self_convention,
+        reason = "a builder method: it emits the conversion"
+    )]
     pub(crate) fn to_words(&mut self, ty: Ty, value: Id) -> Vec<Id> {
         let mut out = Vec::new();
         for c in 0..ty.n {
@@ -1089,9 +1134,9 @@ impl<'e, 't> Code<'e, 't> {
                     });
                 }
                 Scalar::Int { width: 64, .. } | Scalar::Float { width: 64 } => {
-                    let pair = self.op(Op::Bitcast, Ty::U32.with_n(2), &[comp]);
-                    out.push(self.extract(Ty::U32, pair, 0));
-                    out.push(self.extract(Ty::U32, pair, 1));
+                    let (lo, hi) = self.split64(ty.component(), comp);
+                    out.push(lo);
+                    out.push(hi);
                 }
                 Scalar::Float { width: 16 } => {
                     // Through a half vector: no 16-bit integer type (and no Int16 capability) needed.
@@ -1113,7 +1158,10 @@ impl<'e, 't> Code<'e, 't> {
     }
 
     /// The inverse of [`Code::to_words`].
-    #[allow(clippy::wrong_self_convention, reason = "a builder method: it emits the conversion")]
+    #[allow(
+        clippy::wrong_self_convention,
+        reason = "a builder method: it emits the conversion"
+    )]
     pub(crate) fn from_words(&mut self, ty: Ty, words: &[Id]) -> Id {
         let mut comps = Vec::new();
         let mut it = words.iter().copied();
@@ -1136,8 +1184,7 @@ impl<'e, 't> Code<'e, 't> {
                 Scalar::Int { width: 64, .. } | Scalar::Float { width: 64 } => {
                     let lo = it.next().unwrap_or(0);
                     let hi = it.next().unwrap_or(0);
-                    let pair = self.op(Op::CompositeConstruct, Ty::U32.with_n(2), &[lo, hi]);
-                    self.op(Op::Bitcast, c, &[pair])
+                    self.join64(c, lo, hi)
                 }
                 Scalar::Float { width: 16 } => {
                     let w = it.next().unwrap_or(0);
@@ -1161,6 +1208,66 @@ impl<'e, 't> Code<'e, 't> {
             comps[0]
         } else {
             self.op(Op::CompositeConstruct, ty, &comps)
+        }
+    }
+
+    /// The low and high 32-bit words of a 64-bit scalar. Integers are split with conversions
+    /// and a shift (valid everywhere, naga included); a double is bitcast to a `uvec2`, or to a
+    /// 64-bit integer first where the module has `Int64` or the consumer cannot take the vector
+    /// bitcast.
+    fn split64(&mut self, ty: Ty, v: Id) -> (Id, Id) {
+        if let Scalar::Float { .. } = ty.scalar {
+            if !self.em.int64_words {
+                let pair = self.op(Op::Bitcast, Ty::U32.with_n(2), &[v]);
+                return (
+                    self.extract(Ty::U32, pair, 0),
+                    self.extract(Ty::U32, pair, 1),
+                );
+            }
+        }
+        let u64t = Ty {
+            scalar: Scalar::Int {
+                width: 64,
+                signed: false,
+            },
+            n: 1,
+        };
+        let bits = if ty == u64t {
+            v
+        } else {
+            self.op(Op::Bitcast, u64t, &[v])
+        };
+        let shift = self.em.constant(u64t, 32);
+        let lo = self.op(Op::UConvert, Ty::U32, &[bits]);
+        let high = self.op(Op::ShiftRightLogical, u64t, &[bits, shift]);
+        let hi = self.op(Op::UConvert, Ty::U32, &[high]);
+        (lo, hi)
+    }
+
+    /// The inverse of [`Code::split64`].
+    fn join64(&mut self, ty: Ty, lo: Id, hi: Id) -> Id {
+        if let Scalar::Float { .. } = ty.scalar {
+            if !self.em.int64_words {
+                let pair = self.op(Op::CompositeConstruct, Ty::U32.with_n(2), &[lo, hi]);
+                return self.op(Op::Bitcast, ty, &[pair]);
+            }
+        }
+        let u64t = Ty {
+            scalar: Scalar::Int {
+                width: 64,
+                signed: false,
+            },
+            n: 1,
+        };
+        let shift = self.em.constant(u64t, 32);
+        let lo64 = self.op(Op::UConvert, u64t, &[lo]);
+        let hi64 = self.op(Op::UConvert, u64t, &[hi]);
+        let high = self.op(Op::ShiftLeftLogical, u64t, &[hi64, shift]);
+        let bits = self.op(Op::BitwiseOr, u64t, &[high, lo64]);
+        if ty == u64t {
+            bits
+        } else {
+            self.op(Op::Bitcast, ty, &[bits])
         }
     }
 

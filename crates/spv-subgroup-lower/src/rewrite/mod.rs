@@ -57,7 +57,11 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
     match inst.class.opcode {
         op if is_khr_vote(op) => vote::lower(code, inst),
         Op::GroupNonUniformPartitionEXT => partition::lower(code, inst),
-        _ => partitioned_arith::lower(code, inst),
+        _ if partitioned_arith::is_partitioned_arith(inst) => partitioned_arith::lower(code, inst),
+        op => Err(invalid(
+            inst,
+            format!("Op{op:?} has a partitioned group operation but is not one of the 16 arithmetic ops that take one"),
+        )),
     }
 }
 

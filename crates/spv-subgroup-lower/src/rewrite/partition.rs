@@ -112,20 +112,8 @@ fn make_key(code: &mut Code, ty: Ty, value: Id) -> Key {
                 }
             })
             .collect();
-        // Packed into one word for the waterfall: bit c is component c.
-        let zero = code.em.u32(0);
-        let mut packed = zero;
-        for (c, &b) in bools.iter().enumerate() {
-            let bit = code.em.u32(1 << c);
-            let v = code.select(Ty::U32, b, bit, zero);
-            packed = if c == 0 {
-                v
-            } else {
-                code.op(Op::BitwiseOr, Ty::U32, &[packed, v])
-            };
-        }
         return Key {
-            words: vec![(packed, ty.n.into())],
+            words: Vec::new(),
             bools: Some(bools),
             nan: None,
         };
@@ -234,7 +222,24 @@ fn waterfall(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
     let mt = code.em.mask_ty();
     let act = code.active()?;
     let zero = code.mask_zero();
-    let words: Vec<Id> = key.words.iter().map(|w| w.0).collect();
+    let words: Vec<Id> = match &key.bools {
+        // Bool components packed into one word: bit c is component c.
+        Some(bools) => {
+            let zero = code.em.u32(0);
+            let mut packed = zero;
+            for (c, &b) in bools.iter().enumerate() {
+                let bit = code.em.u32(1 << c);
+                let v = code.select(Ty::U32, b, bit, zero);
+                packed = if c == 0 {
+                    v
+                } else {
+                    code.op(Op::BitwiseOr, Ty::U32, &[packed, v])
+                };
+            }
+            vec![packed]
+        }
+        None => key.words.iter().map(|w| w.0).collect(),
+    };
     let out = code.do_while(&[(mt, act), (mt, zero)], |c, phis| {
         let (rem, res) = (phis[0], phis[1]);
         let leader = c.find_lsb(rem)?;

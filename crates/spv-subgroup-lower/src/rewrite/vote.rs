@@ -1,7 +1,8 @@
 //! `OpSubgroupAllKHR`/`AnyKHR`/`AllEqualKHR` (SPV_KHR_subgroup_vote).
 //!
 //! With core `GroupNonUniformVote` each becomes one `OpGroupNonUniformAll/Any/AllEqual`
-//! (AllEqual on a bool predicate is legal). Otherwise ballots, over the active lanes only
+//! (AllEqual on a bool predicate is legal); a consumer without AllEqual (naga's front end)
+//! gets `All(p) || !Any(p)`, two core vote ops. Otherwise ballots, over the active lanes only
 //! (inactive lanes and lanes beyond the subgroup contribute zero bits):
 //!
 //! - `Any(p)      = Ballot(p) != 0` (1 ballot);
@@ -29,6 +30,15 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
         return Err(invalid(inst, "the vote result type must be a bool scalar"));
     }
     let op = inst.class.opcode;
+    if has_core_vote(code) && op == Op::SubgroupAllEqualKHR && !core_all_equal(code) {
+        // All(p) || !Any(p): two core vote ops, for consumers without AllEqual (naga).
+        code.em.need(Capability::GroupNonUniformVote);
+        let scope = code.em.subgroup_scope();
+        let all = code.op(Op::GroupNonUniformAll, Ty::BOOL, &[scope, pred]);
+        let any = code.op(Op::GroupNonUniformAny, Ty::BOOL, &[scope, pred]);
+        let none = code.not(any);
+        return Ok(code.or(all, none));
+    }
     if has_core_vote(code) {
         code.em.need(Capability::GroupNonUniform);
         code.em.need(Capability::GroupNonUniformVote);
@@ -58,6 +68,13 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
             code.or(none, all)
         }
     })
+}
+
+/// Whether the target takes `OpGroupNonUniformAllEqual`. naga's SPIR-V front end (the only
+/// consumer with [`Restrictions`](crate::Target) set among the presets) has All and Any but no
+/// AllEqual; `Target` has no flag of its own for that, so any front-end restriction counts.
+fn core_all_equal(code: &Code) -> bool {
+    code.em.target.restrictions == Default::default()
 }
 
 /// Whether the target runs the core vote instructions.

@@ -1,0 +1,209 @@
+//! Shared pieces of the lowering harnesses: compiling a fixture for a target, lowering it, and
+//! checking that the output uses nothing the target lacks.
+
+#![allow(dead_code, reason = "each harness uses a different part")]
+
+use std::path::Path;
+
+use rspirv::dr::{Instruction, Module, Operand};
+use spirv::{BuiltIn, Decoration, GroupOperation, Op};
+use spv_subgroup_lower::{lower_words, LowerError, LowerOptions, LowerReport, Target};
+use spv_subgroup_tests::tools;
+
+/// The fixture file pattern under `fixtures/` (GLSL sources and SPIR-V assembly).
+pub const PATTERN: &str = "lower/**/*.{comp,frag,vert,spvasm}";
+
+/// Compiles (GLSL) or assembles (`.spvasm`) a fixture for `target`. GLSL is compiled for
+/// Vulkan 1.0 (SPIR-V 1.0) when the target consumes only SPIR-V 1.0 and glslang can, else
+/// for Vulkan 1.1. An assembly fixture may name its env on a `; target-env: ENV` line.
+pub fn build(path: &Path, target: &Target) -> Vec<u32> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if ext == "spvasm" {
+        let text = std::fs::read_to_string(path).expect("fixture is readable");
+        let env = text
+            .lines()
+            .find_map(|l| l.strip_prefix("; target-env: "))
+            .map(str::trim)
+            .unwrap_or("vulkan1.1")
+            .to_owned();
+        return tools::assemble(&text, &env).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    if target.spirv_version < (1, 3) {
+        if let Ok(words) = tools::compile_glsl(path, "vulkan1.0") {
+            return words;
+        }
+    }
+    tools::compile_glsl(path, "vulkan1.1").unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The targets a fixture runs for: all presets, unless a `; targets: A B` (or `// targets: A B`)
+/// line lists some (for inputs that only make sense where they are rewritten).
+pub fn wants(path: &Path, target: &Target) -> bool {
+    let text = std::fs::read_to_string(path).expect("fixture is readable");
+    let listed = text.lines().find_map(|l| {
+        l.strip_prefix("; targets: ")
+            .or_else(|| l.strip_prefix("// targets: "))
+    });
+    listed.is_none_or(|l| l.split_whitespace().any(|t| t == target.name))
+}
+
+/// Lowers with default options for `target`.
+pub fn lower(words: &[u32], target: &Target) -> Result<(Vec<u32>, LowerReport), LowerError> {
+    let opts = LowerOptions {
+        target: target.clone(),
+        ..Default::default()
+    };
+    lower_words(words, &opts)
+}
+
+/// Every use of something `target` lacks in `words`, as readable lines (empty when it fits).
+pub fn misfits(words: &[u32], target: &Target) -> Vec<String> {
+    let m: Module = rspirv::dr::load_words(words).expect("output loads");
+    let mut out = Vec::new();
+    if let Some(h) = &m.header {
+        if h.version() > target.spirv_version {
+            out.push(format!("SPIR-V version {:?}", h.version()));
+        }
+    }
+    for c in &m.capabilities {
+        if let Some(Operand::Capability(cap)) = c.operands.first() {
+            if !target.has_capability(*cap) {
+                out.push(format!("capability {cap:?}"));
+            }
+        }
+    }
+    let r = &target.restrictions;
+    for a in &m.annotations {
+        if let [Operand::IdRef(_), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
+            a.operands.as_slice()
+        {
+            let mask = matches!(
+                b,
+                BuiltIn::SubgroupEqMask
+                    | BuiltIn::SubgroupGeMask
+                    | BuiltIn::SubgroupGtMask
+                    | BuiltIn::SubgroupLeMask
+                    | BuiltIn::SubgroupLtMask
+            );
+            if mask && r.no_mask_builtins {
+                out.push(format!("built-in {b:?}"));
+            }
+        }
+    }
+    let types = type_table(&m);
+    for inst in m
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+    {
+        if let Some(why) = inst_misfit(inst, target, &types) {
+            out.push(format!(
+                "%{} Op{:?}: {why}",
+                inst.result_id.unwrap_or(0),
+                inst.class.opcode
+            ));
+        }
+    }
+    out
+}
+
+/// Result ids of bool types (scalar or vector).
+fn type_table(m: &Module) -> Vec<u32> {
+    let mut bools = Vec::new();
+    for t in &m.types_global_values {
+        match (t.class.opcode, t.result_id, t.operands.first()) {
+            (Op::TypeBool, Some(id), _) => bools.push(id),
+            (Op::TypeVector, Some(id), Some(Operand::IdRef(e))) if bools.contains(e) => {
+                bools.push(id)
+            }
+            _ => {}
+        }
+    }
+    bools
+}
+
+fn inst_misfit(inst: &Instruction, t: &Target, bools: &[u32]) -> Option<&'static str> {
+    let o = &t.ops;
+    let r = &t.restrictions;
+    let group_op = inst.operands.iter().find_map(|op| match op {
+        Operand::GroupOperation(g) => Some(*g),
+        _ => None,
+    });
+    let is_bool = inst.result_type.is_some_and(|ty| bools.contains(&ty));
+    match inst.class.opcode {
+        Op::SubgroupAllKHR | Op::SubgroupAnyKHR | Op::SubgroupAllEqualKHR if !o.khr_vote => {
+            Some("KHR vote")
+        }
+        Op::GroupNonUniformPartitionEXT if !o.partitioned => Some("partitioned"),
+        Op::SubgroupBallotKHR | Op::SubgroupReadInvocationKHR | Op::SubgroupFirstInvocationKHR
+            if !o.khr_ballot =>
+        {
+            Some("KHR ballot")
+        }
+        Op::GroupNonUniformElect if !o.basic || r.no_elect => Some("elect"),
+        Op::GroupNonUniformAll | Op::GroupNonUniformAny | Op::GroupNonUniformAllEqual
+            if !o.vote =>
+        {
+            Some("core vote")
+        }
+        Op::GroupNonUniformBallot
+        | Op::GroupNonUniformBroadcast
+        | Op::GroupNonUniformBroadcastFirst
+            if !o.ballot =>
+        {
+            Some("core ballot")
+        }
+        Op::GroupNonUniformBroadcast | Op::GroupNonUniformBroadcastFirst
+            if is_bool && r.no_bool_shuffle =>
+        {
+            Some("bool broadcast")
+        }
+        Op::GroupNonUniformInverseBallot
+        | Op::GroupNonUniformBallotBitExtract
+        | Op::GroupNonUniformBallotBitCount
+        | Op::GroupNonUniformBallotFindLSB
+        | Op::GroupNonUniformBallotFindMSB
+            if !o.ballot || r.no_ballot_bit_ops =>
+        {
+            Some("ballot bit op")
+        }
+        Op::GroupNonUniformShuffle | Op::GroupNonUniformShuffleXor if !o.shuffle => Some("shuffle"),
+        Op::GroupNonUniformShuffleUp | Op::GroupNonUniformShuffleDown if !o.shuffle_relative => {
+            Some("relative shuffle")
+        }
+        Op::GroupNonUniformShuffle
+        | Op::GroupNonUniformShuffleXor
+        | Op::GroupNonUniformShuffleUp
+        | Op::GroupNonUniformShuffleDown
+            if is_bool && r.no_bool_shuffle =>
+        {
+            Some("bool shuffle")
+        }
+        Op::GroupNonUniformQuadBroadcast | Op::GroupNonUniformQuadSwap if !o.quad => Some("quad"),
+        _ => match group_op {
+            Some(
+                GroupOperation::PartitionedReduceEXT
+                | GroupOperation::PartitionedInclusiveScanEXT
+                | GroupOperation::PartitionedExclusiveScanEXT,
+            ) if !o.partitioned => Some("partitioned group operation"),
+            Some(GroupOperation::ClusteredReduce) if !o.clustered => Some("clustered"),
+            Some(
+                GroupOperation::Reduce
+                | GroupOperation::InclusiveScan
+                | GroupOperation::ExclusiveScan,
+            ) if !o.arithmetic && inst.class.opcode != Op::GroupNonUniformBallotBitCount => {
+                Some("arithmetic")
+            }
+            _ => None,
+        },
+    }
+}
+
+/// The preset targets, in their listed order.
+pub fn presets() -> Vec<Target> {
+    spv_subgroup_validate::target::PRESETS
+        .iter()
+        .map(|(name, _)| Target::preset(name).expect("preset exists"))
+        .collect()
+}

@@ -1,0 +1,159 @@
+//! The naga target end to end: every lowering fixture, lowered for the `naga` preset, goes
+//! through naga's SPIR-V front end, naga's validator (all capabilities, subgroups included) and
+//! its WGSL, MSL and HLSL back ends (MSL must refuse modules with doubles, which Metal lacks).
+//!
+//! Fixtures whose *input* uses a type naga has no front-end support for (8- and 16-bit integers,
+//! half floats) are expected to be refused by naga (front end or validator) for that type, and
+//! only for it: the test asserts the reason, so a lowering bug elsewhere still fails it.
+
+mod lower_common;
+
+use lower_common::{build, lower, wants, PATTERN};
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+use spv_subgroup_lower::Target;
+
+/// Capabilities naga 30's SPIR-V front end does not accept (with their capability names).
+const NAGA_UNSUPPORTED: [&str; 3] = ["Int8", "Int16", "Float16"];
+
+fn unsupported_input_capability(words: &[u32]) -> Option<&'static str> {
+    let m = rspirv::dr::load_words(words).expect("input loads");
+    m.capabilities
+        .iter()
+        .find_map(|c| match c.operands.first() {
+            Some(rspirv::dr::Operand::Capability(cap)) => {
+                let name = format!("{cap:?}");
+                NAGA_UNSUPPORTED.iter().copied().find(|n| *n == name)
+            }
+            _ => None,
+        })
+}
+
+/// Whether naga's error is its refusal of an 8/16-bit type (front end or validator).
+fn refuses_narrow_type(e: &str) -> bool {
+    (e.starts_with("spv front end") && NAGA_UNSUPPORTED.iter().any(|c| e.contains(c)))
+        || (e.starts_with("validator")
+            && (e.contains("WidthError(Invalid(Sint, 1))")
+                || e.contains("WidthError(Invalid(Uint, 1))")
+                || e.contains("WidthError(Invalid(Sint, 2))")
+                || e.contains("WidthError(Invalid(Uint, 2))")
+                || e.contains("InvalidScalar")))
+}
+
+/// Runs one stage, turning a naga panic (a naga bug) into an error of that stage.
+fn stage<T>(name: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(|e| format!("{name}: {e}")),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+            Err(format!(
+                "{name}: naga panicked: {}",
+                msg.unwrap_or_default()
+            ))
+        }
+    }
+}
+
+/// Runs one lowered module through naga; `Err` names the stage that refused it. With `no_msl`
+/// (the module uses doubles, which Metal lacks) the MSL back end must refuse it instead.
+fn through_naga(words: &[u32], no_msl: bool) -> Result<(), String> {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let opts = naga::front::spv::Options {
+        adjust_coordinate_space: false,
+        ..Default::default()
+    };
+    let module = stage("spv front end", || {
+        naga::front::spv::parse_u8_slice(&bytes, &opts).map_err(|e| format!("{e:?}"))
+    })?;
+    let info = stage("validator", || {
+        Validator::new(ValidationFlags::all(), Capabilities::all())
+            .validate(&module)
+            .map_err(|e| format!("{:?}", e.into_inner()))
+    })?;
+    stage("wgsl", || {
+        naga::back::wgsl::write_string(&module, &info, naga::back::wgsl::WriterFlags::empty())
+            .map_err(|e| format!("{e:?}"))
+    })?;
+    let msl = stage("msl", || {
+        let msl_opts = naga::back::msl::Options {
+            lang_version: (2, 4),
+            ..Default::default()
+        };
+        naga::back::msl::write_string(
+            &module,
+            &info,
+            &msl_opts,
+            &naga::back::msl::PipelineOptions::default(),
+        )
+        .map_err(|e| format!("{e:?}"))
+    });
+    match (msl, no_msl) {
+        (Ok(_), false) | (Err(_), true) => {}
+        (Err(e), false) => return Err(e),
+        (Ok(_), true) => return Err("msl: expected Metal to refuse doubles".into()),
+    }
+    stage("hlsl", || {
+        let hlsl_opts = naga::back::hlsl::Options {
+            shader_model: naga::back::hlsl::ShaderModel::V6_0,
+            ..Default::default()
+        };
+        let mut hlsl = String::new();
+        naga::back::hlsl::Writer::new(
+            &mut hlsl,
+            &hlsl_opts,
+            &naga::back::hlsl::PipelineOptions::default(),
+        )
+        .write(&module, &info, None)
+        .map_err(|e| format!("{e:?}"))
+    })?;
+    Ok(())
+}
+
+fn has_capability(words: &[u32], name: &str) -> bool {
+    let m = rspirv::dr::load_words(words).expect("input loads");
+    m.capabilities.iter().any(|c| matches!(c.operands.first(), Some(rspirv::dr::Operand::Capability(cap)) if format!("{cap:?}") == name))
+}
+
+#[test]
+fn naga_target_outputs_go_through_naga() {
+    let target = Target::preset("naga").expect("naga preset");
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    let root = spv_subgroup_tests::tools::workspace_root().join("fixtures");
+    insta::glob!("../fixtures", PATTERN, |path| {
+        if !wants(path, &target) {
+            return;
+        }
+        let rel = path
+            .strip_prefix(&root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        let input = build(path, &target);
+        let (out, _) = match lower(&input, &target) {
+            Ok(r) => r,
+            Err(e) => {
+                failures.push(format!("{rel}: lowering failed: {e}"));
+                return;
+            }
+        };
+        let result = through_naga(&out, has_capability(&input, "Float64"));
+        match (unsupported_input_capability(&input), result) {
+            (None, Ok(())) => passed += 1,
+            (None, Err(e)) => failures.push(format!("{rel}: {e}")),
+            (Some(_), Err(e)) if refuses_narrow_type(&e) => passed += 1,
+            (Some(cap), r) => failures.push(format!(
+                "{rel}: expected naga to refuse capability {cap}, got {r:?}"
+            )),
+        }
+    });
+    assert!(
+        failures.is_empty(),
+        "{} fixtures failed in naga:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(passed > 10, "only {passed} fixtures ran");
+}

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use spv_subgroup_validate::{validate, words_from_bytes, ValidateOptions};
+use spv_subgroup_validate::{target::Target, validate, words_from_bytes, ValidateOptions};
 
 fn main() {
     for path in std::env::args().skip(1) {
@@ -22,9 +22,13 @@ fn main() {
                 continue;
             }
         };
+        // `SPV_TARGET=lavapipe` adds the target-fit rules (and, on partitioned modules, many findings).
+        let target = std::env::var("SPV_TARGET")
+            .ok()
+            .and_then(|t| Target::preset(&t));
         let opts = ValidateOptions {
             target_env: Some("vulkan1.1".into()),
-            target: None,
+            target,
         };
         let mut times = Vec::new();
         let mut findings = 0;

@@ -82,14 +82,16 @@ macro_rules! declare_rules {
 declare_rules! {
     "SG0001" UndefinedId "undefined-id" Error
         doc: "An operand names an id that no instruction defines."
-        explain: "Every <id> operand must be the Result <id> of some instruction of the module (SPIR-V \
-2.4, Logical Layout: \"all <id>s ... must be defined\"). The validator cannot judge an instruction \
-whose operands do not resolve; the rules that need the missing definition are skipped for it.";
+        explain: "Every id operand must name the result id of an instruction of the module (SPIR-V 2.4, \
+Logical Layout of a Module, and 2.2.2: each id is defined by exactly one instruction; forward references \
+are allowed only where the spec permits them, never to an id that is not defined at all). The validator \
+cannot judge an instruction whose operands do not resolve; the rules that need the missing definition \
+are skipped for it.";
     "SG0002" NotAType "result-type-not-a-type" Error
         doc: "A Result Type operand names an id that is not a type."
-        explain: "The Result Type operand of an instruction must be the <id> of an OpType* instruction \
-(SPIR-V 2.2.1, \"Result Type: ... the <id> of an OpTypeXXX instruction\"). Rules that compare types skip \
-an instruction whose result type does not resolve.";
+        explain: "The Result Type operand of an instruction must be the id of a type declaration (an \
+OpType* instruction; SPIR-V 2.2.1, Instructions: Result Type). Rules that compare types skip an \
+instruction whose result type does not resolve.";
 
     "SG0101" VoteMissingCapability "vote-missing-capability" Error
         doc: "OpSubgroupAllKHR/AnyKHR/AllEqualKHR used without `OpCapability SubgroupVoteKHR`."
@@ -347,12 +349,29 @@ or `UPDATE_RULES_MD=1 cargo test -p spv-subgroup-validate`. -->\n\n",
             r.code(),
             r.name(),
             r.severity(),
-            r.doc(),
-            r.explain()
+            md_escape(r.doc()),
+            md_escape(r.explain())
         ));
     }
     s.push_str(JSON_SCHEMA_DOC);
     s
+}
+
+/// Escapes `<` outside code spans, so spec placeholders like `<ballot>` are not read as HTML.
+fn md_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_code = false;
+    for c in s.chars() {
+        match c {
+            '`' => {
+                in_code = !in_code;
+                out.push(c);
+            }
+            '<' if !in_code => out.push_str("&lt;"),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 fn capitalize(s: &str) -> String {

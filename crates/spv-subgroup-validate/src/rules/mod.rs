@@ -331,7 +331,7 @@ or `UPDATE_RULES_MD=1 cargo test -p spv-subgroup-validate`. -->\n\n",
             r.code(),
             r.name(),
             r.severity(),
-            r.doc()
+            md_escape(r.doc())
         ));
     }
     let mut family = "";

@@ -16,6 +16,8 @@
 //! `SPV_CONFORMANCE_BENCH=1` (also time native vs lowered), `SPV_CONFORMANCE_OUT` (a folder for
 //! the summary and benchmark JSON).
 
+#![allow(clippy::print_stdout)] // A test harness: its report is what it prints.
+
 #[path = "conformance_bench.rs"]
 mod bench;
 #[path = "conformance_model.rs"]
@@ -40,6 +42,9 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const GROUPS: u32 = 12;
 /// Seeds per (case, variant, local size).
 const SEEDS: [u64; 2] = [1, 2];
+
+/// The raw outputs of one case: per variant, (local size, seed, output words).
+type RawOutputs = BTreeMap<Variant, Vec<(u32, u64, Vec<u32>)>>;
 
 /// Compiles GLSL text (through a temporary file) for `env`.
 fn compile(glsl: &str, env: &str) -> Result<Vec<u32>, String> {
@@ -157,7 +162,7 @@ fn gen_inputs(case: &Case, local: u32, seed: u64) -> Vec<u32> {
                                 2 => r.below(2) == 0,
                                 3 => r.below(10) != 0,
                                 4 => r.below(10) == 0,
-                                _ => gid % 2 == 0,
+                                _ => gid.is_multiple_of(2),
                             };
                             vec![u64::from(p)]
                         }
@@ -281,11 +286,21 @@ fn lower_checked(
     preset: &str,
     float_partition: FloatPartition,
 ) -> Result<Vec<u32>, String> {
+    lower_checked_sized(words, preset, float_partition, None)
+}
+
+/// [`lower_checked`] for a known subgroup size.
+fn lower_checked_sized(
+    words: &[u32],
+    preset: &str,
+    float_partition: FloatPartition,
+    subgroup_size: Option<u32>,
+) -> Result<Vec<u32>, String> {
     let target = Target::preset(preset).ok_or_else(|| format!("no preset `{preset}`"))?;
     let env = target.target_env.clone();
     let opts = LowerOptions {
         target,
-        subgroup_size: None,
+        subgroup_size,
         float_partition,
     };
     let (out, _report) = lower_words(words, &opts).map_err(|e| format!("lowering failed: {e}"))?;
@@ -295,12 +310,7 @@ fn lower_checked(
 }
 
 /// Runs every variant of one case; returns per variant the raw outputs (for comparisons).
-fn run_case(
-    runner: &Runner,
-    case: &Case,
-    presets: &[String],
-    summary: &mut Summary,
-) -> BTreeMap<Variant, Vec<(u32, u64, Vec<u32>)>> {
+fn run_case(runner: &Runner, case: &Case, presets: &[String], summary: &mut Summary) -> RawOutputs {
     let mut raw = BTreeMap::new();
     if let Some(missing) = device_lacks(case, runner) {
         summary
@@ -404,7 +414,7 @@ fn run_case(
 /// +0.0 from -0.0 (or groups NaNs): those are counted separately.
 fn compare_native_lowered(
     case: &Case,
-    raw: &BTreeMap<Variant, Vec<(u32, u64, Vec<u32>)>>,
+    raw: &RawOutputs,
     summary: &mut Summary,
 ) -> (usize, usize, usize) {
     let Some(native) = raw.get(&Variant::Native) else {

@@ -1,8 +1,261 @@
-//! GPU timing of native versus lowered subgroup ops (filled in below).
+//! GPU timing of native versus lowered subgroup ops (run by `cargo xtask gpu` on the device machine).
+//!
+//! Each benchmark is a compute shader whose loop applies one op `ITERS` times in a dependent chain
+//! (the next input needs the last result), so the time per iteration is the op's latency plus the
+//! loop's own few instructions (the `loop-only` row). One subgroup per workgroup, `GROUPS`
+//! workgroups (about one per multiprocessor), timestamps around each dispatch, the median of
+//! `REPS` dispatches. Variants: the driver's native op, and the same module lowered for the
+//! `vulkan1.1` preset with the subgroup size unknown and known (`--subgroup-size 32`).
+//! Integer outputs of native and lowered must be bit-identical.
 
-use spv_subgroup_vk::Runner;
+use std::fmt::Write as _;
+use std::time::Duration;
 
-/// Times every benchmark op natively and lowered and prints a table.
+use spv_subgroup_lower::FloatPartition;
+use spv_subgroup_vk::{PipelineOptions, Runner};
+
+/// One benchmark: a name, what it measures, and the loop body.
+struct Bench {
+    name: &'static str,
+    class: &'static str,
+    setup: String,
+    body: String,
+    float: bool,
+}
+
+fn benches() -> Vec<Bench> {
+    let mut v = Vec::new();
+    let b = |name, class, setup: &str, body: &str| Bench {
+        name,
+        class,
+        setup: setup.to_owned(),
+        body: body.to_owned(),
+        float: false,
+    };
+    v.push(b(
+        "loop-only",
+        "baseline",
+        "",
+        "v = v * 1664525u + 1013904223u + (v & z);",
+    ));
+    for (name, f) in [
+        ("vote-all", "allInvocationsARB"),
+        ("vote-any", "anyInvocationARB"),
+        ("vote-allequal", "allInvocationsEqualARB"),
+    ] {
+        v.push(Bench {
+            name,
+            class: "vote",
+            setup: String::new(),
+            body: format!("bool p = (v & 0x10000u) != 0u; v = v * 1664525u + ({f}(p) ? 1013904223u : 12345u);"),
+            float: false,
+        });
+    }
+    for (name, d) in [
+        ("partition-u32-1key", 1),
+        ("partition-u32-4keys", 4),
+        ("partition-u32-32keys", 32),
+    ] {
+        v.push(Bench {
+            name,
+            class: "partition",
+            setup: format!("uint k = gl_SubgroupInvocationID % {d}u;"),
+            body: "uvec4 b = subgroupPartitionNV(k); k += b.x & z; v += b.x;".into(),
+            float: false,
+        });
+    }
+    v.push(Bench {
+        name: "partition-f32-4keys",
+        class: "partition",
+        setup: "float k = float(gl_SubgroupInvocationID % 4u) - 1.5;".into(),
+        body: "uvec4 b = subgroupPartitionNV(k); k += float(b.x & z); v += b.x;".into(),
+        float: false,
+    });
+    for (op, class) in [("Add", "u32"), ("Min", "u32"), ("Xor", "u32")] {
+        for mode in ["", "Inclusive", "Exclusive"] {
+            let name: &'static str = Box::leak(
+                format!(
+                    "partitioned-{}{}-{class}",
+                    mode.to_lowercase(),
+                    op.to_lowercase()
+                )
+                .into_boxed_str(),
+            );
+            let class: &'static str = if mode.is_empty() { "reduce" } else { "scan" };
+            v.push(Bench {
+                name,
+                class,
+                setup: "uvec4 b = subgroupPartitionNV(gl_SubgroupInvocationID % 4u);".into(),
+                body: format!("v = subgroupPartitioned{mode}{op}NV(v, b) + 1u;"),
+                float: false,
+            });
+        }
+    }
+    for mode in ["", "Inclusive", "Exclusive"] {
+        let name: &'static str =
+            Box::leak(format!("partitioned-{}add-f32", mode.to_lowercase()).into_boxed_str());
+        v.push(Bench {
+            name,
+            class: if mode.is_empty() { "reduce" } else { "scan" },
+            setup: "uvec4 b = subgroupPartitionNV(gl_SubgroupInvocationID % 4u); float f = float(v & 7u);".into(),
+            body: format!("f = subgroupPartitioned{mode}AddNV(f, b) * 0.03125; v += uint(f);"),
+            float: true,
+        });
+    }
+    v
+}
+
+fn glsl(b: &Bench) -> String {
+    format!(
+        r#"#version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_NV_shader_subgroup_partitioned : require
+#extension GL_ARB_shader_group_vote : require
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ITERS = 1024u;
+layout(std430, binding = 0) buffer Buf {{ uint zero; uint data[]; }};
+void main() {{
+    uint g = gl_GlobalInvocationID.x;
+    uint v = data[g];
+    uint z = zero;
+    {setup}
+    for (uint i = 0u; i < ITERS; i++) {{
+        {body}
+    }}
+    data[g] = v;
+}}
+"#,
+        setup = b.setup,
+        body = b.body
+    )
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Times every benchmark natively and lowered; prints a table (and writes it to `SPV_CONFORMANCE_OUT`).
 pub fn run(runner: &Runner) {
-    let _ = runner;
+    let iters: u32 = std::env::var("SPV_BENCH_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4096);
+    let groups: u32 = std::env::var("SPV_BENCH_GROUPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(132);
+    let reps: u32 = 9;
+    let size = runner.info().subgroup_size;
+    let mut table = format!(
+        "GPU benchmark on {} ({}), subgroup size {size}: ns per op per subgroup (dependent chain of {iters}, \
+         {groups} workgroups of one subgroup, median of {reps} dispatches)\n\n\
+         | op | class | native | lowered (size unknown) | ratio | lowered (size known) | ratio | outputs equal |\n\
+         |---|---|---|---|---|---|---|---|\n",
+        runner.info().name,
+        runner.info().driver
+    );
+    let mut failures = Vec::new();
+    for b in benches() {
+        let src = glsl(&b);
+        let native = match super::compile(&src, "vulkan1.1") {
+            Ok(w) => w,
+            Err(e) => {
+                failures.push(format!("{}: compile: {e}", b.name));
+                continue;
+            }
+        };
+        let mut variants: Vec<(&str, Option<Vec<u32>>)> = Vec::new();
+        variants.push((
+            "native",
+            super::native_blocker(&native, runner)
+                .is_none()
+                .then(|| native.clone()),
+        ));
+        for (label, sz) in [("lowered", None), ("lowered-32", Some(size))] {
+            match super::lower_checked_sized(&native, "vulkan1.1", FloatPartition::Spec, sz) {
+                Ok(w) => variants.push((label, Some(w))),
+                Err(e) => {
+                    failures.push(format!("{} {label}: {e}", b.name));
+                    variants.push((label, None));
+                }
+            }
+        }
+        let n = (groups * size) as usize;
+        let mut results: Vec<(Option<f64>, Option<Vec<u32>>)> = Vec::new();
+        for (label, words) in &variants {
+            let Some(words) = words else {
+                results.push((None, None));
+                continue;
+            };
+            let opts = PipelineOptions {
+                buffers: 1,
+                spec_constants: vec![(0, size), (1, iters)],
+                ..PipelineOptions::default()
+            };
+            let mut input = vec![0u32];
+            input.extend((0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)));
+            let run = runner.pipeline(words, &opts).and_then(|p| {
+                let mut once = vec![input.clone()];
+                runner.run(&p, &mut once, [groups, 1, 1], Duration::from_secs(60))?;
+                let mut bufs = vec![input.clone()];
+                let t = runner.time(
+                    &p,
+                    &mut bufs,
+                    [groups, 1, 1],
+                    reps,
+                    Duration::from_secs(120),
+                )?;
+                Ok((median(t) / f64::from(iters), once.remove(0)))
+            });
+            match run {
+                Ok((t, out)) => results.push((Some(t), Some(out))),
+                Err(e) => {
+                    failures.push(format!("{} {label}: {e}", b.name));
+                    results.push((None, None));
+                }
+            }
+        }
+        let fmt = |t: Option<f64>| t.map_or("n/a".to_owned(), |t| format!("{t:.2}"));
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.2}x", b / a),
+            _ => "n/a".to_owned(),
+        };
+        let equal = match (&results[0].1, &results[1].1, &results[2].1) {
+            (Some(a), Some(l), Some(c)) if !l.is_empty() => {
+                if b.float {
+                    "float (not compared)".to_owned()
+                } else if a == l && a == c {
+                    "yes".to_owned()
+                } else {
+                    failures.push(format!("{}: native and lowered outputs differ", b.name));
+                    "NO".to_owned()
+                }
+            }
+            _ => "n/a".to_owned(),
+        };
+        let _ = writeln!(
+            table,
+            "| {} | {} | {} | {} | {} | {} | {} | {equal} |",
+            b.name,
+            b.class,
+            fmt(results[0].0),
+            fmt(results[1].0),
+            ratio(results[0].0, results[1].0),
+            fmt(results[2].0),
+            ratio(results[0].0, results[2].0),
+        );
+    }
+    println!("{table}");
+    for f in &failures {
+        println!("BENCH FAIL {f}");
+    }
+    if let Ok(dir) = std::env::var("SPV_CONFORMANCE_OUT") {
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::write(
+            format!("{dir}/bench.md"),
+            format!("{table}\n{}\n", failures.join("\n")),
+        );
+    }
 }

@@ -148,7 +148,7 @@ impl Ty {
         }
     }
     /// Reads a value from buffer words.
-    pub fn from_words(self, words: &[u32]) -> Vec<u64> {
+    pub fn decode_words(self, words: &[u32]) -> Vec<u64> {
         let w = self.scalar.words();
         (0..self.comps)
             .map(|i| {
@@ -204,27 +204,6 @@ impl Op {
             Scalar::F(_) => vec![Op::Add, Op::Mul, Op::Min, Op::Max],
             Scalar::Bool => vec![Op::And, Op::Or, Op::Xor],
             _ => Op::ALL.to_vec(),
-        }
-    }
-    /// The SPIR-V opcode name for a component type.
-    pub fn spirv(self, s: Scalar) -> &'static str {
-        match (self, s) {
-            (Op::Add, Scalar::F(_)) => "FAdd",
-            (Op::Add, _) => "IAdd",
-            (Op::Mul, Scalar::F(_)) => "FMul",
-            (Op::Mul, _) => "IMul",
-            (Op::Min, Scalar::F(_)) => "FMin",
-            (Op::Min, Scalar::I(_)) => "SMin",
-            (Op::Min, _) => "UMin",
-            (Op::Max, Scalar::F(_)) => "FMax",
-            (Op::Max, Scalar::I(_)) => "SMax",
-            (Op::Max, _) => "UMax",
-            (Op::And, Scalar::Bool) => "LogicalAnd",
-            (Op::And, _) => "BitwiseAnd",
-            (Op::Or, Scalar::Bool) => "LogicalOr",
-            (Op::Or, _) => "BitwiseOr",
-            (Op::Xor, Scalar::Bool) => "LogicalXor",
-            (Op::Xor, _) => "BitwiseXor",
         }
     }
 }
@@ -526,12 +505,12 @@ impl Layout {
             let mut p = META;
             let key = self
                 .key
-                .map(|t| t.from_words(&r[p..p + t.words()]))
+                .map(|t| t.decode_words(&r[p..p + t.words()]))
                 .unwrap_or_default();
             p += self.key_words();
             let value = self
                 .value
-                .map(|t| t.from_words(&r[p..p + t.words()]))
+                .map(|t| t.decode_words(&r[p..p + t.words()]))
                 .unwrap_or_default();
             p += self.value_words();
             let rw = self.result_words();
@@ -540,7 +519,7 @@ impl Layout {
                     let w = &r[p + k * rw..p + (k + 1) * rw];
                     match self.value {
                         Some(t) if matches!(self.results[k], ResultKind::Arith(..)) => {
-                            t.from_words(w)
+                            t.decode_words(w)
                         }
                         _ => vec![u64::from(w[0])],
                     }
@@ -745,9 +724,8 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
                                 Mode::Exclusive => l < r.lane,
                             };
                             if take {
-                                for c in 0..t.comps {
-                                    acc[c] =
-                                        acc[c].and_then(|a| apply(op, t.scalar, a, o.value[c]));
+                                for (a, &x) in acc.iter_mut().zip(&o.value) {
+                                    *a = a.and_then(|a| apply(op, t.scalar, a, x));
                                 }
                             }
                         }
@@ -768,8 +746,9 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
                     && exp.iter().zip(got).all(|(&e, &g)| same(scalar, e, g));
                 if !ok {
                     let mut msg = format!(
-                        "{ctx}: lane {} {}: expected {:x?}, got {:x?}",
+                        "{ctx}: lane {} (gid {}) {}: expected {:x?}, got {:x?}",
                         r.lane,
+                        r.gid,
                         kind.name(),
                         exp,
                         got

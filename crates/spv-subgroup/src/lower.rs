@@ -68,6 +68,16 @@ impl Opts {
     /// Runs the command; returns the exit status.
     pub fn run(self) -> anyhow::Result<u8> {
         let target = load_target(&self.target)?;
+        if let Some(n) = self.subgroup_size {
+            if !(target.min_subgroup_size..=target.max_subgroup_size).contains(&n) {
+                anyhow::bail!(
+                    "--subgroup-size {n} is outside the sizes target `{}` runs with ({}..={})",
+                    target.name,
+                    target.min_subgroup_size,
+                    target.max_subgroup_size
+                );
+            }
+        }
         let source = source_of(&self.input.input);
         if source == Source::Stdin {
             crate::io::check_stdin_not_terminal()?;

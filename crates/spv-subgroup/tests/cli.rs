@@ -702,6 +702,16 @@ fn lower_rejects_bad_options() {
             "fuzzy",
         ][..],
         &["lower", "in.spv", "-o", "o.spv", "--target", "nope"][..],
+        &[
+            "lower",
+            "in.spv",
+            "-o",
+            "o.spv",
+            "--target",
+            "lavapipe",
+            "--subgroup-size",
+            "32",
+        ][..],
     ] {
         let o = run(args, dir.path(), None);
         assert_eq!(code(&o), 2, "{args:?}: {}", show(&o));

@@ -119,7 +119,10 @@ fn every_rule_has_a_fixture() {
     for path in common::all_paths() {
         let text = std::fs::read_to_string(&path).unwrap();
         for line in text.lines() {
-            if let Some(e) = line.trim_start_matches(['/', ';', ' ']).strip_prefix("EXPECT:") {
+            if let Some(e) = line
+                .trim_start_matches(['/', ';', ' '])
+                .strip_prefix("EXPECT:")
+            {
                 expected.extend(e.split_whitespace().map(str::to_owned));
             }
         }
@@ -127,6 +130,50 @@ fn every_rule_has_a_fixture() {
     for rule in Rule::ALL {
         let code = rule.code();
         let exempt = UNIT_TESTED_ONLY.iter().any(|e| e.0 == code);
-        assert!(expected.contains(code) || exempt, "no fixture trips {code} ({})", rule.name());
+        assert!(
+            expected.contains(code) || exempt,
+            "no fixture trips {code} ({})",
+            rule.name()
+        );
+    }
+}
+
+/// Mutated real modules (every glslang fixture) never panic the validator or the renderers.
+#[test]
+fn mutated_fixture_modules_never_panic() {
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let targets = [None, Some("lavapipe"), Some("naga"), Some("khr-ballot")];
+    for path in common::all_paths()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e != "spvasm"))
+    {
+        let words = common::load(&path).words;
+        for round in 0..400 {
+            let mut w = words.clone();
+            for _ in 0..1 + next() % 3 {
+                let i = 5 + (next() as usize) % (w.len() - 5);
+                match next() % 3 {
+                    0 => w[i] = next() as u32,
+                    1 => w[i] ^= 1 << (next() % 32),
+                    _ => w[i] = (w[i] & 0xffff_0000) | (next() % 400) as u32,
+                }
+            }
+            let target = targets[round % targets.len()]
+                .and_then(spv_subgroup_validate::target::Target::preset);
+            let opts = ValidateOptions {
+                target_env: Some("vulkan1.1".into()),
+                target,
+            };
+            if let Ok(r) = validate(&w, &opts) {
+                let _ = render_human(&r, "m.spv");
+                let _ = render_json(&r, "m.spv");
+            }
+        }
     }
 }

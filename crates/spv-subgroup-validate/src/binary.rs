@@ -423,9 +423,11 @@ pub(crate) fn parse(words: &[u32]) -> Result<Parsed, ParseError> {
                         Some(n) => w += n + 1,
                         None => return err(ParseErrorKind::UnterminatedString, pos, Some(idx)),
                     }
+                } else if kind == OperandKind::PairLiteralIntegerIdRef {
+                    // OpSwitch: the literal's width depends on the selector's type.
+                    break 'walk;
                 } else if kind == OperandKind::PairIdRefIdRef
                     || kind == OperandKind::PairIdRefLiteralInteger
-                    || kind == OperandKind::PairLiteralIntegerIdRef
                 {
                     if w + 1 >= operands.len() {
                         return err(
@@ -439,8 +441,7 @@ pub(crate) fn parse(words: &[u32]) -> Result<Parsed, ParseError> {
                     }
                     let ids: &[u32] = match kind {
                         OperandKind::PairIdRefIdRef => &operands[w..w + 2],
-                        OperandKind::PairIdRefLiteralInteger => &operands[w..w + 1],
-                        _ => &operands[w + 1..w + 2],
+                        _ => &operands[w..w + 1],
                     };
                     for &id in ids {
                         if id >= bound || id == 0 {
@@ -622,5 +623,22 @@ mod tests {
                 let _ = crate::render_json(&report, "fuzz.spv");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use crate::rules::testutil::{check, shader, Expect};
+
+    /// OpSwitch on a 64-bit selector has two-word literals: the reader must not misread them as ids.
+    #[test]
+    fn switch_with_64_bit_literals_parses() {
+        let body = "%sel = OpUConvert %ulong %uint_1\nOpSelectionMerge %m None\n\
+OpSwitch %sel %m 9223372032559808513 %a 7 %b\n%a = OpLabel\nOpBranch %m\n%b = OpLabel\nOpBranch %m\n%m = OpLabel";
+        let src = shader("OpCapability Int64", body).replace(
+            "%main = OpFunction",
+            "%ulong = OpTypeInt 64 0\n%main = OpFunction",
+        );
+        check(&src, "spv1.3", Expect::Clean);
     }
 }

@@ -71,6 +71,10 @@ const DOCUMENTED: &[(&str, &str)] = &[
         "SPIR-V 3.56.24: ClusterSize is the size of the cluster ClusteredReduce works on; without it the operation is incomplete. spirv-val 2023.1 does not check that it is present.",
     ),
     (
+        "spvasm/core_broadcast_dynamic_id.spvasm",
+        "SPIR-V 3.56.24, OpGroupNonUniformBroadcast: \"Before version 1.5, Id must come from a constant instruction.\" spirv-val 2023.1 does not check this.",
+    ),
+    (
         "spvasm/target_lavapipe_partition.spvasm",
         "Target fit is ours alone: the target (lavapipe) lacks VK_NV_shader_subgroup_partitioned, which spirv-val cannot know.",
     ),

@@ -283,6 +283,19 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
         if !m.type_known(t) || (*want == Want::SameAsResult && !rt_known) {
             continue;
         }
+        if k == 1
+            && matches!(
+                op,
+                Op::GroupNonUniformBroadcast | Op::GroupNonUniformQuadBroadcast
+            )
+            && m.version_pair() < (1, 5)
+            && !is_constant(cx, id)
+        {
+            type_err(
+                out,
+                format!("`Op{name}`: before SPIR-V 1.5 the Id/Index operand %{id} must come from a constant instruction"),
+            );
+        }
         if !satisfies(cx, *want, t, rt) {
             type_err(
                 out,
@@ -294,6 +307,12 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
             );
         }
     }
+}
+
+/// Whether `id` is defined by a constant instruction (OpConstant*, OpSpecConstant*).
+fn is_constant(cx: &Cx<'_>, id: u32) -> bool {
+    cx.m.def_op(id)
+        .is_some_and(|o| (Op::ConstantTrue as u32..=Op::SpecConstantOp as u32).contains(&o))
 }
 
 fn require(cx: &Cx<'_>, i: usize, name: &str, cap: C, out: &mut Sink) {
@@ -537,6 +556,17 @@ mod tests {
                 Expect::Has("SG0603"),
             );
         }
+    }
+
+    #[test]
+    fn broadcast_id_is_constant_before_1_5() {
+        let h = "OpCapability GroupNonUniformBallot";
+        let body = "%id = OpIAdd %uint %uint_1 %uint_0\n%r = OpGroupNonUniformBroadcast %uint %uint_3 %uint_1 %id";
+        check(&shader(h, body), "spv1.3", Expect::Has("SG0603"));
+        check(&shader(h, body), "spv1.5", Expect::Clean);
+        let q = "OpCapability GroupNonUniformQuad";
+        let body = "%id = OpIAdd %uint %uint_1 %uint_0\n%r = OpGroupNonUniformQuadBroadcast %uint %uint_3 %uint_1 %id";
+        check(&shader(q, body), "spv1.4", Expect::Has("SG0603"));
     }
 
     #[test]

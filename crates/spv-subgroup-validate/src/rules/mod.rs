@@ -237,7 +237,8 @@ type scalar, whose Width operand is 32 and whose Signedness operand is 0\", Pred
 Broadcast/BroadcastFirst/Shuffle*: \"The type of Value must be the same as Result Type\", Id/Delta/Mask \
 \"must be a scalar of integer type, whose Signedness operand is 0\"; BallotBitCount/FindLSB/FindMSB: \
 \"Result Type must be a scalar of integer type, whose Signedness operand is 0\", Value a vector of four \
-32-bit integer components; arithmetic: Value has the Result Type, of the opcode's component kind.";
+32-bit integer components; arithmetic: Value has the Result Type, of the opcode's component kind. \
+Broadcast and QuadBroadcast: \"Before version 1.5, Id must come from a constant instruction.\"";
     "SG0604" CoreSpirvVersion "core-spirv-version" Error
         doc: "Core non-uniform instructions in a module whose SPIR-V version is below 1.3."
         explain: "The OpGroupNonUniform* instructions and their capabilities were added in SPIR-V 1.3 \
@@ -457,7 +458,15 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
             | Op::GroupSMinNonUniformAMD
             | Op::GroupFMaxNonUniformAMD
             | Op::GroupUMaxNonUniformAMD
-            | Op::GroupSMaxNonUniformAMD => {
+            | Op::GroupSMaxNonUniformAMD
+            | Op::GroupIMulKHR
+            | Op::GroupFMulKHR
+            | Op::GroupBitwiseAndKHR
+            | Op::GroupBitwiseOrKHR
+            | Op::GroupBitwiseXorKHR
+            | Op::GroupLogicalAndKHR
+            | Op::GroupLogicalOrKHR
+            | Op::GroupLogicalXorKHR => {
                 if partitioned_arith::is_partitioned(cx, i) {
                     partitioned_arith::check_not_arithmetic(cx, i, out);
                 } else if op == Op::GroupNonUniformBallotBitCount {

@@ -403,6 +403,11 @@ mod tests {
                 &format!("%r = OpGroupIAdd %uint %uint_3 {g} %uint_1"),
             );
             check(&src, "spv1.3", Expect::Has("SG0306"));
+            let src = shader(
+                &format!("OpCapability GroupUniformArithmeticKHR\n{PART}\nOpExtension \"SPV_KHR_uniform_group_instructions\""),
+                &format!("%r = OpGroupIMulKHR %uint %uint_3 {g} %uint_1"),
+            );
+            check(&src, "spv1.3", Expect::Has("SG0306"));
         }
         let src = shader(
             "OpCapability GroupNonUniformBallot",

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo xtask bench [--sizes 1,10] [--runs N] [--val-runs N] [--only validate|lower] [--seed S] [--body N] [--no-extras] [--no-docs]
 //! cargo xtask bench gen --size BYTES [--seed S] [--body N] [-o FILE]
+//! cargo run --release -p xtask -- bench phases [--sizes 1,10] [--runs 3]   (in-process phase breakdown)
 //! ```
 //!
 //! For each size (MB) a module is generated into `bench-out/` (see [`bench_gen`]), then each
@@ -24,6 +25,8 @@ use spirv::Op;
 // main.rs (the lead's) declares only `mod bench`; the generator is a child module in its own file.
 #[path = "bench_gen.rs"]
 mod bench_gen;
+#[path = "bench_phases.rs"]
+mod bench_phases;
 
 const SECTION: &str = "## CPU benchmarks";
 const MB: f64 = 1024.0 * 1024.0;
@@ -381,8 +384,10 @@ fn size_label(mb: f64) -> String {
 
 /// The `cargo xtask bench` entry point.
 pub fn run(args: &[String]) -> Result<()> {
-    if args.first().map(String::as_str) == Some("gen") {
-        return gen_cmd(&args[1..]);
+    match args.first().map(String::as_str) {
+        Some("gen") => return gen_cmd(&args[1..]),
+        Some("phases") => return bench_phases::run(&args[1..]),
+        _ => {}
     }
     let opts = parse(args)?;
     let do_val = opts.only.as_deref().is_none_or(|o| o == "validate");

@@ -190,6 +190,21 @@ impl<'a> Module<'a> {
             .get_or_init(|| crate::disasm::friendly_names(self))
     }
 
+    /// `%N`, followed by the id's OpName in parentheses when it has one.
+    pub(crate) fn id_text(&self, id: u32) -> String {
+        match self.names().get(&id) {
+            Some(n) if n.parse::<u32>().is_err() && self.has_op_name(id) => {
+                format!("%{id} (`{n}`)")
+            }
+            _ => format!("%{id}"),
+        }
+    }
+
+    fn has_op_name(&self, id: u32) -> bool {
+        // Friendly names of types and constants are derived, not OpNames; only OpNames add information.
+        !matches!(self.def_op(id), Some(o) if (Op::TypeVoid as u32..=Op::SpecConstantOp as u32).contains(&o))
+    }
+
     /// Word `k` of instruction `i` (word 0 is the opcode/word-count word).
     #[inline]
     pub(crate) fn word(&self, i: usize, k: usize) -> Option<u32> {

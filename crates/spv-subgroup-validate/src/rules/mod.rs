@@ -192,9 +192,11 @@ does not check this for every opcode.";
 a valid partition of the active invocations in the subgroup\" and \"If the <ballot> parameter to any \
 partitioned subgroup operation is not a valid partition, then the result is undefined.\" A ballot \
 computed by OpGroupNonUniformPartitionNV/EXT is valid by construction; this rule follows the ballot back \
-through OpLoad/OpStore of the same variable, OpCopyObject, OpCopyLogical, OpPhi, OpSelect, function \
-parameters (every call site) and a composite rebuilt unchanged from a partition result, and warns when \
-any path ends elsewhere (a constant, arithmetic, a core ballot...). Such a ballot may be valid (the \
+through OpLoad/OpStore of the same Function or Private variable (a variable shared between \
+invocations, such as Workgroup memory, may hold another invocation's ballot), OpCopyMemory, \
+OpCopyObject, OpCopyLogical, OpPhi, OpSelect, function parameters (every call site) and a composite \
+rebuilt unchanged from a partition result, and warns when any path ends elsewhere (a constant, \
+arithmetic, a core ballot, a partial write through an access chain...). Such a ballot may be valid (the \
 spec's own even/odd example is), but nothing proves it: check that each invocation's bit is set and \
 that members of a subset hold equal ballots.";
 

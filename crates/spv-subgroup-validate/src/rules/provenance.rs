@@ -38,7 +38,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
             i,
             format!("the ballot %{ballot} of `Op{name}` does not provably come from `OpGroupNonUniformPartitionNV`"),
             vec![
-                format!("a path ends at %{}: {}", u.id, u.why),
+                format!("a path ends at {}: {}", cx.m.id_text(u.id), u.why),
                 "\"If the <ballot> parameter to any partitioned subgroup operation is not a valid partition, then the result is undefined.\"".into(),
             ],
         );
@@ -133,6 +133,16 @@ fn trace(cx: &Cx<'_>, start: u32, proven: &mut HashSet<u32>) -> Result<(), Unpro
                 let Some(d) = m.def_inst(root) else {
                     return bad(root, "the pointer is not defined");
                 };
+                if m.opcode(d) == Op::Variable as u32 {
+                    let storage = m.word(d, 3).unwrap_or(u32::MAX);
+                    let private = storage == spirv::StorageClass::Function as u32
+                        || storage == spirv::StorageClass::Private as u32;
+                    if !private {
+                        let sc = spirv::StorageClass::from_u32(storage)
+                            .map_or(format!("{storage}"), |c| format!("{c:?}"));
+                        return bad(root, &format!("a variable in {sc} storage is shared between invocations: the ballot read may be another invocation's"));
+                    }
+                }
                 let op = m.opcode(d);
                 let mut writers = 0usize;
                 for s in m.stores_into(root) {
@@ -324,6 +334,20 @@ mod tests {
             "spv1.3",
             Expect::Has("SG0401"),
         );
+    }
+
+    #[test]
+    fn shared_variables_are_not_trusted() {
+        let src = with_decls(
+            "%b = OpGroupNonUniformPartitionNV %v4uint %uint_1\nOpStore %s %b\n%x = OpLoad %v4uint %s\n%r = OpGroupNonUniformIAdd %uint %uint_3 PartitionedReduceNV %uint_1 %x",
+            "%pw = OpTypePointer Workgroup %v4uint\n%s = OpVariable %pw Workgroup",
+        );
+        check(&src, "spv1.3", Expect::Has("SG0401"));
+        let src = with_decls(
+            "%b = OpGroupNonUniformPartitionNV %v4uint %uint_1\nOpStore %s %b\n%x = OpLoad %v4uint %s\n%r = OpGroupNonUniformIAdd %uint %uint_3 PartitionedReduceNV %uint_1 %x",
+            "%pp = OpTypePointer Private %v4uint\n%s = OpVariable %pp Private",
+        );
+        check(&src, "spv1.3", Expect::Clean);
     }
 
     #[test]

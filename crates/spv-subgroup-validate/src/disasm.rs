@@ -43,6 +43,14 @@ pub(crate) fn instruction(m: &Module<'_>, i: usize) -> String {
         _ => g.opname,
     };
     let _ = write!(s, "Op{name}");
+    // The spelling of the partitioned extension the module declares.
+    let sfx = if !m.has_ext("SPV_NV_shader_subgroup_partitioned")
+        && m.has_ext("SPV_EXT_shader_subgroup_partitioned")
+    {
+        "EXT"
+    } else {
+        "NV"
+    };
     let mut w = 0usize;
     'walk: for lo in g.operands {
         loop {
@@ -83,16 +91,16 @@ pub(crate) fn instruction(m: &Module<'_>, i: usize) -> String {
                 }
                 K::GroupOperation => {
                     let _ = match x {
-                        6 => write!(s, " PartitionedReduceNV"),
-                        7 => write!(s, " PartitionedInclusiveScanNV"),
-                        8 => write!(s, " PartitionedExclusiveScanNV"),
+                        6 => write!(s, " PartitionedReduce{sfx}"),
+                        7 => write!(s, " PartitionedInclusiveScan{sfx}"),
+                        8 => write!(s, " PartitionedExclusiveScan{sfx}"),
                         _ => write_enum(&mut s, spirv::GroupOperation::from_u32(x), x),
                     };
                     w += 1;
                 }
                 K::Capability => {
                     let _ = match x {
-                        5297 => write!(s, " GroupNonUniformPartitionedNV"),
+                        5297 => write!(s, " GroupNonUniformPartitioned{sfx}"),
                         _ => write_enum(&mut s, spirv::Capability::from_u32(x), x),
                     };
                     w += 1;

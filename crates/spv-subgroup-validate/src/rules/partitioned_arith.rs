@@ -36,6 +36,17 @@ pub(crate) fn group_op_name(g: u32) -> &'static str {
     }
 }
 
+/// [`group_op_name`] in the spelling of the partitioned extension the module declares.
+pub(crate) fn group_op_text(cx: &Cx<'_>, g: u32) -> String {
+    let name = group_op_name(g);
+    match name.strip_suffix("NV") {
+        Some(base) if crate::rules::partition::cap_name(cx).ends_with("EXT") => {
+            format!("{base}EXT")
+        }
+        _ => name.to_owned(),
+    }
+}
+
 /// What component type an arithmetic opcode works on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Family {
@@ -91,7 +102,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
     let m = &cx.m;
     out.count_partition(i);
     let name = opname(m.opcode(i));
-    let g = group_op_name(m.word(i, 4).unwrap_or(0));
+    let g = group_op_text(cx, m.word(i, 4).unwrap_or(0));
     require_capability(
         cx,
         i,
@@ -181,7 +192,7 @@ pub(crate) fn check_not_arithmetic(cx: &Cx<'_>, i: usize, out: &mut Sink) {
     let m = &cx.m;
     out.count_partition(i);
     let name = opname(m.opcode(i));
-    let g = group_op_name(m.word(i, 4).unwrap_or(0));
+    let g = group_op_text(cx, m.word(i, 4).unwrap_or(0));
     require_capability(cx, i, &format!("group operation `{g}`"), out);
     out.emit(
         cx,

@@ -688,15 +688,23 @@ fn render(
             (Some(a), Some(b)) if distinct && a > 0.0 => Some(b / a),
             _ => None,
         };
+        let cpu_mb = |r: &SizeResult, s: &Option<Sample>| {
+            s.as_ref()
+                .filter(|s| s.ok)
+                .map(|s| median_of(&s.cpu) / (r.bytes as f64 / MB))
+        };
+        let x = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}x"));
         let v_lin = lin(per_mb(sm, &sm.ours_val), per_mb(lg, &lg.ours_val));
+        let v_lin_cpu = lin(cpu_mb(sm, &sm.ours_val), cpu_mb(lg, &lg.ours_val));
         goal(
             &mut o,
             v_lin.map(|x| x <= 1.5),
             format!(
-                "validate linear: time per MB at {} is {} that at {} (goal <= 1.5x)",
+                "validate linear: wall time per MB at {} is {} that at {} (CPU time: {}; goal <= 1.5x)",
                 lg.label,
-                v_lin.map_or("-".into(), |x| format!("{x:.2}x")),
-                sm.label
+                x(v_lin),
+                sm.label,
+                x(v_lin_cpu)
             ),
         );
         let v_abs = secs(&lg.ours_val);
@@ -727,19 +735,34 @@ fn render(
             ),
         );
         let l_lin = lin(per_mb(sm, &sm.ours_lower), per_mb(lg, &lg.ours_lower));
+        let l_lin_cpu = lin(cpu_mb(sm, &sm.ours_lower), cpu_mb(lg, &lg.ours_lower));
         goal(
             &mut o,
             l_lin.map(|x| x <= 1.5),
             format!(
-                "lower linear: time per MB at {} is {} that at {} (goal <= 1.5x)",
+                "lower linear: wall time per MB at {} is {} that at {} (CPU time: {}; goal <= 1.5x)",
                 lg.label,
-                l_lin.map_or("-".into(), |x| format!("{x:.2}x")),
-                sm.label
+                x(l_lin),
+                sm.label,
+                x(l_lin_cpu)
             ),
         );
         for r in [sm, lg] {
             let faster = match (secs(&r.ours_lower), secs(&r.spirv_opt)) {
-                (Some(a), Some(b)) => Some((a < b, format!("{} vs {}", fmt_time(a), fmt_time(b)))),
+                (Some(a), Some(b)) => Some((
+                    a < b,
+                    format!(
+                        "wall {} vs {} (CPU {} vs {})",
+                        fmt_time(a),
+                        fmt_time(b),
+                        fmt_time(
+                            r.ours_lower
+                                .as_ref()
+                                .map_or(f64::NAN, |s| median_of(&s.cpu))
+                        ),
+                        fmt_time(r.spirv_opt.as_ref().map_or(f64::NAN, |s| median_of(&s.cpu)))
+                    ),
+                )),
                 _ => None,
             };
             goal(

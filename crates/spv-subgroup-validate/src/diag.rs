@@ -1,11 +1,11 @@
 //! Findings: [`Diagnostic`], its [`Location`] and [`Severity`], and the [`Report`] that holds them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::rules::Rule;
 
 /// How serious a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// The module breaks a rule of a specification ("must"): consumers may reject or miscompile it.

@@ -386,6 +386,25 @@ fn capitalize(s: &str) -> String {
 }
 
 const JSON_SCHEMA_DOC: &str = "
+## Human output
+
+`spv-subgroup validate` (`render_human`) prints nothing for a module without findings. Otherwise, per
+finding, rustc style: the severity, code and message; the position (`file:word N`, the instruction's
+index, its result id and enclosing function); the instruction as spirv-dis prints it (friendly names for
+types, constants and OpName'd ids); notes; and the `explain` hint. A last line counts errors and warnings:
+
+```text
+error[SG0102]: `SubgroupVoteKHR` is declared without `OpExtension \"SPV_KHR_subgroup_vote\"`
+  --> shader.spv:word 7 (instruction #1)
+   |
+   |     OpCapability SubgroupVoteKHR
+   |
+   = note: ...
+   = help: `spv-subgroup explain SG0102` (vote-missing-extension)
+
+shader.spv: 1 error, 0 warnings
+```
+
 ## JSON output
 
 `spv-subgroup validate --format json` (`render_json`) writes, per file, an array with one object per

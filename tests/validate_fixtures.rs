@@ -154,7 +154,12 @@ fn mutated_fixture_modules_never_panic() {
         .filter(|p| p.extension().is_some_and(|e| e != "spvasm"))
     {
         let words = common::load(&path).words;
-        for round in 0..400 {
+        // `MUTATION_ROUNDS=100000` for a longer run.
+        let rounds = std::env::var("MUTATION_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(400usize);
+        for round in 0..rounds {
             let mut w = words.clone();
             for _ in 0..1 + next() % 3 {
                 let i = 5 + (next() as usize) % (w.len() - 5);

@@ -541,6 +541,20 @@ mod tests {
     }
 
     #[test]
+    fn self_referential_types_do_not_recurse() {
+        let mut w = header(10);
+        w.extend([(2 << 16) | 17, 4431]); // OpCapability SubgroupVoteKHR
+        w.extend([(4 << 16) | 23, 2, 2, 4]); // %2 = OpTypeVector %2 4
+        w.extend([(4 << 16) | 4428, 2, 3, 3]); // %3 = OpSubgroupAllKHR %2 %3
+        let r = crate::validate(&w, &crate::ValidateOptions::default()).unwrap();
+        assert!(
+            r.diagnostics.iter().any(|d| d.rule.code() == "SG0103"),
+            "{r:?}"
+        );
+        let _ = crate::render_human(&r, "m.spv");
+    }
+
+    #[test]
     fn both_byte_orders_are_read() {
         let le: Vec<u8> = header(3).iter().flat_map(|w| w.to_le_bytes()).collect();
         let be: Vec<u8> = header(3).iter().flat_map(|w| w.to_be_bytes()).collect();
@@ -583,7 +597,12 @@ mod tests {
             w.extend([(4 << 16) | 4428, 2, 5, 6]); // OpSubgroupAllKHR %2 %5 %6 (forward ref)
             w
         };
-        for round in 0..6000 {
+        // `FUZZ_ROUNDS=1000000` for a longer run.
+        let rounds = std::env::var("FUZZ_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(6000u64);
+        for round in 0..rounds {
             let mut w = if round % 3 == 0 {
                 let n = (rng.next() % 40) as usize;
                 let mut v = header((rng.next() % 64) as u32);

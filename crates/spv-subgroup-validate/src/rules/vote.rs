@@ -73,10 +73,15 @@ pub(crate) fn describe(cx: &Cx<'_>, t: u32) -> String {
             format!("`{}{}`", if signed { "int" } else { "uint" }, suffix(width))
         }
         Ty::Float { width } => format!("`float{}`", suffix(width)),
-        Ty::Vector { comp, n } => {
-            let c = describe(cx, comp);
-            format!("`v{n}{}`", c.trim_matches('`'))
-        }
+        // Components are described one level deep only: a malformed module may make a vector
+        // its own component.
+        Ty::Vector { comp, n } => match m.ty(comp) {
+            Ty::Bool | Ty::Int { .. } | Ty::Float { .. } => {
+                let c = describe(cx, comp);
+                format!("`v{n}{}`", c.trim_matches('`'))
+            }
+            _ => format!("a vector of {n} %{comp}"),
+        },
         Ty::Pointer { .. } => format!("a pointer (%{t})"),
         Ty::Other => format!("`Op{}` %{t}", m.def_op(t).map_or("?", opname)),
         Ty::Missing => format!("%{t} (not a type)"),

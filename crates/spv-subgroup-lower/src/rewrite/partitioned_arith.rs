@@ -7,11 +7,12 @@
 //!   the value (of its negation for `And`), masked by the subset (and by `lt`/`le` for scans):
 //!   `And = none false`, `Or = any true`, `Xor = odd count of trues`.
 //! - **integer and float values, shuffle targets**: pointer jumping over each lane's predecessor
-//!   in its subset. `m = ballot & active`; `q = FindMSB(m & lt)` (this lane's own index when it
-//!   has no predecessor, so every shuffle reads an active lane); `log2(max lanes)` steps of
-//!   `v = Shuffle(acc, q)`, `p = Shuffle(q, q)`, `acc = valid ? op(v, acc) : acc`,
-//!   `valid = p != q`, `q = p` (a lane without predecessor is a fixed point `q == Shuffle(q, q)`,
-//!   so validity needs no extra shuffle, and the last step needs no `p`). Inclusive = `acc`;
+//!   in its subset. `m = ballot & active`; `q = FindMSB(m & lt)`, or this lane's own index when
+//!   it has no predecessor (so every shuffle reads an active lane, and `q == self` means "none");
+//!   `log2(max lanes)` steps of `v = Shuffle(acc, q)`, `p = Shuffle(q, q)`,
+//!   `acc = valid ? op(v, acc) : acc`, `valid = p != q`, `q = valid ? p : self` (a lane without
+//!   predecessor reads back its own index, so validity needs no extra shuffle; the last step
+//!   needs no `p`). Inclusive = `acc`;
 //!   exclusive = `Shuffle(acc, first q)` or the identity; reduce = `Shuffle(acc, FindMSB(m))`.
 //!   When the target has the core arithmetic op for the type, a *uniform* branch takes it instead
 //!   when one subset holds every active lane (`m == active`: if it holds for one active lane of
@@ -350,8 +351,10 @@ fn pointer_jumping(
         acc = pick(code, ty, valid, combined, acc);
         if step + 1 < steps {
             let p = code.shuffle(Ty::U32, q, q)?;
+            // A lane without predecessor holds its own index, so `p == q` exactly when the
+            // predecessor has none at this distance (or this lane had none already).
             valid = code.op(Op::INotEqual, Ty::BOOL, &[p, q]);
-            q = p;
+            q = code.select(Ty::U32, valid, p, lane);
         }
     }
     match scan {

@@ -832,8 +832,9 @@ fn mutation_unmasked_ballot_is_caught() {
 }
 
 /// Breaks a lowered module on purpose: every `OpBitwiseAnd` operand that is an
-/// `OpGroupNonUniformBallot` of constant `true` (the active set the lowering masks ballots with)
-/// becomes an all-ones constant. Returns the new words and how many operands were replaced.
+/// `OpGroupNonUniformBallot` of constant `true` (the active set the lowering masks ballots with),
+/// or a component of one, becomes an all-ones constant. Returns the new words and how many
+/// operands were replaced.
 fn drop_active_mask(words: &[u32]) -> (Vec<u32>, usize) {
     use rspirv::binary::Assemble;
     use rspirv::dr::{Instruction, Operand};
@@ -845,16 +846,26 @@ fn drop_active_mask(words: &[u32]) -> (Vec<u32>, usize) {
         .filter(|i| i.class.opcode == Op::ConstantTrue)
         .filter_map(|i| i.result_id)
         .collect();
-    let mut act_ids = Vec::new();
+    // Active-set ids: whole ballots (vectors) and their components (scalars).
+    let mut vec_ids = Vec::new();
+    let mut word_ids = Vec::new();
     let mut v4 = None;
     for f in &m.functions {
         for b in &f.blocks {
             for i in &b.instructions {
+                let first = match i.operands.first() {
+                    Some(Operand::IdRef(p)) => Some(*p),
+                    _ => None,
+                };
                 if i.class.opcode == Op::GroupNonUniformBallot
                     && matches!(i.operands.get(1), Some(Operand::IdRef(p)) if trues.contains(p))
                 {
-                    act_ids.extend(i.result_id);
+                    vec_ids.extend(i.result_id);
                     v4 = i.result_type;
+                } else if i.class.opcode == Op::CompositeExtract
+                    && first.is_some_and(|p| vec_ids.contains(&p))
+                {
+                    word_ids.extend(i.result_id);
                 }
             }
         }
@@ -895,8 +906,11 @@ fn drop_active_mask(words: &[u32]) -> (Vec<u32>, usize) {
                 if i.class.opcode == Op::BitwiseAnd {
                     for o in &mut i.operands {
                         if let Operand::IdRef(id) = o {
-                            if act_ids.contains(id) {
+                            if vec_ids.contains(id) {
                                 *o = Operand::IdRef(ones);
+                                n += 1;
+                            } else if word_ids.contains(id) {
+                                *o = Operand::IdRef(c);
                                 n += 1;
                             }
                         }

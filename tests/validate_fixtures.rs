@@ -163,9 +163,11 @@ fn mutated_fixture_modules_never_panic() {
             let mut w = words.clone();
             for _ in 0..1 + next() % 3 {
                 let i = 5 + (next() as usize) % (w.len() - 5);
-                match next() % 3 {
+                match next() % 4 {
                     0 => w[i] = next() as u32,
                     1 => w[i] ^= 1 << (next() % 32),
+                    // Another id of the module: operands of the wrong kind, cycles.
+                    2 => w[i] = (next() % u64::from(w[3].max(1))) as u32,
                     _ => w[i] = (w[i] & 0xffff_0000) | (next() % 400) as u32,
                 }
             }

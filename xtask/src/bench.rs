@@ -29,6 +29,8 @@ mod bench_gen;
 mod bench_phases;
 
 const SECTION: &str = "## CPU benchmarks";
+/// Subsections of the CPU section whose heading ends with this are hand-written and kept as they are.
+const NOTES_SUFFIX: &str = "(notes)";
 const MB: f64 = 1024.0 * 1024.0;
 
 #[derive(Debug)]
@@ -802,7 +804,8 @@ fn render(
     o
 }
 
-/// Replaces (or appends) the `## CPU benchmarks` section, up to the next `## ` heading.
+/// Replaces (or appends) the `## CPU benchmarks` section, up to the next `## ` heading, keeping its
+/// hand-written `### ... (notes)` subsections after the generated text.
 fn write_section(path: &Path, section: &str) -> Result<()> {
     let old = std::fs::read_to_string(path).unwrap_or_else(|_| "# Performance\n\n".into());
     let mut out = String::new();
@@ -812,8 +815,17 @@ fn write_section(path: &Path, section: &str) -> Result<()> {
         if l.trim_end() == SECTION {
             out.push_str(section.trim_end());
             out.push_str("\n\n");
+            // Hand-written notes (`### ... (notes)` subsections) survive a regeneration.
+            let mut keep = false;
             while lines.peek().is_some_and(|n| !n.starts_with("## ")) {
-                lines.next();
+                let n = lines.next().unwrap_or_default();
+                if n.starts_with("### ") {
+                    keep = n.trim_end().ends_with(NOTES_SUFFIX);
+                }
+                if keep {
+                    out.push_str(n);
+                    out.push('\n');
+                }
             }
             replaced = true;
         } else {

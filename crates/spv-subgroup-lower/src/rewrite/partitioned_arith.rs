@@ -431,7 +431,7 @@ fn with_fast_path(
     code.emit_void(Op::Branch, vec![Operand::IdRef(merge)]);
 
     code.start_block(merge);
-    Ok(code.emit(
+    let result = code.emit(
         Op::Phi,
         t,
         vec![
@@ -440,7 +440,14 @@ fn with_fast_path(
             Operand::IdRef(slow),
             Operand::IdRef(slow_end),
         ],
-    ))
+    );
+    // The merge block holds only the phi: the driver may move the rest of the original block
+    // (the piece after the rewrite) into a block of its own, and a phi must stay where its
+    // predecessors branch to.
+    let after = code.em.id();
+    code.emit_void(Op::Branch, vec![Operand::IdRef(after)]);
+    code.start_block(after);
+    Ok(result)
 }
 
 /// `OpSubgroupReadInvocationKHR` of any value (32-bit words for other widths and bools).

@@ -78,6 +78,8 @@ pub(crate) struct Sink {
     pub core_insts: Option<(usize, usize)>,
     /// Ballot values the provenance rule has proven to come from partition ops.
     pub proven: std::collections::HashSet<u32>,
+    /// Ballot values the provenance rule could not prove, with the reason.
+    pub unproven: std::collections::HashMap<u32, rules::provenance::Unproven>,
 }
 
 impl Sink {

@@ -21,7 +21,8 @@ enum Node {
 }
 
 /// Why a path does not end at a partition op.
-struct Unproven {
+#[derive(Clone, Debug)]
+pub(crate) struct Unproven {
     /// The instruction the path ended at (or the id that had no definition).
     id: u32,
     why: String,
@@ -30,7 +31,12 @@ struct Unproven {
 pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
     let m = &cx.m;
     let Some(ballot) = m.word(i, 6) else { return };
-    if let Err(u) = trace(cx, ballot, &mut out.proven) {
+    let result = match out.unproven.get(&ballot) {
+        Some(u) => Err(u.clone()),
+        None => trace(cx, ballot, &mut out.proven),
+    };
+    if let Err(u) = result {
+        out.unproven.insert(ballot, u.clone());
         let name = opname(m.opcode(i));
         out.emit(
             cx,

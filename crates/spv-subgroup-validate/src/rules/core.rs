@@ -113,13 +113,15 @@ fn want_text(want: Want) -> &'static str {
 /// SG0602: the Execution operand (word 3).
 fn check_scope(cx: &Cx<'_>, i: usize, name: &str, out: &mut Sink) {
     let Some(scope) = cx.m.word(i, 3) else { return };
+    // The Vulkan narrowing to Subgroup applies to shaders; kernels keep Workgroup or Subgroup.
+    let vulkan = cx.vulkan && !cx.m.is_kernel();
     let ok = match cx.m.const_u32(scope) {
         Some(3) => return,
-        Some(2) if !cx.vulkan => return,
+        Some(2) if !vulkan => return,
         Some(v) => format!("found {}", scope_name(v)),
         None => format!("%{scope} is not an OpConstant"),
     };
-    let want = if cx.vulkan {
+    let want = if vulkan {
         "the constant Subgroup (3) in a Vulkan environment"
     } else {
         "a constant Subgroup (3) or Workgroup (2)"

@@ -232,8 +232,6 @@ fn single_word(kind: OperandKind) -> bool {
             | K::IdScope
             | K::IdMemorySemantics
             | K::LiteralInteger
-            | K::LiteralExtInstInteger
-            | K::LiteralSpecConstantOpInteger
             | K::SourceLanguage
             | K::ExecutionModel
             | K::AddressingModel
@@ -423,6 +421,12 @@ pub(crate) fn parse(words: &[u32]) -> Result<Parsed, ParseError> {
                         Some(n) => w += n + 1,
                         None => return err(ParseErrorKind::UnterminatedString, pos, Some(idx)),
                     }
+                } else if kind == OperandKind::LiteralExtInstInteger
+                    || kind == OperandKind::LiteralSpecConstantOpInteger
+                {
+                    // OpExtInst / OpSpecConstantOp: what follows depends on the extended instruction
+                    // or the wrapped opcode (literals among ids), so it is not checked here.
+                    break 'walk;
                 } else if kind == OperandKind::PairLiteralIntegerIdRef {
                     // OpSwitch: the literal's width depends on the selector's type.
                     break 'walk;
@@ -648,6 +652,24 @@ mod tests {
 #[cfg(test)]
 mod layout_tests {
     use crate::rules::testutil::{check, shader, Expect};
+
+    /// Literal operands of OpSpecConstantOp and of extended instructions are not ids.
+    #[test]
+    fn spec_constant_op_and_ext_inst_literals_are_not_ids() {
+        let body = "%x = OpExtInst %uint %ext UMin %uint_1 %uint_2";
+        let src = shader("", body)
+            .replace(
+                "OpMemoryModel",
+                "%ext = OpExtInstImport \"GLSL.std.450\"\nOpMemoryModel",
+            )
+            .replace(
+                "%main = OpFunction",
+                "%sc = OpSpecConstantComposite %v4uint %uint_1 %uint_1 %uint_1 %uint_1\n\
+%sv = OpSpecConstantOp %v2uint VectorShuffle %sc %sc 4294967295 7\n\
+%se = OpSpecConstantOp %uint CompositeExtract %sc 3000\n%main = OpFunction",
+            );
+        check(&src, "spv1.3", Expect::Clean);
+    }
 
     /// OpSwitch on a 64-bit selector has two-word literals: the reader must not misread them as ids.
     #[test]

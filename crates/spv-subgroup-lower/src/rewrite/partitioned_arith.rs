@@ -204,8 +204,7 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
         return logical(code, op, scan, value, ballot);
     }
     if code.em.has_core_ballot() && code.em.target.ops.shuffle {
-        let fast = code.em.target.ops.arithmetic
-            && (ty.scalar.width() == 32 || code.em.target.extended_types);
+        let fast = core_op_available(code, arith, scan, ty);
         if fast {
             return with_fast_path(code, inst, op, scan, value, ballot);
         }
@@ -220,6 +219,26 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
     Err(code.missing(
         "shuffles (GroupNonUniformShuffle) or SPV_KHR_shader_ballot for partitioned arithmetic",
     ))
+}
+
+/// Whether the target runs the core `OpGroupNonUniform<op>` with the non-partitioned form of
+/// `scan` on values of `ty` (the fast path).
+///
+/// Consumers shaped like naga's front end (recognised by their lack of ballot bit ops, as no
+/// target field says it yet) have scans of `Add`/`Mul` only and bitwise ops of 32 bits or more.
+fn core_op_available(code: &Code, arith: Arith, scan: Scan, ty: Ty) -> bool {
+    let target = code.em.target;
+    if !target.ops.arithmetic || !(ty.scalar.width() == 32 || target.extended_types) {
+        return false;
+    }
+    if target.restrictions.no_ballot_bit_ops {
+        let add_mul = matches!(arith, Arith::IAdd | Arith::FAdd | Arith::IMul | Arith::FMul);
+        let bitwise = matches!(arith, Arith::And | Arith::Or | Arith::Xor);
+        if (scan != Scan::Reduce && !add_mul) || (bitwise && ty.scalar.width() < 32) {
+            return false;
+        }
+    }
+    true
 }
 
 /// The binary operation of one rewrite, on values of one type.
@@ -255,9 +274,24 @@ impl Step {
     }
 
     /// The identity, splatted over the type's components.
+    ///
+    /// The infinities of `FMin`/`FMax` are made at run time, as a bitcast of an integer
+    /// constant: naga's validator rejects non-finite float constants.
     fn identity(self, code: &mut Code) -> Id {
-        let bits = self.arith.identity_bits(self.ty.scalar.width());
-        code.em.splat(self.ty, bits)
+        let width = self.ty.scalar.width();
+        let bits = self.arith.identity_bits(width);
+        if !matches!(self.arith, Arith::FMin | Arith::FMax) {
+            return code.em.splat(self.ty, bits);
+        }
+        let ity = Ty {
+            scalar: Scalar::Int {
+                width: width as u8,
+                signed: false,
+            },
+            n: self.ty.n,
+        };
+        let ints = code.em.splat(ity, bits);
+        code.op(Op::Bitcast, self.ty, &[ints])
     }
 }
 

@@ -41,19 +41,24 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .output()
         .is_ok_and(|o| o.status.success());
     if nextest {
-        step(
+        // Both steps run even when the first fails (no fail-fast across the suite).
+        let tests = step(
             "tests (nextest)",
             cargo()
                 .current_dir(&root)
                 .args(["nextest", "run", "--workspace", "--no-fail-fast"])
                 .args(&args),
-        )?;
-        step(
+        );
+        let doctests = step(
             "doctests",
             cargo()
                 .current_dir(&root)
                 .args(["test", "--workspace", "--doc"]),
-        )?;
+        );
+        if let (Err(e), Err(_)) = (&doctests, &tests) {
+            eprintln!("xtask: error: {e}");
+        }
+        tests.and(doctests)?;
     } else {
         eprintln!("xtask test: cargo-nextest not found, using cargo test");
         step(

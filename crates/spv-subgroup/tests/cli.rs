@@ -574,6 +574,31 @@ fn lower_leaves_an_unchanged_module_byte_identical() {
 }
 
 #[test]
+fn big_endian_modules_are_read_and_kept_as_is_when_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let be: Vec<u8> = example_words()
+        .iter()
+        .flat_map(|w| w.to_be_bytes())
+        .collect();
+    write(dir.path(), "be.spv", &be);
+    let o = run(&["validate", "be.spv"], dir.path(), None);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let o = run(
+        &["lower", "--target", "nvidia", "be.spv", "-o", "same.spv"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert_eq!(std::fs::read(dir.path().join("same.spv")).unwrap(), be);
+    // A lowered module is written little-endian, as the tools write it.
+    let o = run(&["lower", "be.spv", "-o", "low.spv"], dir.path(), None);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let out = tools::read_words(&dir.path().join("low.spv"));
+    assert_eq!(out[0], 0x0723_0203);
+    tools::spirv_val(&out, "vulkan1.1").expect("spirv-val accepts the output");
+}
+
+#[test]
 fn lower_dash_reads_stdin_and_writes_stdout() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = to_bytes(&example_words());

@@ -50,12 +50,38 @@ impl Opts {
             rule.code(),
             rule.name(),
             severity(rule),
-            rule.doc(),
-            rule.explain().trim_end()
+            wrap(rule.doc(), WIDTH),
+            wrap(rule.explain().trim_end(), WIDTH)
         );
         print_stdout(&text)?;
         Ok(EXIT_OK)
     }
+}
+
+/// Column at which `explain` wraps its text.
+const WIDTH: usize = 100;
+
+/// Greedy word wrap; existing line breaks are kept.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / width + 1);
+    for (i, line) in text.lines().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut col = 0;
+        for word in line.split_whitespace() {
+            if col > 0 && col + 1 + word.chars().count() > width {
+                out.push('\n');
+                col = 0;
+            } else if col > 0 {
+                out.push(' ');
+                col += 1;
+            }
+            out.push_str(word);
+            col += word.chars().count();
+        }
+    }
+    out
 }
 
 fn severity(rule: Rule) -> String {

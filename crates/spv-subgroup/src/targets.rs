@@ -32,7 +32,10 @@ impl Opts {
         let text = match self.show {
             Some(name) => {
                 let target = load_target(&name)?;
-                format!("{}\n", serde_json::to_string_pretty(&target)?)
+                format!(
+                    "{}\n",
+                    compact_arrays(&serde_json::to_string_pretty(&target)?)
+                )
             }
             None => {
                 let width = PRESETS.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
@@ -45,4 +48,35 @@ impl Opts {
         print_stdout(&text)?;
         Ok(EXIT_OK)
     }
+}
+
+/// Puts short arrays of numbers (`"spirv_version": [1, 6]`) on one line, as people write them.
+fn compact_arrays(pretty: &str) -> String {
+    let mut out = String::with_capacity(pretty.len());
+    let mut rest = pretty;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']').map(|c| open + c) else {
+            break;
+        };
+        let inner = &rest[open + 1..close];
+        out.push_str(&rest[..open]);
+        if inner
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == ',' || c.is_whitespace())
+        {
+            let items: Vec<&str> = inner
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            out.push('[');
+            out.push_str(&items.join(", "));
+            out.push(']');
+        } else {
+            out.push_str(&rest[open..=close]);
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
 }

@@ -758,3 +758,49 @@ fn lower_rejects_bad_options() {
     );
     assert_eq!(code(&o), 0, "{}", show(&o));
 }
+
+// ---- docs ---------------------------------------------------------------------------------------
+
+#[test]
+fn docs_targets_md_shows_the_current_lavapipe_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["targets", "--show", "lavapipe"], dir.path(), None);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let doc = std::fs::read_to_string(tools::workspace_root().join("docs/targets.md")).unwrap();
+    let start = doc
+        .find("```json\n")
+        .expect("docs/targets.md has a JSON example")
+        + "```json\n".len();
+    let end = start + doc[start..].find("```").expect("closed");
+    assert_eq!(
+        &doc[start..end],
+        text(&o.stdout),
+        "update the example in docs/targets.md"
+    );
+}
+
+#[test]
+fn docs_cli_md_lists_every_json_key() {
+    let doc = std::fs::read_to_string(tools::workspace_root().join("docs/cli.md")).unwrap();
+    for key in [
+        "version",
+        "files[]",
+        "files[].file",
+        "files[].ok",
+        "files[].error",
+        "files[].findings[]",
+        "summary",
+        ".code",
+        ".severity",
+        ".message",
+        ".word_offset",
+        ".instruction_index",
+        ".instruction",
+        ".notes",
+    ] {
+        assert!(
+            doc.contains(&format!("`{key}`")),
+            "docs/cli.md documents `{key}`"
+        );
+    }
+}

@@ -160,6 +160,8 @@ pub(crate) struct Inst {
 /// Per-opcode facts from the grammar, indexed by opcode.
 pub(crate) struct OpInfo {
     pub grammar: Option<&'static GrammarInst<'static>>,
+    /// The opcode as the `spirv` crate's enum (`None`: unknown to it).
+    pub op: Option<spirv::Op>,
     /// The instruction has a Result Type operand (word 1).
     pub has_type: bool,
     /// The instruction has a Result <id> (word 1, or word 2 after a type).
@@ -181,6 +183,7 @@ pub(crate) fn op_table() -> &'static [OpInfo] {
         let mut v: Vec<OpInfo> = (0..=max)
             .map(|_| OpInfo {
                 grammar: None,
+                op: None,
                 has_type: false,
                 has_result: false,
                 min_words: 0,
@@ -201,6 +204,7 @@ pub(crate) fn op_table() -> &'static [OpInfo] {
             let is_type = g.opname.starts_with("Type") && g.opname != "TypeForwardPointer";
             v[g.opcode as usize] = OpInfo {
                 grammar: Some(g),
+                op: Some(g.opcode),
                 has_type,
                 has_result,
                 min_words,
@@ -209,6 +213,12 @@ pub(crate) fn op_table() -> &'static [OpInfo] {
         }
         v
     })
+}
+
+/// The `spirv::Op` of a raw opcode, from the table (no big `match` per call).
+#[inline]
+pub(crate) fn op_of(opcode: u32) -> Option<spirv::Op> {
+    op_table().get(opcode as usize).and_then(|o| o.op)
 }
 
 /// Words a mandatory operand takes at least.
@@ -368,7 +378,7 @@ pub(crate) fn parse(words: &[u32]) -> Result<Parsed, ParseError> {
             );
         }
         let info = match table.get(opcode as usize) {
-            Some(i) if i.grammar.is_some() && spirv::Op::from_u32(opcode).is_some() => i,
+            Some(i) if i.grammar.is_some() && i.op.is_some() => i,
             _ => return err(ParseErrorKind::UnknownOpcode(opcode), pos, Some(idx)),
         };
         let g = info.grammar.expect("checked above");

@@ -209,7 +209,7 @@ fn type_or_constant_name(
 ) -> Option<String> {
     let w = |k| m.word(i, k);
     let name_of = |id: u32| names.get(&id).cloned();
-    Some(match Op::from_u32(op)? {
+    Some(match crate::binary::op_of(op)? {
         Op::TypeVoid => "void".into(),
         Op::TypeBool => "bool".into(),
         Op::TypeInt => {

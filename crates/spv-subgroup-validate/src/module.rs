@@ -305,7 +305,7 @@ impl<'a> Module<'a> {
             return Ty::Missing;
         };
         let w = |k| self.word(i, k);
-        match Op::from_u32(self.opcode(i)) {
+        match crate::binary::op_of(self.opcode(i)) {
             Some(Op::TypeBool) => Ty::Bool,
             Some(Op::TypeInt) => match (w(2), w(3)) {
                 (Some(width), Some(s)) => Ty::Int {

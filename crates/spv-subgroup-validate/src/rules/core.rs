@@ -138,7 +138,7 @@ fn check_scope(cx: &Cx<'_>, i: usize, name: &str, out: &mut Sink) {
 /// Checks one core non-uniform instruction (not a partitioned reduce/scan).
 pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
     let m = &cx.m;
-    let Some(op) = Op::from_u32(m.opcode(i)) else {
+    let Some(op) = crate::binary::op_of(m.opcode(i)) else {
         return;
     };
     let name = opname(m.opcode(i));

@@ -432,7 +432,7 @@ A module that cannot be parsed at all (bad magic, truncated instruction...) is n
 pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
     for i in 0..cx.m.insts.len() {
         let opcode = cx.m.insts[i].opcode;
-        let Some(op) = Op::from_u32(u32::from(opcode)) else {
+        let Some(op) = crate::binary::op_of(u32::from(opcode)) else {
             continue;
         };
         match op {

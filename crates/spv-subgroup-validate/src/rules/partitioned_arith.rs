@@ -57,7 +57,7 @@ pub(crate) enum Family {
 
 pub(crate) fn family(op: u32) -> Option<Family> {
     use Op as O;
-    let op = Op::from_u32(op)?;
+    let op = crate::binary::op_of(op)?;
     Some(match op {
         O::GroupNonUniformIAdd
         | O::GroupNonUniformIMul

@@ -80,7 +80,7 @@ fn trace(cx: &Cx<'_>, start: u32, proven: &mut HashSet<u32>) -> Result<(), Unpro
                 };
                 let op = m.opcode(d);
                 let w = |k| m.word(d, k);
-                match Op::from_u32(op) {
+                match crate::binary::op_of(op) {
                     Some(Op::GroupNonUniformPartitionEXT) => {}
                     Some(Op::CopyObject | Op::CopyLogical) => stack.extend(w(3).map(Node::Value)),
                     Some(Op::Select) => {

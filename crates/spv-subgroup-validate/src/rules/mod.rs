@@ -557,12 +557,16 @@ mod tests {
 
     #[test]
     fn committed_rules_md_is_up_to_date() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/rules.md");
+        // The package directory cargo gives the test at run time (a compile-time path may name
+        // another checkout when the target directory is shared).
+        let dir = std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+        let path = std::path::Path::new(&dir).join("../../docs/rules.md");
         let want = markdown();
         if std::env::var_os("UPDATE_RULES_MD").is_some() {
-            std::fs::write(path, &want).unwrap();
+            std::fs::write(&path, &want).unwrap();
         }
-        let have = std::fs::read_to_string(path).unwrap_or_default();
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             have == want,
             "docs/rules.md is out of date: run `UPDATE_RULES_MD=1 cargo test -p spv-subgroup-validate` \

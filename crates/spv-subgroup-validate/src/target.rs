@@ -426,8 +426,10 @@ mod tests {
 
     #[test]
     fn bad_sizes_are_rejected() {
-        let mut t = Target::default();
-        t.max_subgroup_size = 256;
+        let t = Target {
+            max_subgroup_size: 256,
+            ..Target::default()
+        };
         let text = serde_json::to_string(&t).unwrap();
         assert!(matches!(
             Target::from_json(&text),

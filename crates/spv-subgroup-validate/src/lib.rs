@@ -49,6 +49,10 @@ pub fn validate(words: &[u32], opts: &ValidateOptions) -> Result<Report, ParseEr
         m,
         target: opts.target.as_ref(),
         vulkan: env.starts_with("vulkan"),
+        env_max_version: opts
+            .target_env
+            .as_deref()
+            .and_then(|e| module::env_max_spirv_version(e).map(|v| (e, v))),
     };
     let mut sink = Sink::default();
     rules::wellformed::check(&cx, &mut sink);

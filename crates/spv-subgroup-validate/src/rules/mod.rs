@@ -264,9 +264,10 @@ target (`--target`) lists the subgroup features of the device (docs/targets.md);
 capability beyond them is reported. Vote and partitioned operations (and their group operations) can be \
 rewritten with `spv-subgroup lower --target ...` into operations the target has.";
     "SG0702" TargetSpirvVersion "target-spirv-version" Error
-        doc: "The module's SPIR-V version is above the highest the target consumes."
+        doc: "The module's SPIR-V version is above the highest the target or `--target-env` consumes."
         explain: "Each Vulkan version consumes SPIR-V up to a version (Vulkan 1.0: 1.0; 1.1: 1.3; 1.2: 1.5; \
-1.3: 1.6). A module whose header version is higher is rejected by the device. `spv-subgroup lower` \
+1.3: 1.6). A module whose header version is higher is rejected by the device. The same limit is \
+checked for an explicit `--target-env` (as spirv-val does), with or without a target. `spv-subgroup lower` \
 rewrites the ops that forced the version up where it can; otherwise recompile for the older environment.";
     "SG0703" TargetExtendedTypes "target-extended-types" Error
         doc: "A subgroup operation on 8-, 16- or 64-bit values on a target without extended types."
@@ -520,9 +521,7 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
     capability::check_module(cx, out);
     partition::check_module(cx, out);
     core::check_module(cx, out);
-    if cx.target.is_some() {
-        target_fit::check_module(cx, out);
-    }
+    target_fit::check_module(cx, out);
 }
 
 #[cfg(test)]

@@ -194,6 +194,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
 }
 
 pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
+    check_env_version(cx, out);
     let Some(t) = cx.target else { return };
     let m = &cx.m;
     for &(c, at) in &m.caps {
@@ -236,9 +237,51 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
     }
 }
 
+/// The module's version against the explicit `--target-env` (as spirv-val checks it).
+fn check_env_version(cx: &Cx<'_>, out: &mut Sink) {
+    let Some((env, (emaj, emin))) = cx.env_max_version else { return };
+    let m = &cx.m;
+    let env_word = (u32::from(emaj) << 16) | (u32::from(emin) << 8);
+    if m.version <= env_word {
+        return;
+    }
+    let (maj, min) = m.version_pair();
+    out.diags.push(crate::Diagnostic {
+        rule: Rule::TargetSpirvVersion,
+        severity: Rule::TargetSpirvVersion.severity(),
+        message: format!(
+            "the module is SPIR-V {maj}.{min}, but environment `{env}` consumes at most SPIR-V {emaj}.{emin}"
+        ),
+        location: crate::Location { word_offset: 1, inst_index: 0, result_id: None, function: None },
+        notes: vec![format!("the header's version word is {:#010x}", m.version)],
+        disassembly: Some(format!("; Version: {maj}.{min}")),
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use crate::rules::testutil::{check_target, run, shader, Expect, PART, VOTE};
+
+    #[test]
+    fn module_version_against_target_env() {
+        let src = shader("", "%r = OpCopyObject %uint %uint_1");
+        let words = crate::rules::testutil::assemble(&src, "spv1.3");
+        let codes = |env: &str| -> Vec<&'static str> {
+            let opts = crate::ValidateOptions { target_env: Some(env.into()), target: None };
+            let r = crate::validate(&words, &opts).expect("parses");
+            r.diagnostics.iter().map(|d| d.rule.code()).collect()
+        };
+        for (env, too_new) in [
+            ("vulkan1.0", true),
+            ("spv1.2", true),
+            ("vulkan1.1", false),
+            ("spv1.3", false),
+            ("vulkan1.3", false),
+            ("universal1.0", false),
+        ] {
+            assert_eq!(codes(env).contains(&"SG0702"), too_new, "env {env}");
+        }
+    }
 
     #[test]
     fn vote_on_targets() {

@@ -38,6 +38,9 @@ use spv_subgroup_vk::{PipelineOptions, Runner};
 
 /// A dispatch must finish in this time or the case fails (a hung shader).
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// The first dispatch of a pipeline: lavapipe compiles the shader then (LLVM; large lowered
+/// modules on a loaded 2-core machine take tens of seconds).
+const FIRST_TIMEOUT: Duration = Duration::from_secs(240);
 /// Workgroups per dispatch (each one its own key pattern and data).
 const GROUPS: u32 = 12;
 /// Seeds per (case, variant, local size).
@@ -196,8 +199,14 @@ fn run_one(
     let inp = gen_inputs(case, local, seed);
     let n = (GROUPS * local) as usize;
     let mut bufs = vec![inp, vec![0u32; case.layout.out_words(n)]];
+    // The first seed is the pipeline's first dispatch (see FIRST_TIMEOUT).
+    let timeout = if seed == SEEDS[0] {
+        FIRST_TIMEOUT
+    } else {
+        TIMEOUT
+    };
     runner
-        .run(pipeline, &mut bufs, [GROUPS, 1, 1], TIMEOUT)
+        .run(pipeline, &mut bufs, [GROUPS, 1, 1], timeout)
         .map_err(|e| e.to_string())?;
     let out = bufs.pop().unwrap_or_default();
     let recs = case.layout.decode(&out);
@@ -357,6 +366,16 @@ fn run_case(runner: &Runner, case: &Case, presets: &[String], summary: &mut Summ
                 continue;
             }
         };
+        if let Ok(dir) = std::env::var("SPV_CONFORMANCE_DUMP") {
+            let file = format!(
+                "{}-{}.spv",
+                case.name.replace('/', "_"),
+                vname.replace(':', "_")
+            );
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let _ = std::fs::create_dir_all(&dir);
+            let _ = std::fs::write(std::path::Path::new(&dir).join(file), bytes);
+        }
         // NVIDIA's native partition compares bits (DESIGN.md section 5); the model knows both.
         let eq = if variant == Variant::Native && bitwise_native {
             KeyEq::Bitwise
@@ -497,7 +516,7 @@ fn radix(runner: &Runner, words: (&[u32], &[u32]), local: u32, seed: u64) -> Res
         input.extend(&current);
         let mut bufs = vec![input.clone(), vec![0u32; 16]];
         runner
-            .run(&hist_p, &mut bufs, [groups, 1, 1], TIMEOUT)
+            .run(&hist_p, &mut bufs, [groups, 1, 1], FIRST_TIMEOUT)
             .map_err(|e| e.to_string())?;
         let mut host = [0u32; 16];
         for k in &current {
@@ -518,7 +537,7 @@ fn radix(runner: &Runner, words: (&[u32], &[u32]), local: u32, seed: u64) -> Res
         let starts = offsets.clone();
         let mut bufs = vec![input, offsets, vec![0xdead_beef; n as usize]];
         runner
-            .run(&scat_p, &mut bufs, [groups, 1, 1], TIMEOUT)
+            .run(&scat_p, &mut bufs, [groups, 1, 1], FIRST_TIMEOUT)
             .map_err(|e| e.to_string())?;
         let sorted = bufs[2].clone();
         for d in 0..16 {
@@ -593,7 +612,7 @@ fn child_suite() {
         // Only an entry point for `lavapipe_subgroup_size_*` and `cargo xtask gpu`.
         return;
     }
-    let runner = Runner::new().unwrap_or_else(|e| panic!("no Vulkan device: {e}"));
+    let mut runner = Runner::new().unwrap_or_else(|e| panic!("no Vulkan device: {e}"));
     let info = runner.info().clone();
     println!("{}", info.summary());
     println!("subgroup size: {}", info.subgroup_size);
@@ -615,6 +634,10 @@ fn child_suite() {
     {
         let t = Instant::now();
         let raw = run_case(&runner, case, &presets, &mut summary);
+        if runner.is_poisoned() {
+            // A shader hung (already a failure); go on with a fresh device for the other cases.
+            runner = Runner::new().unwrap_or_else(|e| panic!("no Vulkan device: {e}"));
+        }
         let c = compare_native_lowered(case, &raw, &mut summary);
         cmp = (cmp.0 + c.0, cmp.1 + c.1, cmp.2 + c.2);
         println!("  {:<28} {:>6.2}s", case.name, t.elapsed().as_secs_f64());

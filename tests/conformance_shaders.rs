@@ -405,16 +405,27 @@ pub const SHAPES: [&str; 3] = ["branches", "loops", "returns"];
 /// Divergence family: partition and partitioned ops under branches, loops, early returns; the
 /// ballot computed outside a branch and used inside; ops inside functions called from loops.
 pub fn diverge_case(shape: &str, vt: Ty) -> Case {
-    // One order-sensitive op and, for integers, one idempotent op: the arithmetic family covers the
-    // whole op grid; here the point is control flow (each op is a separate lowered sequence that the
-    // driver compiles at every call site, so fewer keep the suite fast).
-    let ops: Vec<Op> = match vt.scalar {
-        Scalar::F(_) => vec![Op::Add],
-        Scalar::Bool => vec![Op::Xor],
-        Scalar::U(32) => vec![Op::Add, Op::Max],
-        _ => vec![Op::Add],
+    // The arithmetic family covers the whole op grid; here the point is control flow, and each op
+    // is a separate lowered sequence that lavapipe compiles at every (inlined) call site, so a few
+    // (op, mode) pairs keep the suite fast: order-sensitive ops, every mode at least once.
+    let pairs: Vec<(Op, Mode)> = match vt.scalar {
+        Scalar::F(_) => vec![(Op::Add, Mode::Inclusive)],
+        Scalar::Bool => vec![
+            (Op::Xor, Mode::Reduce),
+            (Op::Xor, Mode::Inclusive),
+            (Op::And, Mode::Exclusive),
+        ],
+        Scalar::U(32) => vec![
+            (Op::Add, Mode::Reduce),
+            (Op::Add, Mode::Inclusive),
+            (Op::Max, Mode::Exclusive),
+        ],
+        _ => vec![(Op::Add, Mode::Exclusive)],
     };
-    let results = arith_results(vt, &ops);
+    let results: Vec<ResultKind> = pairs
+        .into_iter()
+        .map(|(o, m)| ResultKind::Arith(o, m))
+        .collect();
     let slots = match shape {
         "branches" => 6,
         "loops" => 9,

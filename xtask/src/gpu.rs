@@ -8,7 +8,8 @@
 //! 2. copies it, `glslangValidator` and `spirv-val` (both only need libstdc++) into `DIR/bin`
 //!    (default `.gpu/` in the workspace root, which must be git-ignored: it is added to
 //!    `.git/info/exclude`), with debug info stripped to stay under the tool's 64 MiB;
-//! 3. downloads the Vulkan loader packages into `.gl/` (the device README's recipe) when missing;
+//! 3. downloads the Vulkan loader and glvnd packages into `.gl/` (the device README's recipe; the
+//!    NVIDIA Vulkan driver lives in its GLX library, which needs glvnd) when missing;
 //! 4. writes `DIR/run.sh`, which on the GPU machine unpacks the loader, finds the NVIDIA ICD and runs
 //!    `conformance --exact child_suite` with `SPV_CONFORMANCE_CHILD=1 SPV_CONFORMANCE_BENCH=1`
 //!    (the whole suite natively and lowered for `vulkan1.1` and `naga`, checked against the host
@@ -27,7 +28,7 @@ set -u
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export PATH="$PWD/.gpu/bin:$PATH"
-if ! ls /usr/share/vulkan/icd.d/*nvidia* /etc/vulkan/icd.d/*nvidia* >/dev/null 2>&1; then
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
 nvidia-smi -L
@@ -61,10 +62,12 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         copy_stripped(&path, &bin.join(tool))?;
     }
     std::fs::write(out.join("run.sh"), RUN_SH)?;
-    exclude(&root, &out);
-    let gl = root.join(".gl");
+    // The repository that travels is the folder holding `out` (the workspace root by default).
+    let repo = out.parent().map_or_else(|| root.clone(), Path::to_path_buf);
+    exclude(&repo, &out);
+    let gl = repo.join(".gl");
     if !gl.join("done").exists() {
-        fetch_loader(&root)?;
+        fetch_loader(&repo)?;
     }
     let size: u64 = walk_size(&out) + walk_size(&gl);
     eprintln!(
@@ -162,12 +165,21 @@ fn fetch_loader(root: &Path) -> anyhow::Result<()> {
     let ok = Command::new("apt-get")
         .current_dir(&gl)
         .args(o)
-        .args(["download", "libvulkan1"])
+        .args([
+            "download",
+            "libvulkan1",
+            "libegl1",
+            "libglvnd0",
+            "libopengl0",
+            "libgl1",
+            "libglx0",
+            "libgles2",
+        ])
         .status()
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        bail!("apt-get download libvulkan1 failed");
+        bail!("apt-get download of the loader packages failed");
     }
     std::fs::write(gl.join("done"), "")?;
     Ok(())

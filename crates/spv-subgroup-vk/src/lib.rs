@@ -570,6 +570,12 @@ impl Runner {
         &self.info
     }
 
+    /// Whether a timeout or device loss made this runner unusable (make a new one to go on; the old
+    /// one leaks its device on purpose, since work may still run on it).
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.get()
+    }
+
     fn check_alive(&self) -> Result<(), VkError> {
         if self.poisoned.get() {
             Err(VkError::Poisoned)

@@ -28,7 +28,16 @@ pub fn lower_words(
     if !report.changed {
         return Ok((words.to_vec(), report));
     }
-    Ok((module.assemble(), report))
+    let mut out = module.assemble();
+    // rspirv's loader stamps its own generator word; the input's is kept (as are its version
+    // unless raised, and the reserved schema word).
+    if let (Some(o), Some(&g)) = (out.get_mut(2), words.get(2)) {
+        *o = g;
+    }
+    if let (Some(o), Some(&r)) = (out.get_mut(4), words.get(4)) {
+        *o = r;
+    }
+    Ok((out, report))
 }
 
 /// Fills in the word offset of the instruction an error names.

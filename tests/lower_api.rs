@@ -1,0 +1,214 @@
+//! The lowering library's contract beyond the fixtures: unchanged modules come back word for
+//! word, errors name the instruction and the missing feature, hygiene (capabilities, extensions,
+//! version, generator word), the options (subgroup size, float comparison), and no panic on
+//! malformed input.
+
+use spv_subgroup_lower::{lower_words, FloatPartition, LowerError, LowerOptions, Target};
+use spv_subgroup_tests::tools;
+
+const VOTE_1_0: &str = r#"
+OpCapability Shader
+OpCapability SubgroupVoteKHR
+OpExtension "SPV_KHR_subgroup_vote"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main"
+OpExecutionMode %main LocalSize 32 1 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%bool = OpTypeBool
+%ptr = OpTypePointer Function %bool
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%var = OpVariable %ptr Function
+%p = OpLoad %bool %var
+%any = OpSubgroupAnyKHR %bool %p
+OpStore %var %any
+OpReturn
+OpFunctionEnd
+"#;
+
+const PARTITION_1_3: &str = r#"
+OpCapability Shader
+OpCapability GroupNonUniform
+OpCapability GroupNonUniformPartitionedNV
+OpExtension "SPV_NV_shader_subgroup_partitioned"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main"
+OpExecutionMode %main LocalSize 32 1 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%float = OpTypeFloat 32
+%uint = OpTypeInt 32 0
+%v4uint = OpTypeVector %uint 4
+%ptr = OpTypePointer Function %float
+%mptr = OpTypePointer Function %v4uint
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%var = OpVariable %ptr Function
+%out = OpVariable %mptr Function
+%v = OpLoad %float %var
+%p = OpGroupNonUniformPartitionNV %v4uint %v
+OpStore %out %p
+OpReturn
+OpFunctionEnd
+"#;
+
+fn opts(target: &str) -> LowerOptions {
+    LowerOptions {
+        target: Target::preset(target).expect("preset"),
+        ..Default::default()
+    }
+}
+
+fn dis(words: &[u32]) -> String {
+    tools::disassemble(words)
+}
+
+#[test]
+fn nothing_to_lower_gives_the_same_words() {
+    let words = tools::assemble(VOTE_1_0, "spv1.0").unwrap();
+    let (out, report) = lower_words(&words, &opts("lavapipe")).unwrap();
+    assert!(!report.changed);
+    assert!(report.rewrites.is_empty());
+    assert_eq!(out, words);
+}
+
+#[test]
+fn vote_on_a_1_0_module_raises_the_version_only_for_core_code() {
+    let words = tools::assemble(VOTE_1_0, "spv1.0").unwrap();
+    // Core target: the core vote op needs SPIR-V 1.3.
+    let (out, report) = lower_words(&words, &opts("vulkan1.1")).unwrap();
+    assert_eq!(report.rewrites, vec![("OpSubgroupAnyKHR".to_owned(), 1)]);
+    assert_eq!(out[1], 0x0001_0300, "version raised to 1.3");
+    assert_eq!(out[2], words[2], "generator word kept");
+    let text = dis(&out);
+    assert!(text.contains("OpGroupNonUniformAny"), "{text}");
+    assert!(
+        !text.contains("SubgroupVoteKHR") && !text.contains("SPV_KHR_subgroup_vote"),
+        "{text}"
+    );
+    tools::spirv_val(&out, "vulkan1.1").unwrap();
+    // SPIR-V 1.0 target: a KHR ballot, version untouched.
+    let (out, _) = lower_words(&words, &opts("khr-ballot")).unwrap();
+    assert_eq!(out[1], 0x0001_0000);
+    let text = dis(&out);
+    assert!(
+        text.contains("OpSubgroupBallotKHR") && text.contains("SPV_KHR_shader_ballot"),
+        "{text}"
+    );
+    tools::spirv_val(&out, "vulkan1.0").unwrap();
+}
+
+#[test]
+fn unused_capability_the_target_lacks_is_removed() {
+    let text = VOTE_1_0.replace(
+        "%any = OpSubgroupAnyKHR %bool %p\nOpStore %var %any",
+        "OpStore %var %p",
+    );
+    let words = tools::assemble(&text, "spv1.0").unwrap();
+    let (out, report) = lower_words(&words, &opts("vulkan1.1")).unwrap();
+    assert!(report.changed && report.rewrites.is_empty());
+    let text = dis(&out);
+    assert!(
+        !text.contains("SubgroupVoteKHR") && !text.contains("SPV_KHR_subgroup_vote"),
+        "{text}"
+    );
+    assert_eq!(out[1], 0x0001_0000, "no core code added: version unchanged");
+    let (again, report) = lower_words(&out, &opts("vulkan1.1")).unwrap();
+    assert!(!report.changed);
+    assert_eq!(again, out);
+}
+
+#[test]
+fn a_target_without_ballots_names_the_instruction_and_the_missing_feature() {
+    let words = tools::assemble(VOTE_1_0, "spv1.0").unwrap();
+    let mut target = Target::preset("khr-ballot").unwrap();
+    target.name = "bare".into();
+    target.ops.khr_ballot = false;
+    let err = lower_words(
+        &words,
+        &LowerOptions {
+            target,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    let LowerError::Unsupported {
+        result_id,
+        opcode,
+        word_offset,
+        target,
+        missing,
+    } = &err
+    else {
+        panic!("expected Unsupported, got {err:?}");
+    };
+    assert_eq!(opcode, "OpSubgroupAnyKHR");
+    assert!(*result_id > 0 && *word_offset > 5, "{err}");
+    assert_eq!(
+        words[*word_offset] & 0xffff,
+        4429,
+        "the offset points at the instruction"
+    );
+    assert_eq!(target, "bare");
+    assert!(missing.contains("ballot"), "{err}");
+}
+
+#[test]
+fn a_module_newer_than_the_target_is_refused() {
+    let words = tools::assemble(PARTITION_1_3, "spv1.3").unwrap();
+    let err = lower_words(&words, &opts("khr-ballot")).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("SPIR-V 1.3 (the target consumes up to 1.0)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn subgroup_size_32_gives_single_word_masks() {
+    let words = tools::assemble(PARTITION_1_3, "spv1.3").unwrap();
+    let mut o = opts("vulkan1.1");
+    let (wide, _) = lower_words(&words, &o).unwrap();
+    o.subgroup_size = Some(32);
+    let (narrow, _) = lower_words(&words, &o).unwrap();
+    let (wide, narrow) = (dis(&wide), dis(&narrow));
+    assert!(wide.contains("OpGroupNonUniformBallotFindLSB"), "{wide}");
+    assert!(
+        !narrow.contains("OpGroupNonUniformBallotFindLSB") && narrow.contains("FindILsb"),
+        "{narrow}"
+    );
+}
+
+#[test]
+fn bitwise_float_partition_skips_the_normalisation() {
+    let words = tools::assemble(PARTITION_1_3, "spv1.3").unwrap();
+    let mut o = opts("vulkan1.1");
+    let (spec, _) = lower_words(&words, &o).unwrap();
+    o.float_partition = FloatPartition::Bitwise;
+    let (bits, _) = lower_words(&words, &o).unwrap();
+    // The spec form tests the magnitude bits against 0x7f800000 (NaN); the bitwise form does not.
+    assert!(dis(&spec).contains("2139095040"), "{}", dis(&spec));
+    assert!(!dis(&bits).contains("2139095040"));
+    assert!(bits.len() < spec.len());
+}
+
+#[test]
+fn malformed_input_is_an_error_never_a_panic() {
+    let words = tools::assemble(PARTITION_1_3, "spv1.3").unwrap();
+    for cut in 0..words.len() {
+        let _ = lower_words(&words[..cut], &opts("vulkan1.1"));
+    }
+    for i in 5..words.len() {
+        for flip in [0x0000_0001u32, 0x0001_0000, 0xffff_ffff, 0x8000_0000] {
+            let mut w = words.clone();
+            w[i] ^= flip;
+            let _ = lower_words(&w, &opts("vulkan1.1"));
+            let _ = lower_words(&w, &opts("naga"));
+        }
+    }
+    assert!(matches!(
+        lower_words(&[], &opts("vulkan1.1")),
+        Err(LowerError::Parse(_))
+    ));
+}

@@ -531,6 +531,15 @@ fn secs(s: &Option<Sample>) -> Option<f64> {
     s.as_ref().filter(|s| s.ok).map(Sample::median)
 }
 
+/// CPU times come from GNU time with 10 ms resolution: below that, say so.
+fn fmt_cpu(t: f64) -> String {
+    if t < 0.01 {
+        "< 10 ms".into()
+    } else {
+        fmt_time(t)
+    }
+}
+
 fn fmt_time(t: f64) -> String {
     if t < 1.0 {
         format!("{:.1} ms", t * 1000.0)
@@ -558,7 +567,7 @@ fn row(out: &mut String, cmd: &str, r: &SizeResult, s: &Option<Sample>) {
         r.label,
         mb,
         fmt_time(t),
-        fmt_time(median_of(&s.cpu)),
+        fmt_cpu(median_of(&s.cpu)),
         fmt_time(t / mb),
         s.rss_kib as f64 / 1024.0,
         s.out_bytes
@@ -657,7 +666,12 @@ fn render(
             (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
             _ => "-".into(),
         };
-        let cpu = |s: &Option<Sample>| s.as_ref().filter(|s| s.ok).map(|s| median_of(&s.cpu));
+        let cpu = |s: &Option<Sample>| {
+            s.as_ref()
+                .filter(|s| s.ok)
+                .map(|s| median_of(&s.cpu))
+                .filter(|&t| t >= 0.01)
+        };
         let both = |a: &Option<Sample>, b: &Option<Sample>| {
             format!("{} ({})", ratio(secs(a), secs(b)), ratio(cpu(a), cpu(b)))
         };
@@ -693,7 +707,10 @@ fn render(
         let cpu_mb = |r: &SizeResult, s: &Option<Sample>| {
             s.as_ref()
                 .filter(|s| s.ok)
-                .map(|s| median_of(&s.cpu) / (r.bytes as f64 / MB))
+                .map(|s| median_of(&s.cpu))
+                // 10 ms ticks: too coarse below 50 ms to compare rates.
+                .filter(|&t| t >= 0.05)
+                .map(|t| t / (r.bytes as f64 / MB))
         };
         let x = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}x"));
         let v_lin = lin(per_mb(sm, &sm.ours_val), per_mb(lg, &lg.ours_val));

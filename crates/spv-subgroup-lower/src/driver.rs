@@ -163,7 +163,7 @@ fn lower_function(
     }
     let first_new_id = em.bound();
     // Original result ids now defined by emitted code (their phis, if any, are new code).
-    let mut taken_over: Vec<Id> = Vec::new();
+    let mut taken_over: std::collections::BTreeSet<Id> = std::collections::BTreeSet::new();
     let mut out: Vec<Block> = Vec::with_capacity(function.blocks.len());
     // Original label -> label of the block that now holds the original terminator.
     let mut moved: HashMap<Id, Id> = HashMap::new();
@@ -214,7 +214,7 @@ fn lower_function(
             if let (Some(orig), Some(result_type)) = (inst.result_id, inst.result_type) {
                 if value >= before {
                     rename(&mut code, mark, value, orig);
-                    taken_over.push(orig);
+                    taken_over.insert(orig);
                 } else {
                     code.cur.instructions.push(Instruction::new(
                         Op::CopyObject,

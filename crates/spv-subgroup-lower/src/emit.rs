@@ -7,7 +7,8 @@
 //! Ballots ("masks") are a `uint` when at most 32 lanes can exist and a `uvec4` otherwise,
 //! so code for subgroups of at most 32 lanes stays scalar.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use rspirv::dr::{Block, Instruction, Operand};
 use spirv::{BuiltIn, Capability, Decoration, Op, StorageClass};
@@ -17,6 +18,37 @@ use spv_subgroup_validate::target::Restrictions;
 
 /// A result id.
 pub(crate) type Id = u32;
+
+/// The multiply-rotate hash of rustc (`FxHasher`): the maps here have small integer keys, for
+/// which SipHash was 17% of a lowering run.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+/// A `HashMap` with [`FxHasher`]. Only ever used for lookups: nothing iterates one into output.
+pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// A scalar type as the rewrites see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -117,7 +149,10 @@ pub(crate) struct Emitter<'t> {
     /// Extensions the emitted code needs.
     pub exts: BTreeSet<&'static str>,
     /// Types of all values (result id -> type id), of the input and of new code.
-    value_types: HashMap<Id, Id>,
+    value_types: Vec<Id>,
+    /// Grammar entries by opcode, filled on first use (rspirv's `Instruction::new` searches its
+    /// table linearly: 15% of a run).
+    classes: Vec<Option<&'static rspirv::grammar::Instruction<'static>>>,
     /// Every built-in variable the emitted code loads (existing or new), for the interfaces.
     pub used_builtins: BTreeSet<Id>,
     /// How partition keys of float type compare (set by the driver from the options).
@@ -137,13 +172,13 @@ impl<'t> Emitter<'t> {
             target,
             max_lanes,
             next_id: bound,
-            type_ids: HashMap::new(),
-            id_types: HashMap::new(),
-            pointer_ids: HashMap::new(),
-            consts: HashMap::new(),
-            composites: HashMap::new(),
-            undefs: HashMap::new(),
-            builtins: HashMap::new(),
+            type_ids: HashMap::default(),
+            id_types: HashMap::default(),
+            pointer_ids: HashMap::default(),
+            consts: HashMap::default(),
+            composites: HashMap::default(),
+            undefs: HashMap::default(),
+            builtins: HashMap::default(),
             new_builtins: Vec::new(),
             glsl: None,
             new_globals: Vec::new(),
@@ -151,7 +186,8 @@ impl<'t> Emitter<'t> {
             new_ext_import: None,
             caps: BTreeSet::new(),
             exts: BTreeSet::new(),
-            value_types: HashMap::new(),
+            value_types: vec![0; bound as usize],
+            classes: Vec::new(),
             used_builtins: BTreeSet::new(),
             float_partition: FloatPartition::default(),
             int64_words: target.restrictions != Restrictions::default()
@@ -177,7 +213,7 @@ impl<'t> Emitter<'t> {
         for inst in &module.types_global_values {
             em.index_global(inst);
         }
-        let mut builtin_of: HashMap<Id, BuiltIn> = HashMap::new();
+        let mut builtin_of: HashMap<Id, BuiltIn> = HashMap::default();
         for inst in &module.annotations {
             if inst.class.opcode == Op::Decorate {
                 if let [Operand::IdRef(target), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
@@ -209,7 +245,7 @@ impl<'t> Emitter<'t> {
                 .chain(f.blocks.iter().flat_map(|b| b.instructions.iter()))
             {
                 if let (Some(t), Some(r)) = (inst.result_type, inst.result_id) {
-                    em.value_types.insert(r, t);
+                    em.set_value_type(r, t);
                 }
             }
         }
@@ -284,7 +320,7 @@ impl<'t> Emitter<'t> {
             self.id_types.entry(id).or_insert(ty);
         }
         if let (Some(t), Some(r)) = (inst.result_type, inst.result_id) {
-            self.value_types.insert(r, t);
+            self.set_value_type(r, t);
         }
     }
 
@@ -300,13 +336,44 @@ impl<'t> Emitter<'t> {
         self.next_id
     }
 
+    /// Records the type id of a value.
+    fn set_value_type(&mut self, value: Id, ty: Id) {
+        let i = value as usize;
+        if i >= self.value_types.len() {
+            self.value_types.resize(i + 1 + i / 4, 0);
+        }
+        self.value_types[i] = ty;
+    }
+
+    /// An instruction, with its grammar entry from the cache.
+    pub(crate) fn inst(
+        &mut self,
+        op: Op,
+        ty: Option<Id>,
+        id: Option<Id>,
+        operands: Vec<Operand>,
+    ) -> Instruction {
+        let code = op as usize;
+        if code >= self.classes.len() {
+            self.classes.resize(code + 1, None);
+        }
+        let class =
+            *self.classes[code].get_or_insert_with(|| rspirv::grammar::INSTRUCTION_TABLE.get(op));
+        Instruction {
+            class,
+            result_type: ty,
+            result_id: id,
+            operands,
+        }
+    }
+
     fn push_global(&mut self, op: Op, ty: Option<Id>, operands: Vec<Operand>) -> Id {
         let id = self.id();
         if let Some(t) = ty {
-            self.value_types.insert(id, t);
+            self.set_value_type(id, t);
         }
-        self.new_globals
-            .push(Instruction::new(op, ty, Some(id), operands));
+        let inst = self.inst(op, ty, Some(id), operands);
+        self.new_globals.push(inst);
         id
     }
 
@@ -370,13 +437,16 @@ impl<'t> Emitter<'t> {
 
     /// The type of a value (an operand id), if it is a scalar or vector.
     pub(crate) fn ty_of_value(&self, value: Id) -> Option<Ty> {
-        self.value_types.get(&value).and_then(|t| self.ty_of_id(*t))
+        self.type_id_of_value(value).and_then(|t| self.ty_of_id(t))
     }
 
     /// The type id of a value.
     #[allow(dead_code, reason = "part of the helper API the rewrites build on")]
     pub(crate) fn type_id_of_value(&self, value: Id) -> Option<Id> {
-        self.value_types.get(&value).copied()
+        self.value_types
+            .get(value as usize)
+            .copied()
+            .filter(|&t| t != 0)
     }
 
     /// A scalar constant of `ty` with the given bits (low `width` bits used; bool: 0 or 1).
@@ -578,10 +648,9 @@ impl<'e, 't> Code<'e, 't> {
     /// Appends an instruction with a fresh result id of type `ty`; returns the id.
     pub(crate) fn emit(&mut self, op: Op, ty: Id, operands: Vec<Operand>) -> Id {
         let id = self.em.id();
-        self.em.value_types.insert(id, ty);
-        self.cur
-            .instructions
-            .push(Instruction::new(op, Some(ty), Some(id), operands));
+        self.em.set_value_type(id, ty);
+        let inst = self.em.inst(op, Some(ty), Some(id), operands);
+        self.cur.instructions.push(inst);
         id
     }
 
@@ -593,15 +662,14 @@ impl<'e, 't> Code<'e, 't> {
 
     /// Appends an instruction without a result (branches, merges).
     pub(crate) fn emit_void(&mut self, op: Op, operands: Vec<Operand>) {
-        self.cur
-            .instructions
-            .push(Instruction::new(op, None, None, operands));
+        let inst = self.em.inst(op, None, None, operands);
+        self.cur.instructions.push(inst);
     }
 
     /// Ends the current block and starts a new one with label `label`.
     pub(crate) fn start_block(&mut self, label: Id) {
         let next = Block {
-            label: Some(Instruction::new(Op::Label, None, Some(label), vec![])),
+            label: Some(self.em.inst(Op::Label, None, Some(label), vec![])),
             instructions: vec![],
         };
         let done = std::mem::replace(&mut self.cur, next);
@@ -641,7 +709,7 @@ impl<'e, 't> Code<'e, 't> {
         let phis: Vec<Id> = carried.iter().map(|_| self.em.id()).collect();
         for ((ty, _), &phi) in carried.iter().zip(&phis) {
             let t = self.em.ty(*ty);
-            self.em.value_types.insert(phi, t);
+            self.em.set_value_type(phi, t);
         }
         self.emit_void(
             Op::LoopMerge,

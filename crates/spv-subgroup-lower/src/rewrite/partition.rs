@@ -20,8 +20,8 @@
 //! It terminates for every input: `rem` starts non-empty (this lane is active), the leader is an
 //! active lane of `rem` (so `FindLSB` never sees zero and the shuffle reads an active lane), and
 //! the leader's own key equals itself bit for bit, so `b` holds the leader and `rem` shrinks.
-//! The leader's bit is also cleared explicitly (`rem &= ~(b | bit(leader))`, a few ALU ops), so
-//! even a driver whose ballot disagrees with its shuffle ends after at most one round per lane.
+//! The exit test also requires progress (`rem` changed), so even a driver whose ballot disagrees
+//! with its shuffle leaves the loop instead of hanging (four scalar ops per round).
 //! NaN lanes are not taken out of `rem` up front (that would cost a ballot on every float
 //! partition); a NaN lane leads at most one round and is made a singleton afterwards.
 //! On a target without shuffles (SPIR-V 1.0 with `SPV_KHR_shader_ballot`) the leader's key is
@@ -260,12 +260,15 @@ fn waterfall(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
         };
         let b = c.ballot(eq)?;
         let res2 = c.mask_select(eq, b, res);
-        // The leader leaves `rem` even if `b` lacks it: progress never depends on the driver's
-        // ballot agreeing with its shuffle (a phantom lane of a partial subgroup, say).
-        let lead_bit = c.lane_bit(leader);
-        let done = c.mask_or(b, lead_bit);
-        let rem2 = c.mask_and_not(rem, done);
-        let again = c.mask_nonzero(rem2);
+        let rem2 = c.mask_and_not(rem, b);
+        // Round again while lanes remain and this round made progress: a driver whose ballot
+        // disagreed with its shuffle (a phantom lane in a partial subgroup, say) ends the loop
+        // instead of hanging it. With a conforming driver `b` holds the leader, so the second
+        // test never decides.
+        let left = c.mask_nonzero(rem2);
+        let same = c.mask_eq(rem2, rem);
+        let moved = c.not(same);
+        let again = c.and(left, moved);
         Ok((vec![rem2, res2], again))
     })?;
     Ok(out[1])

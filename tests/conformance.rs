@@ -103,6 +103,9 @@ fn native_blocker(words: &[u32], runner: &Runner) -> Option<&'static str> {
     if caps.contains(&4431) && !info.has_extension("VK_EXT_shader_subgroup_vote") {
         return Some("no VK_EXT_shader_subgroup_vote");
     }
+    if caps.contains(&4423) && !info.has_extension("VK_EXT_shader_subgroup_ballot") {
+        return Some("no VK_EXT_shader_subgroup_ballot");
+    }
     if caps.contains(&67) && !info.has_subgroup_op("clustered") {
         return Some("no clustered ops");
     }
@@ -327,7 +330,7 @@ fn run_case(runner: &Runner, case: &Case, presets: &[String], summary: &mut Summ
             .push(format!("{}: device lacks {missing}", case.name));
         return raw;
     }
-    let native = match compile(&case.glsl, "vulkan1.1") {
+    let native = match compile(&case.glsl, case.env) {
         Ok(w) => w,
         Err(e) => {
             summary.fail(&case.name, "compile", e);
@@ -348,6 +351,14 @@ fn run_case(runner: &Runner, case: &Case, presets: &[String], summary: &mut Summ
         }
         Some(_) => {}
     }
+    let own: Vec<String>;
+    let presets = match &case.presets {
+        Some(p) => {
+            own = p.iter().map(|s| (*s).to_owned()).collect();
+            &own[..]
+        }
+        None => presets,
+    };
     if !matches!(case.family, Family::CoreArith | Family::CoreVote) {
         for p in presets {
             variants.push((

@@ -54,6 +54,10 @@ pub struct Case {
     pub local_sizes: Vec<u32>,
     /// Device features needed.
     pub needs: Needs,
+    /// `glslangValidator --target-env` (`vulkan1.1`, or `vulkan1.0` for the SPIR-V 1.0 cases).
+    pub env: &'static str,
+    /// Lowering presets for this case instead of the device's default list.
+    pub presets: Option<Vec<&'static str>>,
 }
 
 impl Case {
@@ -120,6 +124,15 @@ fn extensions(
 }
 
 fn common(layout: &Layout, ctrl_words: usize) -> String {
+    common_with(layout, ctrl_words, false)
+}
+
+/// The declarations every shader shares; with `khr_ballot`, records are written with
+/// `GL_ARB_shader_ballot` only (SPIR-V 1.0 + `SPV_KHR_shader_ballot`): the active set is
+/// `ballotARB(true)`, the lane `gl_SubGroupInvocationARB`, and the subgroup id
+/// `gl_LocalInvocationIndex / gl_SubGroupSizeARB` (the model then checks that the lanes that wrote a
+/// slot are exactly that active set, so a wrong layout assumption fails loudly).
+fn common_with(layout: &Layout, ctrl_words: usize, khr_ballot: bool) -> String {
     let kw = layout.key_words();
     let vw = layout.value_words();
     format!(
@@ -139,8 +152,8 @@ uint kin(uint s) {{ return gid * ISTR + CW + s * (KW + VW); }}
 uint vin(uint s) {{ return kin(s) + KW; }}
 uint rec(uint s, uvec4 act, uvec4 b, uvec4 p, uint flags) {{
     uint o = (gid * NSLOTS + s) * OSTR;
-    outp[o] = 1u; outp[o + 1u] = gl_WorkGroupID.x; outp[o + 2u] = gl_SubgroupID;
-    outp[o + 3u] = gl_SubgroupInvocationID; outp[o + 4u] = gid; outp[o + 5u] = gl_SubgroupSize;
+    outp[o] = 1u; outp[o + 1u] = gl_WorkGroupID.x; outp[o + 2u] = {sgid};
+    outp[o + 3u] = {lane}; outp[o + 4u] = gid; outp[o + 5u] = {size};
     outp[o + 6u] = flags; outp[o + 7u] = 0u;
     outp[o + 8u] = act.x; outp[o + 9u] = act.y; outp[o + 10u] = act.z; outp[o + 11u] = act.w;
     outp[o + 12u] = b.x; outp[o + 13u] = b.y; outp[o + 14u] = b.z; outp[o + 15u] = b.w;
@@ -153,6 +166,21 @@ uint rec(uint s, uvec4 act, uvec4 b, uvec4 p, uint flags) {{
         istr = ctrl_words + layout.slots * (kw + vw),
         cw = ctrl_words,
         rw = layout.result_words(),
+        sgid = if khr_ballot {
+            "gl_LocalInvocationIndex / gl_SubGroupSizeARB"
+        } else {
+            "gl_SubgroupID"
+        },
+        lane = if khr_ballot {
+            "gl_SubGroupInvocationARB"
+        } else {
+            "gl_SubgroupInvocationID"
+        },
+        size = if khr_ballot {
+            "gl_SubGroupSizeARB"
+        } else {
+            "gl_SubgroupSize"
+        },
     )
 }
 
@@ -338,6 +366,8 @@ void main() {{
         ctrl_words: 4,
         local_sizes: vec![37],
         needs: needs_of(&[kt]),
+        env: "vulkan1.1",
+        presets: None,
     }
 }
 
@@ -396,6 +426,8 @@ pub fn arith_case(vt: Ty, core: bool) -> Case {
             vec![37]
         },
         needs: needs_of(&[vt]),
+        env: "vulkan1.1",
+        presets: None,
     }
 }
 
@@ -560,6 +592,8 @@ void main() {
         ctrl_words: 4,
         local_sizes: vec![3, 37],
         needs: needs_of(&[vt]),
+        env: "vulkan1.1",
+        presets: None,
     }
 }
 
@@ -568,6 +602,29 @@ void main() {
 /// at the top level, in both arms of a branch, in loop iterations with breaks, in nested branches,
 /// after early returns.
 pub fn vote_case(core: bool) -> Case {
+    vote_case_styled(if core {
+        VoteStyle::Core
+    } else {
+        VoteStyle::Arb
+    })
+}
+
+/// How the vote family is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VoteStyle {
+    /// `GL_ARB_shader_group_vote` with core-subgroup records (SPIR-V 1.3).
+    Arb,
+    /// Core `subgroupAll/Any/AllEqual` (native only: checks the model).
+    Core,
+    /// `GL_ARB_shader_group_vote` with `GL_ARB_shader_ballot` records, compiled for Vulkan 1.0
+    /// (SPIR-V 1.0): what the `khr-ballot` preset's lowering must handle.
+    KhrBallot,
+}
+
+/// [`vote_case`] in any [`VoteStyle`].
+pub fn vote_case_styled(style: VoteStyle) -> Case {
+    let core = style == VoteStyle::Core;
+    let khr = style == VoteStyle::KhrBallot;
     let bt = Ty::s(Scalar::Bool);
     let layout = Layout {
         slots: 8,
@@ -579,8 +636,17 @@ pub fn vote_case(core: bool) -> Case {
             ResultKind::VoteAllEqual,
         ],
     };
-    let mut g = extensions(&[], false, !core, core, false);
-    g.push_str(&common(&layout, 4));
+    let mut g = if khr {
+        "#version 450\n#extension GL_ARB_shader_ballot : require\n#extension GL_ARB_shader_group_vote : require\n#extension GL_ARB_gpu_shader_int64 : require\n".to_owned()
+    } else {
+        extensions(&[], false, !core, core, false)
+    };
+    g.push_str(&common_with(&layout, 4, khr));
+    let active = if khr {
+        "uvec4(unpackUint2x32(ballotARB(true)), 0u, 0u)"
+    } else {
+        "subgroupBallot(true)"
+    };
     let (all, any, eq) = if core {
         ("subgroupAll", "subgroupAny", "subgroupAllEqual")
     } else {
@@ -593,7 +659,7 @@ pub fn vote_case(core: bool) -> Case {
     g.push_str(&format!(
         r#"void vote(uint s) {{
     bool p = inp[vin(s)] != 0u;
-    uvec4 act = subgroupBallot(true);
+    uvec4 act = {active};
     bool a = {all}(p);
     bool y = {any}(p);
     bool e = {eq}(p);
@@ -642,7 +708,12 @@ void main() {{
         layout,
         ctrl_words: 4,
         local_sizes: vec![5, 64],
-        needs: Needs::default(),
+        needs: Needs {
+            int64: khr,
+            ..Needs::default()
+        },
+        env: if khr { "vulkan1.0" } else { "vulkan1.1" },
+        presets: khr.then(|| vec!["khr-ballot"]),
     }
 }
 
@@ -651,6 +722,7 @@ pub fn all_cases() -> Vec<Case> {
     let mut v = Vec::new();
     v.push(vote_case(false));
     v.push(vote_case(true));
+    v.push(vote_case_styled(VoteStyle::KhrBallot));
     for t in key_types() {
         v.push(partition_case(t));
     }

@@ -47,6 +47,16 @@ const TYPES: &[KeyType] = &[
         cap: "Float16",
     },
     KeyType {
+        name: "u8vec4",
+        decl: "%u8 = OpTypeInt 8 0\n%T = OpTypeVector %u8 4",
+        cap: "Int8",
+    },
+    KeyType {
+        name: "f16vec3",
+        decl: "%h = OpTypeFloat 16\n%T = OpTypeVector %h 3",
+        cap: "Float16",
+    },
+    KeyType {
         name: "uint",
         decl: "%T = OpTypeInt 32 0",
         cap: "",

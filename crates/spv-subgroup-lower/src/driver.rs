@@ -4,7 +4,7 @@
 //! Instructions are rewritten in place of the original: the rewrite's final instruction takes
 //! over the original result id, so uses, names and decorations (RelaxedPrecision) stay attached.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use rspirv::binary::Assemble;
 use rspirv::dr::{Block, Instruction, Module, Operand};
@@ -132,10 +132,15 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
     let mut em = Emitter::new(module, target, max_lanes);
     em.float_partition = opts.float_partition;
     let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut rewritten: BTreeSet<Id> = BTreeSet::new();
     for function in &mut module.functions {
+        let before = em.bound();
         lower_function(function, &mut em, opts, &mut counts)?;
+        if em.bound() != before {
+            rewritten.extend(function.def.as_ref().and_then(|d| d.result_id));
+        }
     }
-    finish_globals(module, &mut em);
+    finish_globals(module, &mut em, &rewritten);
     hygiene::fix_requirements(module, &em, opts)?;
     if let Some(h) = module.header.as_mut() {
         h.bound = em.bound();
@@ -163,7 +168,7 @@ fn lower_function(
     }
     let first_new_id = em.bound();
     // Original result ids now defined by emitted code (their phis, if any, are new code).
-    let mut taken_over: std::collections::BTreeSet<Id> = std::collections::BTreeSet::new();
+    let mut taken_over: BTreeSet<Id> = BTreeSet::new();
     let mut out: Vec<Block> = Vec::with_capacity(function.blocks.len());
     // Original label -> label of the block that now holds the original terminator.
     let mut moved: HashMap<Id, Id> = HashMap::new();
@@ -305,6 +310,41 @@ fn rename(code: &mut Code, mark: (usize, usize), value: Id, orig: Id) {
     }
 }
 
+/// Function id -> the functions it calls.
+fn call_graph(module: &Module) -> HashMap<Id, Vec<Id>> {
+    let mut calls: HashMap<Id, Vec<Id>> = HashMap::new();
+    for f in &module.functions {
+        let Some(id) = f.def.as_ref().and_then(|d| d.result_id) else {
+            continue;
+        };
+        let callees = calls.entry(id).or_default();
+        for inst in f.blocks.iter().flat_map(|b| &b.instructions) {
+            if inst.class.opcode == Op::FunctionCall {
+                if let Some(Operand::IdRef(callee)) = inst.operands.first() {
+                    callees.push(*callee);
+                }
+            }
+        }
+    }
+    calls
+}
+
+/// Whether the call tree from `root` holds one of `targets`.
+fn reaches(calls: &HashMap<Id, Vec<Id>>, root: Id, targets: &BTreeSet<Id>) -> bool {
+    let mut seen: BTreeSet<Id> = BTreeSet::new();
+    let mut stack = vec![root];
+    while let Some(f) = stack.pop() {
+        if !seen.insert(f) {
+            continue;
+        }
+        if targets.contains(&f) {
+            return true;
+        }
+        stack.extend(calls.get(&f).into_iter().flatten().copied());
+    }
+    false
+}
+
 fn name_error(err: LowerError, inst: &Instruction) -> LowerError {
     match err {
         LowerError::Unsupported {
@@ -323,17 +363,24 @@ fn name_error(err: LowerError, inst: &Instruction) -> LowerError {
     }
 }
 
-/// Appends new types, constants, variables, decorations and imports, and lists new built-ins in
-/// every entry point's interface.
-fn finish_globals(module: &mut Module, em: &mut Emitter) {
+/// Appends new types, constants, variables, decorations and imports, and lists the built-ins the
+/// new code loads in the interface of every entry point whose call tree holds rewritten code.
+fn finish_globals(module: &mut Module, em: &mut Emitter, rewritten: &BTreeSet<Id>) {
     module.types_global_values.append(&mut em.new_globals);
     module.annotations.append(&mut em.new_annotations);
     if let Some(import) = em.new_ext_import.take() {
         module.ext_inst_imports.push(import);
     }
-    // Every built-in the new code loads is listed in every entry point's interface (required
-    // from SPIR-V 1.4 on, allowed before), once.
+    // Listing them is required from SPIR-V 1.4 on and allowed before; an entry point that never
+    // reaches the new code does not get them (a vertex stage must not list a `Flat` input).
+    let calls = call_graph(module);
     for ep in &mut module.entry_points {
+        let Some(Operand::IdRef(root)) = ep.operands.get(1) else {
+            continue;
+        };
+        if !reaches(&calls, *root, rewritten) {
+            continue;
+        }
         for &var in &em.used_builtins {
             if !ep
                 .operands

@@ -2,7 +2,7 @@
 //! lane's, as a match over a normalised key.
 //!
 //! **Key.** The value split into 32-bit words ([`Code::to_words`]; narrow types zero-extended,
-//! 64-bit types two words, vectors one entry per component). Floats compare as the spec says
+//! 64-bit types two words), with 8- and 16-bit vector components packed into shared words. Floats compare as the spec says
 //! (unless [`FloatPartition::Bitwise`]): -0.0 becomes +0.0 before comparing, and a lane whose
 //! value has a NaN component ends in a subset of its own. Both tests work on the bits, so
 //! fast-math float folding in a driver cannot change them.
@@ -126,16 +126,10 @@ fn make_key(code: &mut Code, ty: Ty, value: Id) -> Key {
     let mut words: Vec<(Id, u32)> = raw.iter().map(|&w| (w, per_word)).collect();
     let spec_float = matches!(ty.scalar, Scalar::Float { .. })
         && code.em.float_partition == FloatPartition::Spec;
-    if !spec_float {
-        return Key {
-            words,
-            bools: None,
-            nan: None,
-        };
-    }
     let mut nan: Option<Id> = None;
     let step = if width == 64 { 2 } else { 1 };
-    for c in (0..words.len()).step_by(step) {
+    let float_words = if spec_float { words.len() } else { 0 };
+    for c in (0..float_words).step_by(step) {
         let (this_nan, zero_at) = if width == 64 {
             let (lo, hi) = (words[c].0, words[c + 1].0);
             let abs_mask = code.em.u32(0x7fff_ffff);
@@ -175,10 +169,30 @@ fn make_key(code: &mut Code, ty: Ty, value: Id) -> Key {
         });
     }
     Key {
-        words,
+        words: pack(code, words, width),
         bools: None,
         nan,
     }
+}
+
+/// Packs the zero-extended words of 8- and 16-bit components into as few 32-bit words as hold
+/// them (an `i8vec4` or `f16vec2` key is one word: one shuffle per round, not four or two).
+fn pack(code: &mut Code, words: Vec<(Id, u32)>, width: u32) -> Vec<(Id, u32)> {
+    if width >= 32 || words.len() < 2 {
+        return words;
+    }
+    let per = (32 / width) as usize;
+    let mut out = Vec::new();
+    for group in words.chunks(per) {
+        let mut acc = group[0].0;
+        for (k, &(w, _)) in group.iter().enumerate().skip(1) {
+            let shift = code.em.u32(width * k as u32);
+            let moved = code.op(Op::ShiftLeftLogical, Ty::U32, &[w, shift]);
+            acc = code.op(Op::BitwiseOr, Ty::U32, &[acc, moved]);
+        }
+        out.push((acc, width * group.len() as u32));
+    }
+    out
 }
 
 /// One ballot per key bit; no loop.

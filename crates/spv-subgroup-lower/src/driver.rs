@@ -11,7 +11,7 @@ use rspirv::dr::{Block, Instruction, Module, Operand};
 use spirv::Op;
 
 use crate::emit::{Code, Emitter, Id};
-use crate::{hygiene, rewrite, LowerError, LowerOptions, LowerReport};
+use crate::{hygiene, outline, rewrite, LowerError, LowerOptions, LowerReport};
 
 /// Lowers a module given as SPIR-V words; returns the new words and the report.
 /// A module that needs nothing is returned word for word.
@@ -133,13 +133,16 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
     em.float_partition = opts.float_partition;
     let mut counts: HashMap<String, usize> = HashMap::new();
     let mut rewritten: BTreeSet<Id> = BTreeSet::new();
+    let mut helpers = outline::Helpers::new(module);
     for function in &mut module.functions {
         let before = em.bound();
-        lower_function(function, &mut em, opts, &mut counts)?;
+        lower_function(function, &mut em, opts, &mut counts, &mut helpers)?;
         if em.bound() != before {
             rewritten.extend(function.def.as_ref().and_then(|d| d.result_id));
         }
     }
+    module.functions.append(&mut helpers.functions);
+    module.debug_names.append(&mut helpers.names);
     finish_globals(module, &mut em, &rewritten);
     hygiene::fix_requirements(module, &em, opts)?;
     if let Some(h) = module.header.as_mut() {
@@ -157,6 +160,7 @@ fn lower_function(
     em: &mut Emitter,
     opts: &LowerOptions,
     counts: &mut HashMap<String, usize>,
+    helpers: &mut outline::Helpers,
 ) -> Result<(), LowerError> {
     if !function
         .blocks
@@ -214,7 +218,12 @@ fn lower_function(
             }
             let mark = (code.done.len(), code.cur.instructions.len());
             let before = code.em.bound();
-            let value = rewrite::lower_inst(&mut code, &inst).map_err(|e| name_error(e, &inst))?;
+            let value = if outline::is_outlined(&inst) {
+                outline::call(&mut code, &inst, helpers)
+            } else {
+                rewrite::lower_inst(&mut code, &inst)
+            }
+            .map_err(|e| name_error(e, &inst))?;
             *counts.entry(rewrite::kind_name(&inst)).or_insert(0) += 1;
             if let (Some(orig), Some(result_type)) = (inst.result_id, inst.result_type) {
                 if value >= before {

@@ -337,7 +337,7 @@ impl<'t> Emitter<'t> {
     }
 
     /// Records the type id of a value.
-    fn set_value_type(&mut self, value: Id, ty: Id) {
+    pub(crate) fn set_value_type(&mut self, value: Id, ty: Id) {
         let i = value as usize;
         if i >= self.value_types.len() {
             self.value_types.resize(i + 1 + i / 4, 0);

@@ -73,6 +73,7 @@ pub enum LowerError {
 mod driver;
 mod emit;
 mod hygiene;
+mod outline;
 mod rewrite;
 
 pub use driver::{lower, lower_words};

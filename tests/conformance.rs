@@ -685,7 +685,13 @@ fn child_suite() {
 
 /// Re-runs this binary's `child_suite` with `LP_NATIVE_VECTOR_WIDTH` set, with a wall-clock limit.
 fn run_child(width: u32, size: u32) {
-    let exe = std::env::current_exe().expect("the test binary's path");
+    // `/proc/self/exe` still runs this binary if a concurrent `cargo test` has replaced the file.
+    let proc_exe = std::path::Path::new("/proc/self/exe");
+    let exe = if proc_exe.exists() {
+        proc_exe.to_path_buf()
+    } else {
+        std::env::current_exe().expect("the test binary's path")
+    };
     let mut child = Command::new(exe)
         .args([
             "--exact",

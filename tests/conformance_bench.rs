@@ -82,6 +82,20 @@ fn benches() -> Vec<Bench> {
         float: false,
     });
     v.push(Bench {
+        name: "partition-u8-4keys",
+        class: "partition",
+        setup: "uint8_t k = uint8_t(gl_SubgroupInvocationID % 4u);".into(),
+        body: "uvec4 b = subgroupPartitionNV(k + uint8_t(v & z)); v += b.x;".into(),
+        float: false,
+    });
+    v.push(Bench {
+        name: "partition-bool",
+        class: "partition",
+        setup: "bool k = (gl_SubgroupInvocationID & 1u) != 0u;".into(),
+        body: "uvec4 b = subgroupPartitionNV(k != ((v & z) != 0u)); v += b.x;".into(),
+        float: false,
+    });
+    v.push(Bench {
         name: "partition-u64-4keys",
         class: "partition",
         setup: "uint64_t k = uint64_t(gl_SubgroupInvocationID % 4u) << 40;".into(),
@@ -108,6 +122,15 @@ fn benches() -> Vec<Bench> {
             });
         }
     }
+    v.push(Bench {
+        name: "partitioned-inclusiveadd-u64",
+        class: "scan",
+        setup:
+            "uvec4 b = subgroupPartitionNV(gl_SubgroupInvocationID % 4u); uint64_t w = uint64_t(v);"
+                .into(),
+        body: "w = subgroupPartitionedInclusiveAddNV(w, b) + 1ul; v += uint(w >> 7);".into(),
+        float: false,
+    });
     for mode in ["", "Inclusive", "Exclusive"] {
         let name: &'static str =
             Box::leak(format!("partitioned-{}add-f32", mode.to_lowercase()).into_boxed_str());
@@ -132,6 +155,8 @@ fn glsl(b: &Bench) -> String {
 #extension GL_KHR_shader_subgroup_vote : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #extension GL_EXT_shader_subgroup_extended_types_int64 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_subgroup_extended_types_int8 : require
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ITERS = 1024u;
 layout(std430, binding = 0) buffer Buf {{ uint zero; uint data[]; }};

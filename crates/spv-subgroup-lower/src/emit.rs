@@ -988,7 +988,21 @@ impl<'e, 't> Code<'e, 't> {
     }
 
     /// The mask with only this lane's bit set.
+    ///
+    /// The `SubgroupEqMask` built-in where the target has mask built-ins (one load), else
+    /// computed from the lane id.
     pub(crate) fn own_bit(&mut self) -> Result<Id, LowerError> {
+        let t = self.em.target;
+        if !t.restrictions.no_mask_builtins && (self.em.has_core_ballot() || t.ops.khr_ballot) {
+            if self.em.has_core_ballot() {
+                self.em.need(Capability::GroupNonUniformBallot);
+            } else {
+                self.em.need(Capability::SubgroupBallotKHR);
+                self.em.exts.insert("SPV_KHR_shader_ballot");
+            }
+            let v = self.load_builtin(BuiltIn::SubgroupEqMask, Ty::UVEC4);
+            return Ok(self.narrow_mask(v));
+        }
         let lane = self.lane_id()?;
         Ok(self.lane_bit(lane))
     }

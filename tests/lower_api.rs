@@ -212,3 +212,34 @@ fn malformed_input_is_an_error_never_a_panic() {
         Err(LowerError::Parse(_))
     ));
 }
+
+#[test]
+fn votes_from_core_ballots_where_the_target_lacks_core_vote() {
+    let text = VOTE_1_0.replace(
+        "%any = OpSubgroupAnyKHR %bool %p\nOpStore %var %any",
+        "%any = OpSubgroupAnyKHR %bool %p\n%all = OpSubgroupAllKHR %bool %any\n%eq = OpSubgroupAllEqualKHR %bool %all\nOpStore %var %eq",
+    );
+    let words = tools::assemble(&text, "spv1.0").unwrap();
+    let mut target = Target::preset("vulkan1.1").unwrap();
+    target.ops.vote = false;
+    let (out, report) = lower_words(
+        &words,
+        &LowerOptions {
+            target,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(report.rewrites.len(), 3);
+    let text = dis(&out);
+    assert_eq!(
+        text.matches("OpGroupNonUniformBallot ").count(),
+        4,
+        "1 + 1 + 2 ballots:\n{text}"
+    );
+    assert!(
+        !text.contains("GroupNonUniformVote") && !text.contains("OpGroupNonUniformAll"),
+        "{text}"
+    );
+    tools::spirv_val(&out, "vulkan1.1").unwrap();
+}

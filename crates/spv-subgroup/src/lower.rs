@@ -217,11 +217,36 @@ fn break_output_for_tests(mut words: Vec<u32>) -> Vec<u32> {
 /// The one-line summary, e.g. `lowered 3 ops: 1 OpSubgroupAllKHR, 2 OpGroupNonUniformPartitionNV (target vulkan1.1)`.
 pub fn summary(report: &LowerReport, target: &str) -> String {
     let total: usize = report.rewrites.iter().map(|(_, n)| n).sum();
-    let parts: Vec<String> = report
-        .rewrites
-        .iter()
-        .map(|(what, n)| format!("{n} {what}"))
-        .collect();
+    // Up to six kinds are listed one by one; more are counted per family, so the line stays a line.
+    let parts: Vec<String> = if report.rewrites.len() <= 6 {
+        report
+            .rewrites
+            .iter()
+            .map(|(what, n)| format!("{n} {what}"))
+            .collect()
+    } else {
+        let mut families = [
+            ("votes", 0),
+            ("partitions", 0),
+            ("partitioned reduces/scans", 0),
+        ];
+        for (what, n) in &report.rewrites {
+            let family = if what.starts_with("OpSubgroup") {
+                0
+            } else if what.starts_with("OpGroupNonUniformPartition") {
+                1
+            } else {
+                2
+            };
+            families[family].1 += n;
+        }
+        families
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(what, n)| format!("{n} {what}"))
+            .chain([format!("{} kinds", report.rewrites.len())])
+            .collect()
+    };
     if parts.is_empty() {
         format!("no ops to rewrite; removed capabilities or extensions the target lacks (target {target})")
     } else {

@@ -703,6 +703,9 @@ fn run_child(width: u32, size: u32) {
         .env("SPV_CONFORMANCE_CHILD", "1")
         .env("SPV_CONFORMANCE_EXPECT_SIZE", size.to_string())
         .env("LP_NATIVE_VECTOR_WIDTH", width.to_string())
+        // Mesa's shader cache key ignores LP_NATIVE_VECTOR_WIDTH: a shader cached at one width
+        // must not run at another.
+        .env("MESA_SHADER_CACHE_DISABLE", "true")
         .env("SPV_SUBGROUP_VK_DEVICE", "llvmpipe")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

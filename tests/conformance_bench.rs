@@ -48,6 +48,9 @@ fn benches() -> Vec<Bench> {
         ("core-subgroupAll", "reference", "subgroupAll"),
         ("core-subgroupAny", "reference", "subgroupAny"),
         ("core-subgroupAllEqual", "reference", "subgroupAllEqual"),
+        ("ballot-all", "reference", "ballot_all"),
+        ("ballot-any", "reference", "ballot_any"),
+        ("ballot-allequal", "reference", "ballot_allequal"),
     ] {
         v.push(Bench {
             name,
@@ -160,6 +163,13 @@ fn glsl(b: &Bench) -> String {
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ITERS = 1024u;
 layout(std430, binding = 0) buffer Buf {{ uint zero; uint data[]; }};
+// The ballot forms of the votes (what a target without vote ops gets).
+bool ballot_all(bool p) {{ return subgroupBallot(!p) == uvec4(0u); }}
+bool ballot_any(bool p) {{ return subgroupBallot(p) != uvec4(0u); }}
+bool ballot_allequal(bool p) {{
+    uvec4 b = subgroupBallot(p);
+    return b == uvec4(0u) || b == subgroupBallot(true);
+}}
 void main() {{
     uint g = gl_GlobalInvocationID.x;
     uint v = data[g];

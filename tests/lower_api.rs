@@ -243,3 +243,27 @@ fn votes_from_core_ballots_where_the_target_lacks_core_vote() {
     );
     tools::spirv_val(&out, "vulkan1.1").unwrap();
 }
+
+#[test]
+fn partition_from_ballots_alone_where_the_target_cannot_read_lanes() {
+    let words = tools::assemble(PARTITION_1_3, "spv1.3").unwrap();
+    let mut target = Target::preset("vulkan1.1").unwrap();
+    target.ops.shuffle = false;
+    let o = LowerOptions {
+        target,
+        subgroup_size: Some(32),
+        ..Default::default()
+    };
+    let (out, _) = lower_words(&words, &o).unwrap();
+    let text = dis(&out);
+    assert!(
+        !text.contains("Shuffle") && !text.contains("OpLoopMerge"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("OpGroupNonUniformBallot ").count(),
+        33,
+        "one per key bit and the active mask"
+    );
+    tools::spirv_val(&out, "vulkan1.1").unwrap();
+}

@@ -8,7 +8,8 @@
 //! fast-math float folding in a driver cannot change them.
 //!
 //! **Bit-sliced form** (keys of at most 16 significant bits that fit the subgroup: bool, bool
-//! vectors, 8- and 16-bit scalars, 8-bit 2-vectors): `m = act`, then per key bit `j` with
+//! vectors, 8- and 16-bit scalars, 8-bit 2-vectors; and every key on a target that has ballots
+//! but no way to read another lane): `m = act`, then per key bit `j` with
 //! `b = Ballot(bit j)`: `m &= bit j ? b : ~b`. No loop, no shuffle: one ballot per key bit plus
 //! the active mask. A bool key is the one-bit case: `m = p ? Ballot(p) : act & ~Ballot(p)`.
 //!
@@ -62,6 +63,13 @@ pub(crate) fn uses_bit_slices(bits: u32, max_lanes: u32) -> bool {
     bits <= BIT_SLICED_MAX_BITS && bits <= max_lanes
 }
 
+/// Whether the target can read a value from a uniform lane (a shuffle, or the KHR read
+/// invocation). Without either, every key takes the bit-sliced form: ballots only.
+fn can_read_lanes(code: &Code) -> bool {
+    let t = code.em.target;
+    (t.ops.shuffle && code.em.has_core_ballot()) || t.ops.khr_ballot
+}
+
 /// Emits the match sequence for `inst`.
 pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerError> {
     let value = id_operand(inst, 0, "Value")?;
@@ -85,7 +93,7 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
         }
     };
     let key = make_key(code, ty, value);
-    let mut res = if uses_bit_slices(key.bits(), code.em.max_lanes) {
+    let mut res = if uses_bit_slices(key.bits(), code.em.max_lanes) || !can_read_lanes(code) {
         bit_sliced(code, &key)?
     } else {
         waterfall(code, &key)?

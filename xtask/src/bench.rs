@@ -8,11 +8,13 @@
 //! ```
 //!
 //! For each size (MB) a module is generated into `bench-out/` (see [`bench_gen`]), then each
-//! command runs `--runs` times (the reference `spirv-val` `--val-runs` times, default 1, since it takes
-//! over a minute on the 10 MB module). Each child runs under GNU `time` (`/usr/bin/time -f %M`), which
-//! reports its peak resident set size (the workspace forbids `unsafe`, so no direct `wait4`); the wall
-//! time is measured here around the child. The table, the goals and the machine are printed and written
-//! into the `## CPU benchmarks` section of `docs/PERFORMANCE.md` (other sections are left untouched).
+//! command runs `--runs` times, round-robin with the commands it is compared with (the reference
+//! `spirv-val` only `--val-runs` times, default 1: over 10 s on the 10 MB module). Each child runs
+//! under GNU `time` (`/usr/bin/time -f "%M %U %S"`), which reports its peak resident set size and CPU
+//! time (the workspace forbids `unsafe`, so no direct `wait4`); the wall time is measured here around
+//! the child. The table, the goals and the machine are printed and written into the
+//! `## CPU benchmarks` section of `docs/PERFORMANCE.md` (other sections, and hand-written
+//! `### ... (notes)` subsections of this one, are left untouched).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -226,49 +228,81 @@ fn run_once(cmd: &Path, args: &[&str]) -> Result<Run> {
     })
 }
 
-/// Runs a command `runs` times (stops at the first failure); `output` is the file it writes, if any.
-fn measure(
-    name: &str,
-    cmd: &Path,
-    args: &[&str],
+/// One command to time: `runs` runs; `output` is the file it writes, if any.
+#[derive(Debug)]
+struct Job {
+    name: String,
+    cmd: PathBuf,
+    args: Vec<String>,
     runs: usize,
-    output: Option<&Path>,
-) -> Result<Sample> {
-    let mut s = Sample {
-        times: Vec::new(),
-        cpu: Vec::new(),
-        rss_kib: 0,
-        ok: true,
-        note: String::new(),
-        out_bytes: None,
-    };
-    for i in 0..runs {
-        let r = run_once(cmd, args)?;
-        eprintln!(
-            "  {name} run {}/{runs}: {:.3} s wall, {:.2} s CPU, {:.1} MiB{}",
-            i + 1,
-            r.wall,
-            r.cpu,
-            r.rss_kib as f64 / 1024.0,
-            if r.ok {
-                String::new()
-            } else {
-                format!(", FAILED: {}", r.tail)
-            }
-        );
-        s.times.push(r.wall);
-        s.cpu.push(r.cpu);
-        s.rss_kib = s.rss_kib.max(r.rss_kib);
-        if !r.ok {
-            s.ok = false;
-            s.note = r.tail;
-            break;
+    output: Option<PathBuf>,
+}
+
+impl Job {
+    fn new(name: &str, cmd: &Path, args: &[&str], runs: usize, output: Option<&Path>) -> Job {
+        Job {
+            name: name.to_string(),
+            cmd: cmd.to_path_buf(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            runs,
+            output: output.map(Path::to_path_buf),
         }
     }
-    s.out_bytes = output
-        .and_then(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len());
-    Ok(s)
+}
+
+/// Runs the jobs round-robin (run 1 of each, then run 2 of each, ...) so that a change in the load of
+/// the machine during the benchmark affects all of them alike; a job stops at its first failure.
+fn measure_all(jobs: &[Job]) -> Result<Vec<Sample>> {
+    let mut samples: Vec<Sample> = jobs
+        .iter()
+        .map(|_| Sample {
+            times: Vec::new(),
+            cpu: Vec::new(),
+            rss_kib: 0,
+            ok: true,
+            note: String::new(),
+            out_bytes: None,
+        })
+        .collect();
+    let rounds = jobs.iter().map(|j| j.runs).max().unwrap_or(0);
+    for round in 0..rounds {
+        for (job, s) in jobs.iter().zip(samples.iter_mut()) {
+            if round >= job.runs || !s.ok {
+                continue;
+            }
+            let args: Vec<&str> = job.args.iter().map(String::as_str).collect();
+            let r = run_once(&job.cmd, &args)?;
+            eprintln!(
+                "  {} run {}/{}: {:.3} s wall, {:.2} s CPU, {:.1} MiB{}",
+                job.name,
+                round + 1,
+                job.runs,
+                r.wall,
+                r.cpu,
+                r.rss_kib as f64 / 1024.0,
+                if r.ok {
+                    String::new()
+                } else {
+                    format!(", FAILED: {}", r.tail)
+                }
+            );
+            s.times.push(r.wall);
+            s.cpu.push(r.cpu);
+            s.rss_kib = s.rss_kib.max(r.rss_kib);
+            if !r.ok {
+                s.ok = false;
+                s.note = r.tail;
+            }
+        }
+    }
+    for (job, s) in jobs.iter().zip(samples.iter_mut()) {
+        s.out_bytes = job
+            .output
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len());
+    }
+    Ok(samples)
 }
 
 /// Counts the instructions a default-target lowering must remove: the KHR vote ops, the partition op,
@@ -435,62 +469,76 @@ pub fn run(args: &[String]) -> Result<()> {
             lowered_check: None,
         };
         if do_val {
-            r.ours_val = Some(measure(
-                "spv-subgroup validate",
-                &ours,
-                &["validate", &inp],
-                opts.runs,
-                None,
-            )?);
-            r.spirv_val = Some(measure(
-                "spirv-val",
-                &spirv_val,
-                &["--target-env", "vulkan1.1", &inp],
-                opts.val_runs,
-                None,
-            )?);
+            let mut v = measure_all(&[
+                Job::new(
+                    "spv-subgroup validate",
+                    &ours,
+                    &["validate", &inp],
+                    opts.runs,
+                    None,
+                ),
+                Job::new(
+                    "spirv-val",
+                    &spirv_val,
+                    &["--target-env", "vulkan1.1", &inp],
+                    opts.val_runs,
+                    None,
+                ),
+            ])?
+            .into_iter();
+            r.ours_val = v.next();
+            r.spirv_val = v.next();
         }
         if do_lower {
             let out1 = out_dir.join(format!("lowered-{label}.spv"));
             let out2 = out_dir.join(format!("spirv-opt-{label}.spv"));
+            let out3 = out_dir.join(format!("lowered-noverify-{label}.spv"));
+            let out4 = out_dir.join(format!("lowered-sg32-{label}.spv"));
             let o1 = out1.to_string_lossy().to_string();
             let o2 = out2.to_string_lossy().to_string();
-            r.ours_lower = Some(measure(
-                "spv-subgroup lower",
-                &ours,
-                &["lower", &inp, "-o", &o1],
-                opts.runs,
-                Some(&out1),
-            )?);
-            r.spirv_opt = Some(measure(
-                "spirv-opt",
-                &spirv_opt,
-                &["--skip-validation", "--strip-debug", &inp, "-o", &o2],
-                opts.runs,
-                Some(&out2),
-            )?);
+            let o3 = out3.to_string_lossy().to_string();
+            let o4 = out4.to_string_lossy().to_string();
+            let mut jobs = vec![
+                Job::new(
+                    "spv-subgroup lower",
+                    &ours,
+                    &["lower", &inp, "-o", &o1],
+                    opts.runs,
+                    Some(&out1),
+                ),
+                Job::new(
+                    "spirv-opt",
+                    &spirv_opt,
+                    &["--skip-validation", "--strip-debug", &inp, "-o", &o2],
+                    opts.runs,
+                    Some(&out2),
+                ),
+            ];
             // Variants that explain the cost: without the output check, and for subgroup size 32.
+            const NO_VERIFY: &str = "spv-subgroup lower --no-verify big.spv -o out.spv";
+            const SG32: &str = "spv-subgroup lower --subgroup-size 32 big.spv -o out.spv";
             if opts.extras {
-                let out3 = out_dir.join(format!("lowered-x-{label}.spv"));
-                let o3 = out3.to_string_lossy().to_string();
-                for (cmd, extra) in [
-                    (
-                        "spv-subgroup lower --no-verify big.spv -o out.spv",
-                        "--no-verify",
-                    ),
-                    (
-                        "spv-subgroup lower --subgroup-size 32 big.spv -o out.spv",
-                        "--subgroup-size=32",
-                    ),
-                ] {
-                    let s = measure(
-                        cmd,
-                        &ours,
-                        &["lower", extra, &inp, "-o", &o3],
-                        opts.runs,
-                        Some(&out3),
-                    )?;
-                    r.extras.push((cmd.to_string(), s));
+                jobs.push(Job::new(
+                    NO_VERIFY,
+                    &ours,
+                    &["lower", "--no-verify", &inp, "-o", &o3],
+                    opts.runs,
+                    Some(&out3),
+                ));
+                jobs.push(Job::new(
+                    SG32,
+                    &ours,
+                    &["lower", "--subgroup-size=32", &inp, "-o", &o4],
+                    opts.runs,
+                    Some(&out4),
+                ));
+            }
+            let mut v = measure_all(&jobs)?.into_iter();
+            r.ours_lower = v.next();
+            r.spirv_opt = v.next();
+            for name in [NO_VERIFY, SG32] {
+                if let Some(s) = v.next() {
+                    r.extras.push((name.to_string(), s));
                 }
             }
             // Correctness of the timed output, checked once on the smallest size (spirv-val is slow).

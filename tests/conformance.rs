@@ -964,3 +964,83 @@ fn drop_active_mask(words: &[u32]) -> (Vec<u32>, usize) {
     }
     (m.assemble(), n)
 }
+
+/// The runner's errors: a pipeline the driver cannot build is an `Err` carrying the `VkResult`,
+/// and a shader that never ends is `VkError::Timeout` (then the runner refuses further work).
+/// The hang runs in a child process, so the spinning driver thread ends with it.
+#[test]
+fn runner_errors_are_typed() {
+    if std::env::var("SPV_CONFORMANCE_HANG_CHILD").is_ok() {
+        let runner = Runner::new().unwrap_or_else(|e| panic!("no Vulkan device: {e}"));
+        // llvmpipe ends a shader's loops after 65535 iterations in all (its guard against hangs),
+        // so an endless loop alone finishes; millions of workgroups of it do not, in time.
+        let glsl = "#version 450\nlayout(local_size_x = 1) in;\n\
+                    layout(std430, binding = 0) buffer B { uint d[]; };\n\
+                    void main() { while (atomicOr(d[0], 0u) == 0u) { atomicAdd(d[1], 1u); } }\n";
+        let words = compile(glsl, "vulkan1.1").expect("compiles");
+        let p = runner
+            .pipeline(&words, &PipelineOptions::default())
+            .expect("pipeline");
+        let mut bufs = vec![vec![0u32; 2]];
+        let r = runner.run(&p, &mut bufs, [65535, 1024, 1], Duration::from_secs(3));
+        assert!(
+            matches!(r, Err(spv_subgroup_vk::VkError::Timeout(_))),
+            "{r:?} {bufs:?}"
+        );
+        assert!(runner.is_poisoned());
+        assert!(runner.run(&p, &mut bufs, [1, 1, 1], TIMEOUT).is_err());
+        println!("hang detected");
+        // Exit at once: a driver thread still spins on the hung dispatch.
+        std::process::exit(0);
+    }
+    let runner = Runner::new().unwrap_or_else(|e| panic!("no Vulkan device: {e}"));
+    // Not SPIR-V at all.
+    assert!(matches!(
+        runner.pipeline(&[1, 2, 3], &PipelineOptions::default()),
+        Err(spv_subgroup_vk::VkError::Invalid(_))
+    ));
+    // A partition op on a device without native partitioned ops: the driver refuses it.
+    let case = shaders::partition_case(Ty::s(Scalar::U(32)));
+    let words = compile(&case.glsl, "vulkan1.1").expect("compiles");
+    let opts = PipelineOptions {
+        buffers: 2,
+        spec_constants: vec![(0, 37)],
+        ..Default::default()
+    };
+    if !runner.info().has_subgroup_op("partitioned_nv") {
+        match runner.pipeline(&words, &opts) {
+            Err(spv_subgroup_vk::VkError::Pipeline { result, .. }) => {
+                println!("pipeline failure reported: {result:?}");
+            }
+            other => panic!("expected a pipeline error, got {other:?}"),
+        }
+    }
+    drop(runner);
+    let proc_exe = std::path::Path::new("/proc/self/exe");
+    let exe = if proc_exe.exists() {
+        proc_exe.to_path_buf()
+    } else {
+        std::env::current_exe().expect("the test binary's path")
+    };
+    let out = Command::new(exe)
+        .args([
+            "--exact",
+            "runner_errors_are_typed",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("SPV_CONFORMANCE_HANG_CHILD", "1")
+        .env("MESA_SHADER_CACHE_DISABLE", "true")
+        .output()
+        .expect("re-running the test binary");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("hang detected"),
+        "{text}"
+    );
+}

@@ -278,18 +278,27 @@ impl Summary {
 }
 
 fn presets(runner: &Runner) -> Vec<String> {
-    if let Ok(p) = std::env::var("SPV_CONFORMANCE_PRESETS") {
-        return p
-            .split(',')
+    let mut v: Vec<String> = if let Ok(p) = std::env::var("SPV_CONFORMANCE_PRESETS") {
+        p.split(',')
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
-            .collect();
-    }
-    if runner.info().has_subgroup_op("partitioned_nv") {
+            .collect()
+    } else if runner.info().has_subgroup_op("partitioned_nv") {
         vec!["vulkan1.1".into(), "naga".into()]
     } else {
         vec!["lavapipe".into(), "naga".into()]
+    };
+    // With SPV_CONFORMANCE_KNOWN_SIZE=1, also each preset lowered for the device's subgroup size.
+    if std::env::var("SPV_CONFORMANCE_KNOWN_SIZE").is_ok() {
+        let size = runner.info().subgroup_size;
+        let known: Vec<String> = v
+            .iter()
+            .filter(|p| !p.contains('@'))
+            .map(|p| format!("{p}@{size}"))
+            .collect();
+        v.extend(known);
     }
+    v
 }
 
 /// Lowers `words` for `preset` and checks the output with `spirv-val` for the target's env.
@@ -298,7 +307,16 @@ fn lower_checked(
     preset: &str,
     float_partition: FloatPartition,
 ) -> Result<Vec<u32>, String> {
-    lower_checked_sized(words, preset, float_partition, None)
+    // `preset@N`: lower for a known subgroup size N.
+    match preset.split_once('@') {
+        Some((p, n)) => {
+            let n = n
+                .parse()
+                .map_err(|_| format!("bad subgroup size in `{preset}`"))?;
+            lower_checked_sized(words, p, float_partition, Some(n))
+        }
+        None => lower_checked_sized(words, preset, float_partition, None),
+    }
 }
 
 /// [`lower_checked`] for a known subgroup size.

@@ -523,11 +523,12 @@ fn cost_table() {
         "| rewrite | value | target | 32 lanes | 128 lanes |\n|---|---|---|---|---|\n",
     );
     let mut goal_failures = Vec::new();
-    let cases: [(&str, &str); 5] = [
+    let cases: [(&str, &str); 6] = [
         ("IAdd", "uint"),
         ("FAdd", "vec4"),
         ("UMin", "uint64"),
         ("SMax", "uint"),
+        ("IAdd", "uint8"),
         ("LogicalXor", "bool"),
     ];
     for (op, ty_name) in cases {
@@ -576,6 +577,9 @@ fn cost_table() {
                                 fixed.words
                             ));
                         }
+                    }
+                    if ty_name == "uint8" && (fixed.shuffles != 0 || looped || fixed.ballots > 8) {
+                        goal_failures.push(format!("{op} {scan_name} {ty_name} for {target_name}: 8-bit IAdd must be 8 ballots (bit slices)"));
                     }
                     if ty.family == Family::Bool && fixed.shuffles != 0 {
                         goal_failures.push(format!("{op} {scan_name} {ty_name} for {target_name}: bool ops must be ballot-only"));

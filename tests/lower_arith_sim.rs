@@ -4,7 +4,7 @@
 //! lavapipe runs 4 to 16 lanes and the GPU 32, so no run ever has a subset spanning ballot words
 //! (lanes 32 to 127): FindMSB/FindLSB across words, lane-mask built-ins above 32, the per-word
 //! fallbacks of the naga target. Here one instruction (`IAdd`, `SMax`, 64-bit `IAdd`, `UMin` on a
-//! `uvec2`) is lowered for `vulkan1.1`, `naga` and `khr-ballot` and the output is interpreted for
+//! `uvec2`, 8-bit `IAdd` and `BitwiseAnd` by bit slices) is lowered for `vulkan1.1`, `naga` and `khr-ballot` and the output is interpreted for
 //! 32, 64 and 128 lanes with some lanes inactive, ballots that carry bits of inactive lanes and of
 //! lanes beyond the subgroup, and keys whose subsets span every ballot word. Every active lane's
 //! result must equal the model. A shuffle that reads an inactive lane yields a poison pattern, so
@@ -370,7 +370,10 @@ fn exec(p: &Prog, g: &Group, env: &Env, inst: &Instruction) -> Result<Vec<Val>, 
             }
             return Ok(out);
         }
-        Op::GroupNonUniformIAdd | Op::GroupNonUniformSMax | Op::GroupNonUniformUMin => {
+        Op::GroupNonUniformIAdd
+        | Op::GroupNonUniformSMax
+        | Op::GroupNonUniformUMin
+        | Op::GroupNonUniformBitwiseAnd => {
             let scan = match inst.operands[1] {
                 Operand::GroupOperation(GroupOperation::Reduce) => 0,
                 Operand::GroupOperation(GroupOperation::InclusiveScan) => 1,
@@ -586,6 +589,7 @@ fn builtin(g: &Group, b: BuiltIn, lane: usize) -> Result<Val, String> {
 
 fn identity(op: Op, ty: Ty) -> u64 {
     match op {
+        Op::GroupNonUniformBitwiseAnd => ty.mask(u64::MAX),
         Op::GroupNonUniformSMax => ty.mask(1u64 << (ty.width() - 1)),
         Op::GroupNonUniformUMin => ty.mask(u64::MAX),
         _ => 0,
@@ -594,6 +598,7 @@ fn identity(op: Op, ty: Ty) -> u64 {
 
 fn combine(op: Op, ty: Ty, a: u64, b: u64) -> u64 {
     match op {
+        Op::GroupNonUniformBitwiseAnd => a & b,
         Op::GroupNonUniformSMax => {
             if ty.signed(a) >= ty.signed(b) {
                 a
@@ -700,6 +705,26 @@ fn lowered_sequences_at_64_and_128_lanes() {
             ty: Ty {
                 kind: Kind::Int { width: 32 },
                 n: 2,
+            },
+        },
+        Case {
+            op: "IAdd",
+            core: Op::GroupNonUniformIAdd,
+            decl: "%T = OpTypeInt 8 0",
+            caps: "OpCapability Int8\n",
+            ty: Ty {
+                kind: Kind::Int { width: 8 },
+                n: 1,
+            },
+        },
+        Case {
+            op: "BitwiseAnd",
+            core: Op::GroupNonUniformBitwiseAnd,
+            decl: "%T = OpTypeInt 8 0",
+            caps: "OpCapability Int8\n",
+            ty: Ty {
+                kind: Kind::Int { width: 8 },
+                n: 1,
             },
         },
     ];

@@ -203,6 +203,9 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
     if arith.family() == Family::Bool {
         return logical(code, op, scan, value, ballot);
     }
+    if uses_bit_slices(code, arith, ty) {
+        return bit_sliced(code, op, scan, value, ballot);
+    }
     if code.em.has_core_ballot() && code.em.target.ops.shuffle {
         let fast = core_op_available(code, arith, scan, ty);
         if fast {
@@ -359,6 +362,100 @@ fn logical(code: &mut Code, op: Step, scan: Scan, value: Id, ballot: Id) -> Resu
     } else {
         code.op(Op::CompositeConstruct, op.ty, &comps)
     })
+}
+
+/// Whether `IAdd`/`BitwiseAnd/Or/Xor` of `ty` go by bit slices: one ballot per bit, no shuffle.
+///
+/// Scalar 8-bit integers everywhere (8 independent ballots against 9 to 14 dependent shuffles),
+/// and scalar integers up to 32 bits where the alternative is the lane-serial loop of a
+/// `SPV_KHR_shader_ballot` target (at most 32 ballots against one round per active lane).
+fn uses_bit_slices(code: &Code, arith: Arith, ty: Ty) -> bool {
+    let Scalar::Int { width, .. } = ty.scalar else {
+        return false;
+    };
+    let sliceable = matches!(arith, Arith::IAdd | Arith::And | Arith::Or | Arith::Xor);
+    let serial = !(code.em.has_core_ballot() && code.em.target.ops.shuffle);
+    sliceable && ty.n == 1 && (width <= 8 || (serial && width <= 32))
+}
+
+/// `IAdd`/`BitwiseAnd/Or/Xor` by bit slices: per bit `b` of the value, one ballot masked by the
+/// subset (and `lt`/`le` for scans): `IAdd` sums `bitCount << b`, `Or` sets the bit when any lane
+/// has it, `Xor` when an odd number has it, `And` when no lane lacks it. The identities come out
+/// by themselves (no lane: sum 0, `Or`/`Xor` 0, `And` all ones). Ballots hold active lanes only,
+/// so the partition ballot needs no `& active`.
+fn bit_sliced(
+    code: &mut Code,
+    op: Step,
+    scan: Scan,
+    value: Id,
+    ballot: Id,
+) -> Result<Id, LowerError> {
+    let width = op.ty.scalar.width();
+    let m = code.narrow_mask(ballot);
+    let sel = match scan {
+        Scan::Reduce => m,
+        Scan::Inclusive => {
+            let le = code.le_mask()?;
+            code.mask_and(m, le)
+        }
+        Scan::Exclusive => {
+            let lt = code.lt_mask()?;
+            code.mask_and(m, lt)
+        }
+    };
+    let words = code.to_words(op.ty, value);
+    let word = words
+        .first()
+        .copied()
+        .ok_or_else(|| code.missing("a value word"))?;
+    let (zero, one) = (code.em.u32(0), code.em.u32(1));
+    let mut acc = zero;
+    for b in 0..width {
+        let shift = code.em.u32(b);
+        let shifted = code.op(Op::ShiftRightLogical, Ty::U32, &[word, shift]);
+        let low = code.op(Op::BitwiseAnd, Ty::U32, &[shifted, one]);
+        let set = code.op(Op::INotEqual, Ty::BOOL, &[low, zero]);
+        let term = match op.arith {
+            Arith::IAdd => {
+                let ballot_b = code.ballot(set)?;
+                let lanes = code.mask_and(ballot_b, sel);
+                let count = code.bit_count(lanes)?;
+                code.op(Op::ShiftLeftLogical, Ty::U32, &[count, shift])
+            }
+            _ => {
+                let pred = if op.arith == Arith::And {
+                    code.op(Op::LogicalNot, Ty::BOOL, &[set])
+                } else {
+                    set
+                };
+                let ballot_b = code.ballot(pred)?;
+                let lanes = code.mask_and(ballot_b, sel);
+                let bit_on = match op.arith {
+                    Arith::And => code.mask_is_zero(lanes),
+                    Arith::Or => code.mask_nonzero(lanes),
+                    _ => {
+                        let count = code.bit_count(lanes)?;
+                        let odd = code.op(Op::BitwiseAnd, Ty::U32, &[count, one]);
+                        code.op(Op::INotEqual, Ty::BOOL, &[odd, zero])
+                    }
+                };
+                let bit = code.em.u32(1 << b);
+                code.select(Ty::U32, bit_on, bit, zero)
+            }
+        };
+        // Sums of counts overlap in their bits: they add; the other ops' bits are disjoint.
+        let join = if op.arith == Arith::IAdd {
+            Op::IAdd
+        } else {
+            Op::BitwiseOr
+        };
+        acc = if b == 0 {
+            term
+        } else {
+            code.op(join, Ty::U32, &[acc, term])
+        };
+    }
+    Ok(code.from_words(op.ty, &[acc]))
 }
 
 /// Pointer jumping over the predecessor chain of each lane's subset (`m`: the subset's mask,

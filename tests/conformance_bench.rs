@@ -125,6 +125,31 @@ fn benches() -> Vec<Bench> {
             });
         }
     }
+    // The other opcodes of the 16, as inclusive scans (the modes cost alike, see above).
+    let setup = "uvec4 b = subgroupPartitionNV(gl_SubgroupInvocationID % 4u);";
+    for (name, body) in [
+        ("partitioned-inclusivemul-u32 (IMul)", "v = subgroupPartitionedInclusiveMulNV(v | 1u, b) + 2u;"),
+        ("partitioned-inclusivemax-u32 (UMax)", "v = subgroupPartitionedInclusiveMaxNV(v, b) + 1u;"),
+        ("partitioned-inclusivemin-i32 (SMin)", "v = uint(subgroupPartitionedInclusiveMinNV(int(v), b) + 1);"),
+        ("partitioned-inclusivemax-i32 (SMax)", "v = uint(subgroupPartitionedInclusiveMaxNV(int(v), b) + 1);"),
+        ("partitioned-inclusiveand-u32 (BitwiseAnd)", "v = subgroupPartitionedInclusiveAndNV(v, b) + 0x9e3779b9u;"),
+        ("partitioned-inclusiveor-u32 (BitwiseOr)", "v = subgroupPartitionedInclusiveOrNV(v, b) * 1664525u;"),
+        ("partitioned-inclusivemul-f32 (FMul)", "f = fract(subgroupPartitionedInclusiveMulNV(f, b)) + 0.5; v += uint(f);"),
+        ("partitioned-inclusivemin-f32 (FMin)", "f = subgroupPartitionedInclusiveMinNV(f, b) + 1.0; v += uint(f);"),
+        ("partitioned-inclusivemax-f32 (FMax)", "f = subgroupPartitionedInclusiveMaxNV(f, b) - 1.0; v += uint(f);"),
+        ("partitioned-inclusiveand-bool (LogicalAnd)", "q = subgroupPartitionedInclusiveAndNV(q, b) != ((v & 8u) != 0u); v = v * 1664525u + (q ? 1u : 7u);"),
+        ("partitioned-inclusiveor-bool (LogicalOr)", "q = subgroupPartitionedInclusiveOrNV(q, b) != ((v & 8u) != 0u); v = v * 1664525u + (q ? 1u : 7u);"),
+        ("partitioned-inclusivexor-bool (LogicalXor)", "q = subgroupPartitionedInclusiveXorNV(q, b) != ((v & 8u) != 0u); v = v * 1664525u + (q ? 1u : 7u);"),
+    ] {
+        let float = body.contains("f =");
+        v.push(Bench {
+            name,
+            class: "scan",
+            setup: format!("{setup} float f = float(v & 7u) + 0.5; bool q = (v & 1u) != 0u;"),
+            body: body.to_owned(),
+            float,
+        });
+    }
     v.push(Bench {
         name: "partitioned-inclusiveadd-u64",
         class: "scan",

@@ -167,7 +167,11 @@ fn a_module_newer_than_the_target_is_refused() {
 
 #[test]
 fn subgroup_size_32_gives_single_word_masks() {
-    let words = tools::assemble(PARTITION_1_3, "spv1.3").unwrap();
+    // A vec4 key (128 bits) takes the waterfall, whose leader search shows the mask width.
+    let vec4_key = PARTITION_1_3
+        .replace("%ptr = OpTypePointer Function %float", "%ptr = OpTypePointer Function %v4uint")
+        .replace("%v = OpLoad %float %var", "%v = OpLoad %v4uint %var");
+    let words = tools::assemble(&vec4_key, "spv1.3").unwrap();
     let mut o = opts("vulkan1.1");
     let (wide, _) = lower_words(&words, &o).unwrap();
     o.subgroup_size = Some(32);

@@ -7,8 +7,8 @@
 //! value has a NaN component ends in a subset of its own. Both tests work on the bits, so
 //! fast-math float folding in a driver cannot change them.
 //!
-//! **Bit-sliced form** (keys of at most 16 significant bits that fit the subgroup: bool, bool
-//! vectors, 8- and 16-bit scalars, 8-bit 2-vectors; and every key on a target that has ballots
+//! **Bit-sliced form** (keys of at most 64 significant bits, and at most four per lane of the
+//! subgroup: every scalar key and two-word vectors; and every key on a target that has ballots
 //! but no way to read another lane): `m = act`, then per key bit `j` with
 //! `b = Ballot(bit j)`: `m &= bit j ? b : ~b`. No loop, no shuffle: one ballot per key bit plus
 //! the active mask. A bool key is the one-bit case: `m = p ? Ballot(p) : act & ~Ballot(p)`.
@@ -39,7 +39,18 @@ use crate::emit::{Code, Id, Scalar, Ty};
 use crate::{FloatPartition, LowerError};
 
 /// Keys with at most this many significant bits use the bit-sliced form.
-pub(crate) const BIT_SLICED_MAX_BITS: u32 = 16;
+///
+/// Measured on NVIDIA (docs/PERFORMANCE.md): a waterfall round is a dependent chain of about
+/// 60 ns (FindLSB, shuffle, compare, ballot, mask update, loop branch), the first one about 450 ns
+/// with the loop's set-up, while the ballots of the bit-sliced form are independent and pipeline
+/// at about 2.5 ns per key bit. So even a 64-bit key is cheaper bit-sliced than a waterfall that
+/// finds a single key, and the bit-sliced cost never grows with the number of distinct keys.
+pub(crate) const BIT_SLICED_MAX_BITS: u32 = 64;
+
+/// A waterfall round costs about this many key bits of the bit-sliced form (see above), so a
+/// key with more bits than this many per lane is cheaper as a waterfall even at its worst case
+/// (one round per lane): on small subgroups (4 lanes on lavapipe) wide keys loop.
+const BITS_PER_ROUND: u32 = 4;
 
 /// A partition key: 32-bit words with their significant bit counts, the bools themselves for
 /// bool keys, and whether this lane's key holds a NaN.
@@ -60,7 +71,7 @@ impl Key {
 
 /// Which form a key of `bits` significant bits gets at `max_lanes` lanes.
 pub(crate) fn uses_bit_slices(bits: u32, max_lanes: u32) -> bool {
-    bits <= BIT_SLICED_MAX_BITS && bits <= max_lanes
+    bits <= BIT_SLICED_MAX_BITS && bits <= BITS_PER_ROUND * max_lanes
 }
 
 /// Whether the target can read a value from a uniform lane (a shuffle, or the KHR read

@@ -198,11 +198,18 @@ fn make_helper(
         parameters,
         blocks,
     });
-    let name = format!(
-        "spv_subgroup.{}.{}",
-        rewrite::kind_name(inst).replace(' ', "."),
-        helpers.functions.len()
-    );
+    // `spv_subgroup.iadd.inclusivescan.2`: readable in a debugger, and free of opcode and
+    // capability names, so a text search of the output for those finds only real uses.
+    let kind = rewrite::kind_name(inst)
+        .trim_start_matches("OpGroupNonUniform")
+        .replace("Partitioned", "")
+        .to_lowercase()
+        .replace(' ', ".");
+    let kind = ["nv", "ext"]
+        .iter()
+        .find_map(|s| kind.strip_suffix(s))
+        .unwrap_or(&kind);
+    let name = format!("spv_subgroup.{kind}.{}", helpers.functions.len());
     helpers.names.push(em.inst(
         Op::Name,
         None,

@@ -77,6 +77,12 @@ pub struct Restrictions {
     pub no_bool_shuffle: bool,
     /// No `SubgroupEqMask`..`SubgroupLtMask` built-ins (compute them from the lane id).
     pub no_mask_builtins: bool,
+    /// No `OpGroupNonUniformAllEqual` (All and Any only).
+    pub no_all_equal: bool,
+    /// Inclusive and exclusive scans of `IAdd`/`FAdd`/`IMul`/`FMul` only (reduces of every op).
+    pub scans_add_mul_only: bool,
+    /// Bitwise group operations on 32-bit or wider values only.
+    pub bitwise_32_bit_only: bool,
 }
 
 fn default_env() -> String {
@@ -214,6 +220,9 @@ impl Target {
                     no_elect: true,
                     no_bool_shuffle: true,
                     no_mask_builtins: true,
+                    no_all_equal: true,
+                    scans_add_mul_only: true,
+                    bitwise_32_bit_only: true,
                 },
                 ..base
             },

@@ -227,21 +227,18 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
 /// Whether the target runs the core `OpGroupNonUniform<op>` with the non-partitioned form of
 /// `scan` on values of `ty` (the fast path).
 ///
-/// Consumers shaped like naga's front end (recognised by their lack of ballot bit ops, as no
-/// target field says it yet) have scans of `Add`/`Mul` only and bitwise ops of 32 bits or more.
+/// Consumers shaped like naga's front end have scans of `Add`/`Mul` only and bitwise ops of 32
+/// bits or more (the target's restrictions say so).
 fn core_op_available(code: &Code, arith: Arith, scan: Scan, ty: Ty) -> bool {
     let target = code.em.target;
     if !target.ops.arithmetic || !(ty.scalar.width() == 32 || target.extended_types) {
         return false;
     }
-    if target.restrictions.no_ballot_bit_ops {
-        let add_mul = matches!(arith, Arith::IAdd | Arith::FAdd | Arith::IMul | Arith::FMul);
-        let bitwise = matches!(arith, Arith::And | Arith::Or | Arith::Xor);
-        if (scan != Scan::Reduce && !add_mul) || (bitwise && ty.scalar.width() < 32) {
-            return false;
-        }
-    }
-    true
+    let r = target.restrictions;
+    let add_mul = matches!(arith, Arith::IAdd | Arith::FAdd | Arith::IMul | Arith::FMul);
+    let bitwise = matches!(arith, Arith::And | Arith::Or | Arith::Xor);
+    !(r.scans_add_mul_only && scan != Scan::Reduce && !add_mul
+        || r.bitwise_32_bit_only && bitwise && ty.scalar.width() < 32)
 }
 
 /// The binary operation of one rewrite, on values of one type.

@@ -70,11 +70,10 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
     })
 }
 
-/// Whether the target takes `OpGroupNonUniformAllEqual`. naga's SPIR-V front end (the only
-/// consumer with [`Restrictions`](crate::Target) set among the presets) has All and Any but no
-/// AllEqual; `Target` has no flag of its own for that, so any front-end restriction counts.
+/// Whether the target takes `OpGroupNonUniformAllEqual` (naga's SPIR-V front end has All and
+/// Any but no AllEqual).
 fn core_all_equal(code: &Code) -> bool {
-    code.em.target.restrictions == Default::default()
+    !code.em.target.restrictions.no_all_equal
 }
 
 /// Whether the target runs the core vote instructions.

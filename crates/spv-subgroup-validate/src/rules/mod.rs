@@ -278,7 +278,9 @@ environment, runtime SPIR-V validation). Convert the value to 32 bits around the
         doc: "A construct the target's consumer rejects although core SPIR-V allows it (e.g. naga)."
         explain: "Some consumers accept only part of core SPIR-V: naga's SPIR-V front end has no ballot bit \
 operations (BallotBitExtract/BitCount/FindLSB/FindMSB/InverseBallot), no OpGroupNonUniformElect, no \
-shuffles or broadcasts of bool values and no SubgroupEq/Ge/Gt/Le/LtMask built-ins. The target's \
+OpGroupNonUniformAllEqual, no shuffles or broadcasts of bool values, no SubgroupEq/Ge/Gt/Le/LtMask \
+built-ins, inclusive and exclusive scans of Add and Mul only, and bitwise group operations on 32-bit \
+values only. The target's \
 `restrictions` (docs/targets.md) list them.";
 }
 

@@ -2,9 +2,11 @@
 //!
 //! Each benchmark is a compute shader whose loop applies one op `ITERS` times in a dependent chain
 //! (the next input needs the last result), so the time per iteration is the op's latency plus the
-//! loop's own few instructions (the `loop-only` row). One subgroup per workgroup, `GROUPS`
-//! workgroups (about one per multiprocessor), timestamps around each dispatch, the median of
-//! `REPS` dispatches. Variants: the driver's native op, and the same module lowered for the
+//! loop's own few instructions (the `loop-only` shader, timed again in every row). One subgroup per
+//! workgroup, `GROUPS` workgroups (about one per multiprocessor), timestamps around each dispatch;
+//! after a 2 s warm-up, `ROUNDS` round-robin rounds over baseline and variants, `reps` dispatches
+//! each, and the median of all samples (GPU clocks moved times up to 5x between rows of one run
+//! before this). Variants: the driver's native op, and the same module lowered for the
 //! `vulkan1.1` preset with the subgroup size unknown and known (`--subgroup-size 32`).
 //! Integer outputs of native and lowered must be bit-identical.
 
@@ -216,6 +218,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
+/// Rounds of the round robin (each `reps` dispatches per variant).
+const ROUNDS: usize = 5;
+
 /// Times every benchmark natively and lowered; prints a table (and writes it to `SPV_CONFORMANCE_OUT`).
 pub fn run(runner: &Runner) {
     let iters: u32 = std::env::var("SPV_BENCH_ITERS")
@@ -226,19 +231,49 @@ pub fn run(runner: &Runner) {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(132);
-    let reps: u32 = 9;
+    let reps: u32 = 3;
     let size = runner.info().subgroup_size;
     let mut table = format!(
         "GPU benchmark on {} ({}), subgroup size {size}: ns per op per subgroup (dependent chain of {iters}, \
-         {groups} workgroups of one subgroup, median of {reps} dispatches)\n\n\
-         | op | class | native | lowered (size unknown) | ratio | op-only ratio | lowered (size known) | ratio | op-only ratio | outputs equal |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+         {groups} workgroups of one subgroup, median of {rounds} round-robin rounds x {reps} dispatches, after a 2 s warm-up)\n\n\
+         | op | class | loop-only | native | lowered (size unknown) | ratio | op-only ratio | lowered (size known) | ratio | op-only ratio | outputs equal |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
         runner.info().name,
-        runner.info().driver
+        runner.info().driver,
+        rounds = ROUNDS,
     );
     let mut failures = Vec::new();
-    let mut base: Option<f64> = None;
-    for b in benches() {
+    // The loop-only shader, timed in every row as that row's baseline.
+    let all = benches();
+    let base_words = super::compile(&glsl(&all[0]), "vulkan1.1").ok();
+    let n = (groups * size) as usize;
+    let base_opts = PipelineOptions {
+        buffers: 1,
+        spec_constants: vec![(0, size), (1, iters)],
+        ..PipelineOptions::default()
+    };
+    let base_pipe = base_words
+        .as_ref()
+        .and_then(|w| runner.pipeline(w, &base_opts).ok());
+    // Warm-up: about two seconds of full-chip work, so the clocks leave their idle state.
+    if let Some(p) = &base_pipe {
+        let start = std::time::Instant::now();
+        let mut input = vec![0u32; 1 + n * 64];
+        while start.elapsed() < Duration::from_secs(2) {
+            if runner
+                .run(
+                    p,
+                    std::slice::from_mut(&mut input),
+                    [groups * 64, 1, 1],
+                    Duration::from_secs(60),
+                )
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+    for b in all {
         let src = glsl(&b);
         let native = match super::compile(&src, "vulkan1.1") {
             Ok(w) => w,
@@ -264,44 +299,62 @@ pub fn run(runner: &Runner) {
             }
         }
         let n = (groups * size) as usize;
-        let mut results: Vec<(Option<f64>, Option<Vec<u32>>)> = Vec::new();
+        let opts = PipelineOptions {
+            buffers: 1,
+            spec_constants: vec![(0, size), (1, iters)],
+            ..PipelineOptions::default()
+        };
+        let mut input = vec![0u32];
+        input.extend((0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)));
+        // Build every variant's pipeline and keep its output of one dispatch.
+        let mut pipes = Vec::new();
+        let mut outputs: Vec<Option<Vec<u32>>> = Vec::new();
         for (label, words) in &variants {
-            let Some(words) = words else {
-                results.push((None, None));
-                continue;
-            };
-            let opts = PipelineOptions {
-                buffers: 1,
-                spec_constants: vec![(0, size), (1, iters)],
-                ..PipelineOptions::default()
-            };
-            let mut input = vec![0u32];
-            input.extend((0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)));
-            let run = runner.pipeline(words, &opts).and_then(|p| {
-                let mut once = vec![input.clone()];
-                runner.run(&p, &mut once, [groups, 1, 1], Duration::from_secs(60))?;
-                let mut bufs = vec![input.clone()];
-                let t = runner.time(
-                    &p,
-                    &mut bufs,
-                    [groups, 1, 1],
-                    reps,
-                    Duration::from_secs(120),
-                )?;
-                Ok((median(t) / f64::from(iters), once.remove(0)))
+            let made = words.as_ref().map(|w| {
+                runner.pipeline(w, &opts).and_then(|p| {
+                    let mut once = vec![input.clone()];
+                    runner.run(&p, &mut once, [groups, 1, 1], Duration::from_secs(60))?;
+                    Ok((p, once.remove(0)))
+                })
             });
-            match run {
-                Ok((t, out)) => results.push((Some(t), Some(out))),
-                Err(e) => {
+            match made {
+                Some(Ok((p, out))) => {
+                    pipes.push(Some(p));
+                    outputs.push(Some(out));
+                }
+                Some(Err(e)) => {
                     failures.push(format!("{} {label}: {e}", b.name));
-                    results.push((None, None));
+                    pipes.push(None);
+                    outputs.push(None);
+                }
+                None => {
+                    pipes.push(None);
+                    outputs.push(None);
                 }
             }
         }
-        // The op alone: minus the loop's own time (the `loop-only` row, measured first).
-        if b.name == "loop-only" {
-            base = results[0].0.or(results[1].0);
+        // Round robin over the loop-only baseline and the variants, so a change of the GPU's
+        // clocks during a row hits them alike (measured here: clocks moved times up to 5x between
+        // rows of one run); the median of all samples of each.
+        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); pipes.len() + 1];
+        for _round in 0..ROUNDS {
+            for (k, p) in std::iter::once(base_pipe.as_ref())
+                .chain(pipes.iter().map(Option::as_ref))
+                .enumerate()
+            {
+                let Some(p) = p else { continue };
+                let mut bufs = vec![input.clone()];
+                match runner.time(p, &mut bufs, [groups, 1, 1], reps, Duration::from_secs(120)) {
+                    Ok(t) => samples[k].extend(t.iter().map(|t| t / f64::from(iters))),
+                    Err(e) => failures.push(format!("{} timing: {e}", b.name)),
+                }
+            }
         }
+        let med = |v: &Vec<f64>| (!v.is_empty()).then(|| median(v.clone()));
+        let base = med(&samples[0]);
+        let results: Vec<(Option<f64>, Option<Vec<u32>>)> = (0..pipes.len())
+            .map(|k| (med(&samples[k + 1]), outputs[k].take()))
+            .collect();
         let sub = |t: Option<f64>| t.map(|t| t - base.unwrap_or(0.0));
         let fmt = |t: Option<f64>| t.map_or("n/a".to_owned(), |t| format!("{t:.2}"));
         let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
@@ -323,9 +376,10 @@ pub fn run(runner: &Runner) {
         };
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {equal} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {equal} |",
             b.name,
             b.class,
+            fmt(base),
             fmt(results[0].0),
             fmt(results[1].0),
             ratio(results[0].0, results[1].0),

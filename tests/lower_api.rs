@@ -169,7 +169,10 @@ fn a_module_newer_than_the_target_is_refused() {
 fn subgroup_size_32_gives_single_word_masks() {
     // A vec4 key (128 bits) takes the waterfall, whose leader search shows the mask width.
     let vec4_key = PARTITION_1_3
-        .replace("%ptr = OpTypePointer Function %float", "%ptr = OpTypePointer Function %v4uint")
+        .replace(
+            "%ptr = OpTypePointer Function %float",
+            "%ptr = OpTypePointer Function %v4uint",
+        )
         .replace("%v = OpLoad %float %var", "%v = OpLoad %v4uint %var");
     let words = tools::assemble(&vec4_key, "spv1.3").unwrap();
     let mut o = opts("vulkan1.1");

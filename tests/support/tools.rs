@@ -25,8 +25,16 @@ pub fn require(tool: &str) {
 /// Reads a SPIR-V binary file into words (little-endian, as the tools write it).
 pub fn read_words(path: &Path) -> Vec<u32> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    assert_eq!(bytes.len() % 4, 0, "{} is not a whole number of words", path.display());
-    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    assert_eq!(
+        bytes.len() % 4,
+        0,
+        "{} is not a whole number of words",
+        path.display()
+    );
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 /// Assembles SPIR-V assembly text with `spirv-as` for the given target env (e.g. `spv1.3`, `vulkan1.1`).
@@ -60,7 +68,11 @@ pub fn compile_glsl(path: &Path, target_env: &str) -> Result<Vec<u32>, String> {
         .output()
         .map_err(|e| e.to_string())?;
     if !o.status.success() {
-        return Err(format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)));
+        return Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ));
     }
     Ok(read_words(&out))
 }
@@ -80,7 +92,11 @@ pub fn spirv_val(words: &[u32], target_env: &str) -> Result<(), String> {
     if o.status.success() {
         Ok(())
     } else {
-        Err(format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ))
     }
 }
 
@@ -96,11 +112,17 @@ pub fn disassemble(words: &[u32]) -> String {
         .arg(&path)
         .output()
         .expect("spirv-dis runs");
-    assert!(o.status.success(), "spirv-dis failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "spirv-dis failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// The workspace root (the parent of `tests/`).
 pub fn workspace_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
 }

@@ -753,6 +753,60 @@ impl<'e, 't> Code<'e, 't> {
         Ok(next)
     }
 
+    /// Emits `cond ? then_value() : else_value()` as a structured `if`, for a `cond` that is
+    /// the same on every active lane (computed from ballots), so each side runs only when needed
+    /// and its subgroup operations see all active lanes. Returns the phi of the two values, in a
+    /// merge block that holds only that phi: the driver may move what follows the rewrite into a
+    /// block of its own, and a phi must stay where its predecessors branch to.
+    pub(crate) fn uniform_if(
+        &mut self,
+        cond: Id,
+        ty: Ty,
+        then_value: impl FnOnce(&mut Code) -> Result<Id, LowerError>,
+        else_value: impl FnOnce(&mut Code) -> Result<Id, LowerError>,
+    ) -> Result<Id, LowerError> {
+        let (then_label, else_label, merge) = (self.em.id(), self.em.id(), self.em.id());
+        self.emit_void(
+            Op::SelectionMerge,
+            vec![
+                Operand::IdRef(merge),
+                Operand::SelectionControl(spirv::SelectionControl::NONE),
+            ],
+        );
+        self.emit_void(
+            Op::BranchConditional,
+            vec![
+                Operand::IdRef(cond),
+                Operand::IdRef(then_label),
+                Operand::IdRef(else_label),
+            ],
+        );
+        self.start_block(then_label);
+        let a = then_value(self)?;
+        let a_end = self.cur_label();
+        self.emit_void(Op::Branch, vec![Operand::IdRef(merge)]);
+        self.start_block(else_label);
+        let b = else_value(self)?;
+        let b_end = self.cur_label();
+        self.emit_void(Op::Branch, vec![Operand::IdRef(merge)]);
+        self.start_block(merge);
+        let t = self.em.ty(ty);
+        let result = self.emit(
+            Op::Phi,
+            t,
+            vec![
+                Operand::IdRef(a),
+                Operand::IdRef(a_end),
+                Operand::IdRef(b),
+                Operand::IdRef(b_end),
+            ],
+        );
+        let after = self.em.id();
+        self.emit_void(Op::Branch, vec![Operand::IdRef(after)]);
+        self.start_block(after);
+        Ok(result)
+    }
+
     /// A `GLSL.std.450` extended instruction.
     pub(crate) fn glsl(&mut self, inst: u32, ty: Ty, args: &[Id]) -> Id {
         let set = self.em.glsl();

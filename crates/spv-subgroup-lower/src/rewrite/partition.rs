@@ -9,7 +9,8 @@
 //!
 //! **Bit-sliced form** (keys of at most 64 significant bits, and at most four per lane of the
 //! subgroup: every scalar key and two-word vectors; and every key on a target that has ballots
-//! but no way to read another lane): `m = act`, then per key bit `j` with
+//! but no way to read another lane; keys of more than 8 bits first try one waterfall round,
+//! which answers alone when every active lane holds the same key): `m = act`, then per key bit `j` with
 //! `b = Ballot(bit j)`: `m &= bit j ? b : ~b`. No loop, no shuffle: one ballot per key bit plus
 //! the active mask. A bool key is the one-bit case: `m = p ? Ballot(p) : act & ~Ballot(p)`.
 //!
@@ -104,8 +105,14 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
         }
     };
     let key = make_key(code, ty, value);
-    let mut res = if uses_bit_slices(key.bits(), code.em.max_lanes) || !can_read_lanes(code) {
+    let mut res = if !can_read_lanes(code) {
         bit_sliced(code, &key)?
+    } else if uses_bit_slices(key.bits(), code.em.max_lanes) {
+        if key.bits() > FIRST_ROUND_MIN_BITS && key.bools.is_none() {
+            first_round_then_bit_sliced(code, &key)?
+        } else {
+            bit_sliced(code, &key)?
+        }
     } else {
         waterfall(code, &key)?
     };
@@ -212,6 +219,35 @@ fn pack(code: &mut Code, words: Vec<(Id, u32)>, width: u32) -> Vec<(Id, u32)> {
         out.push((acc, width * group.len() as u32));
     }
     out
+}
+
+/// Keys with more bits than this try one waterfall round before the bit slices.
+const FIRST_ROUND_MIN_BITS: u32 = 8;
+
+/// One waterfall round first: when every active lane holds the leader's key (the common,
+/// uniform-ish case) the answer is the active mask, for one shuffle per key word and one ballot;
+/// otherwise the bit slices, whose cost does not grow with the number of distinct keys.
+/// The branch condition compares two ballots, so it is the same on every active lane.
+fn first_round_then_bit_sliced(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
+    let act = code.active()?;
+    let leader = code.find_lsb(act)?;
+    let mut eq: Option<Id> = None;
+    for &(w, _) in &key.words {
+        let lw = code.read_lane_uniform(Ty::U32, w, leader)?;
+        let e = code.op(Op::IEqual, Ty::BOOL, &[w, lw]);
+        eq = Some(match eq {
+            None => e,
+            Some(prev) => code.and(prev, e),
+        });
+    }
+    let eq = match eq {
+        Some(e) => e,
+        None => code.em.constant(Ty::BOOL, 1),
+    };
+    let b = code.ballot(eq)?;
+    let one_key = code.mask_eq(b, act);
+    let mt = code.em.mask_ty();
+    code.uniform_if(one_key, mt, |_| Ok(act), |code| bit_sliced(code, key))
 }
 
 /// One ballot per key bit; no loop.

@@ -515,67 +515,30 @@ fn with_fast_path(
     let act = code.active()?;
     let m = code.mask_and(ballot, act);
     let whole = code.mask_eq(m, act);
-    let (fast_label, slow_label, merge) = (code.em.id(), code.em.id(), code.em.id());
-    code.emit_void(
-        Op::SelectionMerge,
-        vec![
-            Operand::IdRef(merge),
-            Operand::SelectionControl(spirv::SelectionControl::NONE),
-        ],
-    );
-    code.emit_void(
-        Op::BranchConditional,
-        vec![
-            Operand::IdRef(whole),
-            Operand::IdRef(fast_label),
-            Operand::IdRef(slow_label),
-        ],
-    );
-
-    code.start_block(fast_label);
-    code.em.need(Capability::GroupNonUniformArithmetic);
     let group_op = match scan {
         Scan::Reduce => GroupOperation::Reduce,
         Scan::Inclusive => GroupOperation::InclusiveScan,
         Scan::Exclusive => GroupOperation::ExclusiveScan,
     };
-    let scope = code.em.subgroup_scope();
-    let t = code.em.ty(op.ty);
-    let fast = code.emit(
-        inst.class.opcode,
-        t,
-        vec![
-            Operand::IdRef(scope),
-            Operand::GroupOperation(group_op),
-            Operand::IdRef(value),
-        ],
-    );
-    let fast_end = code.cur_label();
-    code.emit_void(Op::Branch, vec![Operand::IdRef(merge)]);
-
-    code.start_block(slow_label);
-    let slow = pointer_jumping(code, op, scan, value, m)?;
-    let slow_end = code.cur_label();
-    code.emit_void(Op::Branch, vec![Operand::IdRef(merge)]);
-
-    code.start_block(merge);
-    let result = code.emit(
-        Op::Phi,
-        t,
-        vec![
-            Operand::IdRef(fast),
-            Operand::IdRef(fast_end),
-            Operand::IdRef(slow),
-            Operand::IdRef(slow_end),
-        ],
-    );
-    // The merge block holds only the phi: the driver may move the rest of the original block
-    // (the piece after the rewrite) into a block of its own, and a phi must stay where its
-    // predecessors branch to.
-    let after = code.em.id();
-    code.emit_void(Op::Branch, vec![Operand::IdRef(after)]);
-    code.start_block(after);
-    Ok(result)
+    code.uniform_if(
+        whole,
+        op.ty,
+        |code| {
+            code.em.need(Capability::GroupNonUniformArithmetic);
+            let scope = code.em.subgroup_scope();
+            let t = code.em.ty(op.ty);
+            Ok(code.emit(
+                inst.class.opcode,
+                t,
+                vec![
+                    Operand::IdRef(scope),
+                    Operand::GroupOperation(group_op),
+                    Operand::IdRef(value),
+                ],
+            ))
+        },
+        |code| pointer_jumping(code, op, scan, value, m),
+    )
 }
 
 /// `OpSubgroupReadInvocationKHR` of any value (32-bit words for other widths and bools).

@@ -4,7 +4,7 @@
 //! 2. lint first, to fail fast: `cargo fmt --all --check`, `cargo xtask codegen --check`,
 //!    `cargo clippy --workspace --all-targets -- -D warnings`;
 //! 3. the whole test suite: `cargo nextest run --workspace --no-fail-fast ARGS` when cargo-nextest
-//!    is installed (plus the doctests, which nextest does not run), else `cargo test --workspace --no-fail-fast ARGS`.
+//!    is installed (after the doctests, which nextest does not run), else `cargo test --workspace --no-fail-fast ARGS`.
 //!
 //! `--no-lint` skips step 2 (for a quick local run); every other argument goes to the test runner.
 
@@ -41,19 +41,20 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .output()
         .is_ok_and(|o| o.status.success());
     if nextest {
-        // Both steps run even when the first fails (no fail-fast across the suite).
+        // Both steps run even when the first fails (no fail-fast across the suite). The doctests
+        // go first so that the run closes on nextest's summary of the whole suite.
+        let doctests = step(
+            "doctests",
+            cargo()
+                .current_dir(&root)
+                .args(["test", "--workspace", "--doc"]),
+        );
         let tests = step(
             "tests (nextest)",
             cargo()
                 .current_dir(&root)
                 .args(["nextest", "run", "--workspace", "--no-fail-fast"])
                 .args(&args),
-        );
-        let doctests = step(
-            "doctests",
-            cargo()
-                .current_dir(&root)
-                .args(["test", "--workspace", "--doc"]),
         );
         if let (Err(e), Err(_)) = (&doctests, &tests) {
             eprintln!("xtask: error: {e}");

@@ -20,9 +20,7 @@ pub fn lower_words(
     opts: &LowerOptions,
 ) -> Result<(Vec<u32>, LowerReport), LowerError> {
     // Our own reader first: it reports malformed input with word offsets, never panicking.
-    // (The full validation costs one linear pass; only its structural verdict is used here.)
-    spv_subgroup_validate::validate(words, &Default::default())
-        .map_err(|e| LowerError::Parse(e.to_string()))?;
+    spv_subgroup_validate::check_structure(words).map_err(|e| LowerError::Parse(e.to_string()))?;
     let mut module = rspirv::dr::load_words(words).map_err(|e| LowerError::Parse(e.to_string()))?;
     let report = lower(&mut module, opts).map_err(|e| with_word_offset(e, words))?;
     if !report.changed {

@@ -35,6 +35,13 @@ pub struct ValidateOptions {
     pub target: Option<Target>,
 }
 
+/// Checks only that `words` are a readable SPIR-V module (the fail-fast phase of [`validate`]:
+/// header, word counts, opcodes, ids within the bound, results defined once), for tools that
+/// load the module with another reader afterwards and want a located error instead of its.
+pub fn check_structure(words: &[u32]) -> Result<(), ParseError> {
+    binary::parse(words).map(|_| ())
+}
+
 /// Validates a module. `Err` only when the words are not a readable SPIR-V module; every
 /// rule violation is a [`Diagnostic`] in the [`Report`].
 pub fn validate(words: &[u32], opts: &ValidateOptions) -> Result<Report, ParseError> {

@@ -443,22 +443,7 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
                 vote::check(cx, i, out)
             }
             Op::GroupNonUniformPartitionEXT => partition::check(cx, i, out),
-            Op::GroupNonUniformIAdd
-            | Op::GroupNonUniformFAdd
-            | Op::GroupNonUniformIMul
-            | Op::GroupNonUniformFMul
-            | Op::GroupNonUniformSMin
-            | Op::GroupNonUniformUMin
-            | Op::GroupNonUniformFMin
-            | Op::GroupNonUniformSMax
-            | Op::GroupNonUniformUMax
-            | Op::GroupNonUniformFMax
-            | Op::GroupNonUniformBitwiseAnd
-            | Op::GroupNonUniformBitwiseOr
-            | Op::GroupNonUniformBitwiseXor
-            | Op::GroupNonUniformLogicalAnd
-            | Op::GroupNonUniformLogicalOr
-            | Op::GroupNonUniformLogicalXor => {
+            op if is_arithmetic(op) => {
                 if partitioned_arith::is_partitioned(cx, i) {
                     partitioned_arith::check(cx, i, out);
                     provenance::check(cx, i, out);
@@ -524,6 +509,29 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
     partition::check_module(cx, out);
     core::check_module(cx, out);
     target_fit::check_module(cx, out);
+}
+
+/// The 16 arithmetic group operations (the only ones a partitioned group operation may take).
+pub(crate) fn is_arithmetic(op: Op) -> bool {
+    matches!(
+        op,
+        Op::GroupNonUniformIAdd
+            | Op::GroupNonUniformFAdd
+            | Op::GroupNonUniformIMul
+            | Op::GroupNonUniformFMul
+            | Op::GroupNonUniformSMin
+            | Op::GroupNonUniformUMin
+            | Op::GroupNonUniformFMin
+            | Op::GroupNonUniformSMax
+            | Op::GroupNonUniformUMax
+            | Op::GroupNonUniformFMax
+            | Op::GroupNonUniformBitwiseAnd
+            | Op::GroupNonUniformBitwiseOr
+            | Op::GroupNonUniformBitwiseXor
+            | Op::GroupNonUniformLogicalAnd
+            | Op::GroupNonUniformLogicalOr
+            | Op::GroupNonUniformLogicalXor
+    )
 }
 
 #[cfg(test)]

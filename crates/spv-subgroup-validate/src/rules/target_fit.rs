@@ -145,22 +145,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
                 .is_some_and(|(s, _)| s == Scalar::Bool))
         .then_some("shuffles and broadcasts of bool values"),
         Op::GroupNonUniformAllEqual => r.no_all_equal.then_some("OpGroupNonUniformAllEqual"),
-        Op::GroupNonUniformIAdd
-        | Op::GroupNonUniformFAdd
-        | Op::GroupNonUniformIMul
-        | Op::GroupNonUniformFMul
-        | Op::GroupNonUniformSMin
-        | Op::GroupNonUniformUMin
-        | Op::GroupNonUniformFMin
-        | Op::GroupNonUniformSMax
-        | Op::GroupNonUniformUMax
-        | Op::GroupNonUniformFMax
-        | Op::GroupNonUniformBitwiseAnd
-        | Op::GroupNonUniformBitwiseOr
-        | Op::GroupNonUniformBitwiseXor
-        | Op::GroupNonUniformLogicalAnd
-        | Op::GroupNonUniformLogicalOr
-        | Op::GroupNonUniformLogicalXor => {
+        op if super::is_arithmetic(op) => {
             let scan = matches!(m.word(i, 4), Some(1 | 2));
             let add_mul = matches!(
                 op,

@@ -307,11 +307,10 @@ fn pick(code: &mut Code, ty: Ty, cond: Id, a: Id, b: Id) -> Id {
     code.select(ty, cond, a, b)
 }
 
-/// Logical ops on bools: one ballot per component, no shuffle.
-fn logical(code: &mut Code, op: Step, scan: Scan, value: Id, ballot: Id) -> Result<Id, LowerError> {
-    // Ballots of the value only hold active lanes, so the partition ballot needs no `& active`.
-    let m = code.narrow_mask(ballot);
-    let m = match scan {
+/// The lanes of subset `m` whose values a lane's result covers: all of them for a reduce, those
+/// up to this lane for an inclusive scan, those below it for an exclusive one.
+fn counted_lanes(code: &mut Code, scan: Scan, m: Id) -> Result<Id, LowerError> {
+    Ok(match scan {
         Scan::Reduce => m,
         Scan::Inclusive => {
             let le = code.le_mask()?;
@@ -321,7 +320,14 @@ fn logical(code: &mut Code, op: Step, scan: Scan, value: Id, ballot: Id) -> Resu
             let lt = code.lt_mask()?;
             code.mask_and(m, lt)
         }
-    };
+    })
+}
+
+/// Logical ops on bools: one ballot per component, no shuffle.
+fn logical(code: &mut Code, op: Step, scan: Scan, value: Id, ballot: Id) -> Result<Id, LowerError> {
+    // Ballots of the value only hold active lanes, so the partition ballot needs no `& active`.
+    let m = code.narrow_mask(ballot);
+    let m = counted_lanes(code, scan, m)?;
     let mut comps = Vec::with_capacity(usize::from(op.ty.n));
     for c in 0..op.ty.n {
         let x = if op.ty.n == 1 {
@@ -389,17 +395,7 @@ fn bit_sliced(
 ) -> Result<Id, LowerError> {
     let width = op.ty.scalar.width();
     let m = code.narrow_mask(ballot);
-    let sel = match scan {
-        Scan::Reduce => m,
-        Scan::Inclusive => {
-            let le = code.le_mask()?;
-            code.mask_and(m, le)
-        }
-        Scan::Exclusive => {
-            let lt = code.lt_mask()?;
-            code.mask_and(m, lt)
-        }
-    };
+    let sel = counted_lanes(code, scan, m)?;
     let words = code.to_words(op.ty, value);
     let word = words
         .first()

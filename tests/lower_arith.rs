@@ -21,6 +21,7 @@
 use rspirv::dr::{Module, Operand};
 use spirv::{GroupOperation, Op};
 use spv_subgroup_lower::{lower_words, LowerOptions, Target};
+use spv_subgroup_tests::naga::through_naga;
 use spv_subgroup_tests::tools;
 use spv_subgroup_validate::{validate, Severity, ValidateOptions};
 
@@ -328,49 +329,6 @@ fn check_output(input: &[u32], target: &Target, size: Option<u32>) -> Result<Vec
         return Err("the same input gives different output".into());
     }
     Ok(out)
-}
-
-/// naga's front end, validator and back ends (MSL only without doubles, which Metal lacks).
-fn through_naga(words: &[u32], doubles: bool) -> Result<(), String> {
-    use naga::valid::{Capabilities, ValidationFlags, Validator};
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let opts = naga::front::spv::Options {
-        adjust_coordinate_space: false,
-        ..Default::default()
-    };
-    let module = naga::front::spv::parse_u8_slice(&bytes, &opts)
-        .map_err(|e| format!("spv front end: {e:?}"))?;
-    let info = Validator::new(ValidationFlags::all(), Capabilities::all())
-        .validate(&module)
-        .map_err(|e| format!("validator: {:?}", e.into_inner()))?;
-    naga::back::wgsl::write_string(&module, &info, naga::back::wgsl::WriterFlags::empty())
-        .map_err(|e| format!("wgsl: {e:?}"))?;
-    if !doubles {
-        let msl = naga::back::msl::Options {
-            lang_version: (2, 4),
-            ..Default::default()
-        };
-        naga::back::msl::write_string(
-            &module,
-            &info,
-            &msl,
-            &naga::back::msl::PipelineOptions::default(),
-        )
-        .map_err(|e| format!("msl: {e:?}"))?;
-    }
-    let hlsl_opts = naga::back::hlsl::Options {
-        shader_model: naga::back::hlsl::ShaderModel::V6_0,
-        ..Default::default()
-    };
-    let mut hlsl = String::new();
-    naga::back::hlsl::Writer::new(
-        &mut hlsl,
-        &hlsl_opts,
-        &naga::back::hlsl::PipelineOptions::default(),
-    )
-    .write(&module, &info, None)
-    .map_err(|e| format!("hlsl: {e:?}"))?;
-    Ok(())
 }
 
 fn preset(name: &str) -> Target {

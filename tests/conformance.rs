@@ -6,6 +6,8 @@
 //!   and assert the driver reports that subgroup size;
 //! - `child_suite` is the suite itself; it only runs inside such a child (or on the GPU machine, see
 //!   `cargo xtask gpu`) and returns at once otherwise;
+//! - `conformance_vote_loop.rs` is the `vote-loop-spirv1.0` case (issue 7's lavapipe hazard: votes
+//!   in a loop whose only exit is a divergent `break`);
 //! - `mutation_unmasked_ballot_is_caught` breaks a lowered module on purpose (the active-set masking
 //!   of the ballot) and asserts the suite sees it;
 //! - `model_*` test the host model itself.
@@ -24,6 +26,8 @@ mod bench;
 mod model;
 #[path = "conformance_shaders.rs"]
 mod shaders;
+#[path = "conformance_vote_loop.rs"]
+mod vote_loop;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -688,6 +692,9 @@ fn child_suite() {
     }
     if "radix-multisplit".contains(&filter) || filter.is_empty() {
         run_radix(&runner, &presets, &mut summary);
+    }
+    if "vote-loop-spirv1.0".contains(&filter) || filter.is_empty() {
+        vote_loop::run(&runner, &presets, &mut summary);
     }
     if cmp != (0, 0, 0) {
         summary.notes.push(format!(

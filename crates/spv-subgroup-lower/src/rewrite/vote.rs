@@ -2,12 +2,17 @@
 //!
 //! With core `GroupNonUniformVote` each becomes one `OpGroupNonUniformAll/Any/AllEqual`
 //! (AllEqual on a bool predicate is legal); a consumer without AllEqual (naga's front end)
-//! gets `All(p) || !Any(p)`, two core vote ops. Otherwise ballots, over the active lanes only
+//! gets `Any(p) != Any(!p)`, two core vote ops. On a non-empty active set that is the spec's
+//! AllEqual (exactly one of the two holds iff the lanes agree), as `All(p) || !Any(p)` is; the
+//! two forms differ only on an empty set, which lavapipe 22.3 produces (a loop whose only exit
+//! is a divergent `break`, in a partial subgroup, runs on with no lane active): there its
+//! native AllEqual answers false, and so does this form (docs/lowering.md, "Driver facts").
+//! Otherwise ballots, over the active lanes only
 //! (inactive lanes and lanes beyond the subgroup contribute zero bits):
 //!
 //! - `Any(p)      = Ballot(p) != 0` (1 ballot);
 //! - `All(p)      = Ballot(!p) == 0` (1 ballot);
-//! - `AllEqual(p) = b == 0 || b == Ballot(true)` with `b = Ballot(p)` (2 ballots).
+//! - `AllEqual(p) = (b == Ballot(true)) != (b == 0)` with `b = Ballot(p)` (2 ballots).
 //!
 //! The ballot is `OpGroupNonUniformBallot`, or `OpSubgroupBallotKHR` on a SPIR-V 1.0 target
 //! (chosen by [`Code::ballot`]). Every sequence is valid in non-uniform control flow and has no
@@ -31,13 +36,13 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
     }
     let op = inst.class.opcode;
     if has_core_vote(code) && op == Op::SubgroupAllEqualKHR && !core_all_equal(code) {
-        // All(p) || !Any(p): two core vote ops, for consumers without AllEqual (naga).
+        // Any(p) != Any(!p): two core vote ops, for consumers without AllEqual (naga).
         code.em.need(Capability::GroupNonUniformVote);
         let scope = code.em.subgroup_scope();
-        let all = code.op(Op::GroupNonUniformAll, Ty::BOOL, &[scope, pred]);
         let any = code.op(Op::GroupNonUniformAny, Ty::BOOL, &[scope, pred]);
-        let none = code.not(any);
-        return Ok(code.or(all, none));
+        let np = code.not(pred);
+        let any_not = code.op(Op::GroupNonUniformAny, Ty::BOOL, &[scope, np]);
+        return Ok(code.op(Op::LogicalNotEqual, Ty::BOOL, &[any, any_not]));
     }
     if has_core_vote(code) {
         code.em.need(Capability::GroupNonUniform);
@@ -61,11 +66,13 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
             code.mask_is_zero(b)
         }
         _ => {
+            // (b == act) != (b == 0): on a non-empty active set exactly one holds iff the lanes
+            // agree; on lavapipe's empty one both hold, giving false like its native AllEqual.
             let b = code.ballot(pred)?;
             let act = code.active()?;
             let none = code.mask_is_zero(b);
             let all = code.mask_eq(b, act);
-            code.or(none, all)
+            code.op(Op::LogicalNotEqual, Ty::BOOL, &[all, none])
         }
     })
 }

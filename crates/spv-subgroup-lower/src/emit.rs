@@ -1407,6 +1407,26 @@ impl<'e, 't> Code<'e, 't> {
         }
     }
 
+    /// The mask of the lanes below the subgroup size: the bits a ballot bit op considers.
+    ///
+    /// All ones for the words a mask holds when the subgroup size is fixed at the mask's
+    /// width, else computed from the `SubgroupSize` built-in per word (shifts stay below 32).
+    pub(crate) fn size_mask(&mut self) -> Result<Id, LowerError> {
+        if !(self.em.has_core_ballot() || self.em.target.ops.basic) {
+            return Err(self.missing("the SubgroupSize built-in"));
+        }
+        self.em.need(Capability::GroupNonUniform);
+        let size = self.load_builtin(BuiltIn::SubgroupSize, Ty::U32);
+        if self.em.single_word() {
+            return self.low_bits_word(size, 0);
+        }
+        let mut words = Vec::with_capacity(4);
+        for w in 0..4 {
+            words.push(self.low_bits_word(size, w)?);
+        }
+        Ok(self.op(Op::CompositeConstruct, Ty::UVEC4, &words))
+    }
+
     /// An "unsupported by target" error for the instruction being rewritten (the driver fills
     /// in the result id and opcode).
     pub(crate) fn missing(&self, what: &str) -> LowerError {

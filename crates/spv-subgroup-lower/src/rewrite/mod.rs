@@ -5,6 +5,7 @@
 //! | `OpSubgroupAllKHR`/`AnyKHR`/`AllEqualKHR` (4428-4430) | `SubgroupVoteKHR` | [`vote`] |
 //! | `OpGroupNonUniformPartitionNV/EXT` (5296) | partitioned ops | [`partition`] |
 //! | any op with group operation `Partitioned*` (6/7/8) | partitioned ops | `partitioned_arith` |
+//! | ballot bit ops, `InverseBallot`, `Elect` | them (naga) | `ballot_bits` |
 //!
 //! Core instructions are never rewritten: a module using a core op the target lacks, or a
 //! rewrite whose sequence needs one, fails with [`LowerError::Unsupported`] naming what is missing.
@@ -15,6 +16,7 @@ use spirv::{GroupOperation, Op};
 use crate::emit::{Code, Id};
 use crate::{LowerError, Target};
 
+mod ballot_bits;
 mod partition;
 mod partitioned_arith;
 mod vote;
@@ -49,6 +51,9 @@ pub(crate) fn needs_rewrite(inst: &Instruction, target: &Target) -> bool {
     if is_khr_vote(inst.class.opcode) {
         return !target.ops.khr_vote;
     }
+    if ballot_bits::needs(inst, target) {
+        return true;
+    }
     !target.ops.partitioned && is_partitioned(inst)
 }
 
@@ -56,6 +61,7 @@ pub(crate) fn needs_rewrite(inst: &Instruction, target: &Target) -> bool {
 pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, LowerError> {
     match inst.class.opcode {
         op if is_khr_vote(op) => vote::lower(code, inst),
+        _ if ballot_bits::needs(inst, code.em.target) => ballot_bits::lower(code, inst),
         Op::GroupNonUniformPartitionEXT => partition::lower(code, inst),
         _ if partitioned_arith::is_partitioned_arith(inst) => partitioned_arith::lower(code, inst),
         op => Err(invalid(

@@ -6,6 +6,7 @@
 //! | `OpGroupNonUniformPartitionNV/EXT` (5296) | partitioned ops | [`partition`] |
 //! | any op with group operation `Partitioned*` (6/7/8) | partitioned ops | `partitioned_arith` |
 //! | ballot bit ops, `InverseBallot`, `Elect` | them (naga) | `ballot_bits` |
+//! | `OpGroupNonUniformAllEqual` | it (naga) | [`vote`] |
 //!
 //! Core instructions are never rewritten: a module using a core op the target lacks, or a
 //! rewrite whose sequence needs one, fails with [`LowerError::Unsupported`] naming what is missing.
@@ -51,7 +52,7 @@ pub(crate) fn needs_rewrite(inst: &Instruction, target: &Target) -> bool {
     if is_khr_vote(inst.class.opcode) {
         return !target.ops.khr_vote;
     }
-    if ballot_bits::needs(inst, target) {
+    if ballot_bits::needs(inst, target) || vote::needs_core_all_equal(inst, target) {
         return true;
     }
     !target.ops.partitioned && is_partitioned(inst)
@@ -62,6 +63,9 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
     match inst.class.opcode {
         op if is_khr_vote(op) => vote::lower(code, inst),
         _ if ballot_bits::needs(inst, code.em.target) => ballot_bits::lower(code, inst),
+        _ if vote::needs_core_all_equal(inst, code.em.target) => {
+            vote::lower_core_all_equal(code, inst)
+        }
         Op::GroupNonUniformPartitionEXT => partition::lower(code, inst),
         _ if partitioned_arith::is_partitioned_arith(inst) => partitioned_arith::lower(code, inst),
         op => Err(invalid(

@@ -7,6 +7,14 @@
 //! two forms differ only on an empty set, which lavapipe 22.3 produces (a loop whose only exit
 //! is a divergent `break`, in a partial subgroup, runs on with no lane active): there its
 //! native AllEqual answers false, and so does this form (docs/lowering.md, "Driver facts").
+//!
+//! The core `OpGroupNonUniformAllEqual` (any type) on a consumer without it (naga) is
+//! rewritten too ([`lower_core_all_equal`]): bools per component as above; integers
+//! `All(w == BroadcastFirst(w))` over their 32-bit words (bitwise equality is integer
+//! equality); floats `All(x == BroadcastFirst(x))` with `FOrdEqual` per component, the words
+//! moved as 32-bit words and put back together, so +0.0 equals -0.0 and a NaN equals nothing.
+//! The first active lane is active, so `BroadcastFirst` reads a defined value.
+//!
 //! Otherwise ballots, over the active lanes only
 //! (inactive lanes and lanes beyond the subgroup contribute zero bits):
 //!
@@ -22,8 +30,8 @@ use rspirv::dr::Instruction;
 use spirv::{Capability, Op};
 
 use super::{id_operand, invalid};
-use crate::emit::{Code, Id, Ty};
-use crate::LowerError;
+use crate::emit::{Code, Id, Scalar, Ty};
+use crate::{LowerError, Target};
 
 /// Emits the vote sequence for `inst`.
 pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerError> {
@@ -87,4 +95,74 @@ fn core_all_equal(code: &Code) -> bool {
 fn has_core_vote(code: &Code) -> bool {
     let t = code.em.target;
     t.ops.vote && t.spirv_version >= (1, 3)
+}
+
+/// Whether `inst` is a core `OpGroupNonUniformAllEqual` that `target` needs rewritten.
+pub(crate) fn needs_core_all_equal(inst: &Instruction, target: &Target) -> bool {
+    inst.class.opcode == Op::GroupNonUniformAllEqual && target.restrictions.no_all_equal
+}
+
+/// Emits `OpGroupNonUniformAllEqual` of any type from All, Any and BroadcastFirst.
+pub(crate) fn lower_core_all_equal(code: &mut Code, inst: &Instruction) -> Result<Id, LowerError> {
+    let value = id_operand(inst, 1, "Value")?;
+    let Some(ty) = code.em.ty_of_value(value) else {
+        return Err(invalid(
+            inst,
+            "the AllEqual value must be a scalar or vector",
+        ));
+    };
+    let t = code.em.target;
+    if !(t.ops.vote && t.ops.ballot && t.spirv_version >= (1, 3)) {
+        return Err(code.missing(
+            "core vote and ballot operations (GroupNonUniformVote, GroupNonUniformBallot)",
+        ));
+    }
+    code.em.need(Capability::GroupNonUniformVote);
+    let scope = code.em.subgroup_scope();
+    if ty.scalar == Scalar::Bool {
+        // Any(c) != Any(!c) per component, and all components must agree.
+        let mut result = None;
+        for c in 0..ty.n {
+            let comp = if ty.n == 1 {
+                value
+            } else {
+                code.extract(Ty::BOOL, value, u32::from(c))
+            };
+            let any = code.op(Op::GroupNonUniformAny, Ty::BOOL, &[scope, comp]);
+            let not = code.not(comp);
+            let any_not = code.op(Op::GroupNonUniformAny, Ty::BOOL, &[scope, not]);
+            let eq = code.op(Op::LogicalNotEqual, Ty::BOOL, &[any, any_not]);
+            result = Some(match result {
+                None => eq,
+                Some(r) => code.and(r, eq),
+            });
+        }
+        return result.ok_or_else(|| invalid(inst, "an empty vector"));
+    }
+    code.em.need(Capability::GroupNonUniformBallot);
+    let words = code.to_words(ty, value);
+    let mut firsts = Vec::with_capacity(words.len());
+    for &w in &words {
+        firsts.push(code.op(Op::GroupNonUniformBroadcastFirst, Ty::U32, &[scope, w]));
+    }
+    let same = if let Scalar::Float { .. } = ty.scalar {
+        let first = code.from_words(ty, &firsts);
+        let eq = code.op(Op::FOrdEqual, Ty::BOOL.with_n(ty.n), &[value, first]);
+        if ty.n == 1 {
+            eq
+        } else {
+            code.op(Op::All, Ty::BOOL, &[eq])
+        }
+    } else {
+        let mut same = None;
+        for (&w, &f) in words.iter().zip(&firsts) {
+            let eq = code.op(Op::IEqual, Ty::BOOL, &[w, f]);
+            same = Some(match same {
+                None => eq,
+                Some(r) => code.and(r, eq),
+            });
+        }
+        same.ok_or_else(|| invalid(inst, "an empty value"))?
+    };
+    Ok(code.op(Op::GroupNonUniformAll, Ty::BOOL, &[scope, same]))
 }

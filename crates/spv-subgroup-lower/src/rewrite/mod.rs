@@ -7,6 +7,7 @@
 //! | any op with group operation `Partitioned*` (6/7/8) | partitioned ops | `partitioned_arith` |
 //! | ballot bit ops, `InverseBallot`, `Elect` | them (naga) | `ballot_bits` |
 //! | `OpGroupNonUniformAllEqual` | it (naga) | [`vote`] |
+//! | inclusive/exclusive scans other than Add/Mul | them (naga) | `scan` |
 //!
 //! Core instructions are never rewritten: a module using a core op the target lacks, or a
 //! rewrite whose sequence needs one, fails with [`LowerError::Unsupported`] naming what is missing.
@@ -20,6 +21,7 @@ use crate::{LowerError, Target};
 mod ballot_bits;
 mod partition;
 mod partitioned_arith;
+mod scan;
 mod vote;
 
 /// The partitioned group operation of `inst`, if it has one.
@@ -52,7 +54,10 @@ pub(crate) fn needs_rewrite(inst: &Instruction, target: &Target) -> bool {
     if is_khr_vote(inst.class.opcode) {
         return !target.ops.khr_vote;
     }
-    if ballot_bits::needs(inst, target) || vote::needs_core_all_equal(inst, target) {
+    if ballot_bits::needs(inst, target)
+        || vote::needs_core_all_equal(inst, target)
+        || scan::needs(inst, target)
+    {
         return true;
     }
     !target.ops.partitioned && is_partitioned(inst)
@@ -66,6 +71,7 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
         _ if vote::needs_core_all_equal(inst, code.em.target) => {
             vote::lower_core_all_equal(code, inst)
         }
+        _ if scan::needs(inst, code.em.target) => scan::lower(code, inst),
         Op::GroupNonUniformPartitionEXT => partition::lower(code, inst),
         _ if partitioned_arith::is_partitioned_arith(inst) => partitioned_arith::lower(code, inst),
         op => Err(invalid(

@@ -98,13 +98,24 @@ fn find_definition(words: &[u32], id: u32) -> Option<usize> {
 /// Lowers a module in place for `opts.target`.
 pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, LowerError> {
     let target = &opts.target;
-    let rewrites_needed = module
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .any(|i| rewrite::needs_rewrite(i, target));
-    if !rewrites_needed && !hygiene::has_removable(module, target) {
+    let max_lanes = opts
+        .subgroup_size
+        .unwrap_or(target.max_subgroup_size)
+        .clamp(1, 128);
+    let removable_globals = rewrite::has_removable_globals(module, target);
+    if removable_globals {
+        rewrite::prepare(module, target);
+    }
+    let rewrites_needed = {
+        let em = Emitter::new(module, target, max_lanes);
+        module
+            .functions
+            .iter()
+            .flat_map(|f| &f.blocks)
+            .flat_map(|b| &b.instructions)
+            .any(|i| rewrite::needs_rewrite(i, &em))
+    };
+    if !rewrites_needed && !removable_globals && !hygiene::has_removable(module, target) {
         return Ok(LowerReport::default());
     }
     if let Some(h) = module.header.as_ref() {
@@ -123,10 +134,6 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
         }
     }
     let before = (module.capabilities.len(), module.extensions.len());
-    let max_lanes = opts
-        .subgroup_size
-        .unwrap_or(target.max_subgroup_size)
-        .clamp(1, 128);
     let mut em = Emitter::new(module, target, max_lanes);
     em.float_partition = opts.float_partition;
     let mut counts: HashMap<String, usize> = HashMap::new();
@@ -134,7 +141,7 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
     let mut helpers = outline::Helpers::new(module);
     for function in &mut module.functions {
         let before = em.bound();
-        lower_function(function, &mut em, opts, &mut counts, &mut helpers)?;
+        lower_function(function, &mut em, &mut counts, &mut helpers)?;
         if em.bound() != before {
             rewritten.extend(function.def.as_ref().and_then(|d| d.result_id));
         }
@@ -142,21 +149,22 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
     module.functions.append(&mut helpers.functions);
     module.debug_names.append(&mut helpers.names);
     finish_globals(module, &mut em, &rewritten);
+    let removed = rewrite::finish(module, target);
     hygiene::fix_requirements(module, &em, opts)?;
     if let Some(h) = module.header.as_mut() {
         h.bound = em.bound();
     }
     let mut rewrites: Vec<(String, usize)> = counts.into_iter().collect();
     rewrites.sort();
-    let changed =
-        !rewrites.is_empty() || before != (module.capabilities.len(), module.extensions.len());
+    let changed = !rewrites.is_empty()
+        || removed
+        || before != (module.capabilities.len(), module.extensions.len());
     Ok(LowerReport { changed, rewrites })
 }
 
 fn lower_function(
     function: &mut rspirv::dr::Function,
     em: &mut Emitter,
-    opts: &LowerOptions,
     counts: &mut HashMap<String, usize>,
     helpers: &mut outline::Helpers,
 ) -> Result<(), LowerError> {
@@ -164,7 +172,7 @@ fn lower_function(
         .blocks
         .iter()
         .flat_map(|b| &b.instructions)
-        .any(|i| rewrite::needs_rewrite(i, &opts.target))
+        .any(|i| rewrite::needs_rewrite(i, em))
     {
         return Ok(());
     }
@@ -179,7 +187,7 @@ fn lower_function(
         let needs = block
             .instructions
             .iter()
-            .any(|i| rewrite::needs_rewrite(i, &opts.target));
+            .any(|i| rewrite::needs_rewrite(i, em));
         if !needs {
             out.push(block);
             continue;
@@ -210,7 +218,7 @@ fn lower_function(
             rest = tail;
         }
         for inst in rest {
-            if !rewrite::needs_rewrite(&inst, &opts.target) {
+            if !rewrite::needs_rewrite(&inst, code.em) {
                 code.cur.instructions.push(inst);
                 continue;
             }

@@ -633,6 +633,19 @@ impl<'t> Emitter<'t> {
     pub(crate) fn has_core_ballot(&self) -> bool {
         self.target.ops.ballot && self.target.spirv_version >= (1, 3)
     }
+
+    /// The mask built-in (`SubgroupEqMask`..`SubgroupLtMask`) whose Input variable is `var`.
+    pub(crate) fn mask_builtin(&self, var: Id) -> Option<BuiltIn> {
+        [
+            BuiltIn::SubgroupEqMask,
+            BuiltIn::SubgroupGeMask,
+            BuiltIn::SubgroupGtMask,
+            BuiltIn::SubgroupLeMask,
+            BuiltIn::SubgroupLtMask,
+        ]
+        .into_iter()
+        .find(|b| self.builtins.get(b) == Some(&var))
+    }
 }
 
 /// A block builder over one function: the finished blocks and the block being filled.

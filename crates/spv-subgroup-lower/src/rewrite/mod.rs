@@ -8,6 +8,8 @@
 //! | ballot bit ops, `InverseBallot`, `Elect` | them (naga) | `ballot_bits` |
 //! | `OpGroupNonUniformAllEqual` | it (naga) | [`vote`] |
 //! | inclusive/exclusive scans other than Add/Mul | them (naga) | `scan` |
+//! | shuffles and broadcasts of bools | them (naga) | `bool_move` |
+//! | loads of the mask built-ins | them (naga) | `masks` |
 //!
 //! Core instructions are never rewritten: a module using a core op the target lacks, or a
 //! rewrite whose sequence needs one, fails with [`LowerError::Unsupported`] naming what is missing.
@@ -15,10 +17,14 @@
 use rspirv::dr::{Instruction, Operand};
 use spirv::{GroupOperation, Op};
 
-use crate::emit::{Code, Id};
+use rspirv::dr::Module;
+
+use crate::emit::{Code, Emitter, Id};
 use crate::{LowerError, Target};
 
 mod ballot_bits;
+mod bool_move;
+mod masks;
 mod partition;
 mod partitioned_arith;
 mod scan;
@@ -49,8 +55,34 @@ pub(crate) fn is_partitioned(inst: &Instruction) -> bool {
     inst.class.opcode == Op::GroupNonUniformPartitionEXT || partitioned_group_op(inst).is_some()
 }
 
-/// Whether `inst` uses something `target` lacks that this pass rewrites.
-pub(crate) fn needs_rewrite(inst: &Instruction, target: &Target) -> bool {
+/// Module-level preparation before any rewrite: reads of mask built-ins through access chains
+/// become whole loads (see `masks`).
+pub(crate) fn prepare(module: &mut Module, target: &Target) {
+    masks::normalize(module, target);
+}
+
+/// Whether the module has a declaration (not an instruction) the target lacks and the pass
+/// removes: a mask built-in variable.
+pub(crate) fn has_removable_globals(module: &Module, target: &Target) -> bool {
+    masks::declared(module, target)
+}
+
+/// Module-level clean-up after every function is rewritten: mask built-in variables nothing
+/// reads any more go. Returns whether anything was removed.
+pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
+    masks::remove_unused(module, target)
+}
+
+/// Whether `inst` uses something the target of `em` lacks that this pass rewrites.
+pub(crate) fn needs_rewrite(inst: &Instruction, em: &Emitter) -> bool {
+    let target = em.target;
+    if masks::needs(inst, em) {
+        return true;
+    }
+    if bool_move::is_move(inst.class.opcode) {
+        let result = inst.result_type.and_then(|t| em.ty_of_id(t));
+        return bool_move::needs(inst, result, target);
+    }
     if is_khr_vote(inst.class.opcode) {
         return !target.ops.khr_vote;
     }
@@ -67,6 +99,8 @@ pub(crate) fn needs_rewrite(inst: &Instruction, target: &Target) -> bool {
 pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, LowerError> {
     match inst.class.opcode {
         op if is_khr_vote(op) => vote::lower(code, inst),
+        _ if masks::needs(inst, code.em) => masks::lower(code, inst),
+        op if bool_move::is_move(op) => bool_move::lower(code, inst),
         _ if ballot_bits::needs(inst, code.em.target) => ballot_bits::lower(code, inst),
         _ if vote::needs_core_all_equal(inst, code.em.target) => {
             vote::lower_core_all_equal(code, inst)

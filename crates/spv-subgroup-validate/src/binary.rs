@@ -63,6 +63,9 @@ pub enum ParseErrorKind {
     DuplicateResultId(u32),
     /// A literal string has no terminating NUL inside its instruction.
     UnterminatedString,
+    /// No `OpMemoryModel`: every module has exactly one (SPIR-V 2.4, "Logical Layout of a Module"),
+    /// so a header alone, or a fragment, is not a module.
+    MissingMemoryModel,
 }
 
 /// A malformed binary, with the word offset of the problem.
@@ -106,6 +109,9 @@ fn describe(kind: &ParseErrorKind) -> String {
         ParseErrorKind::ZeroId => "result id 0".into(),
         ParseErrorKind::DuplicateResultId(id) => format!("result id %{id} is defined twice"),
         ParseErrorKind::UnterminatedString => "literal string without terminating NUL".into(),
+        ParseErrorKind::MissingMemoryModel => {
+            "no OpMemoryModel (every module has one): not a complete module".into()
+        }
     }
 }
 
@@ -484,6 +490,10 @@ pub(crate) fn parse(words: &[u32]) -> Result<Parsed, ParseError> {
         });
         pos += wc;
     }
+    let memory_model = spirv::Op::MemoryModel as u16;
+    if !insts.iter().any(|i| i.opcode == memory_model) {
+        return err(ParseErrorKind::MissingMemoryModel, words.len(), None);
+    }
     Ok(Parsed {
         version,
         bound,
@@ -506,9 +516,16 @@ mod tests {
     }
 
     #[test]
-    fn empty_module_parses() {
-        let p = parse(&header(1)).unwrap();
-        assert!(p.insts.is_empty());
+    fn a_module_needs_a_memory_model() {
+        let e = parse(&header(1)).unwrap_err();
+        assert_eq!(
+            (e.kind, e.word_offset),
+            (ParseErrorKind::MissingMemoryModel, 5)
+        );
+        // OpMemoryModel Logical GLSL450: the smallest complete module.
+        let mut w = header(1);
+        w.extend([(3 << 16) | spirv::Op::MemoryModel as u32, 0, 1]);
+        assert_eq!(parse(&w).unwrap().insts.len(), 1);
     }
 
     #[test]
@@ -558,6 +575,7 @@ mod tests {
     fn self_referential_types_do_not_recurse() {
         let mut w = header(10);
         w.extend([(2 << 16) | 17, 4431]); // OpCapability SubgroupVoteKHR
+        w.extend([(3 << 16) | 14, 0, 1]); // OpMemoryModel Logical GLSL450
         w.extend([(4 << 16) | 23, 2, 2, 4]); // %2 = OpTypeVector %2 4
         w.extend([(4 << 16) | 4428, 2, 3, 3]); // %3 = OpSubgroupAllKHR %2 %3
         let r = crate::validate(&w, &crate::ValidateOptions::default()).unwrap();

@@ -20,7 +20,7 @@ pub mod rules;
 
 pub use binary::{words_from_bytes, ParseError, ParseErrorKind};
 pub use diag::{Diagnostic, Location, Report, Severity};
-pub use render::{render_human, render_json};
+pub use render::{escape_controls, render_human, render_json};
 pub use rules::Rule;
 
 use target::Target;

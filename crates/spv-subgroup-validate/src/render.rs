@@ -1,5 +1,6 @@
 //! Rendering a [`Report`]: rustc-like text for people, stable JSON for tools. Both deterministic.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use serde_json::{json, Value};
@@ -23,9 +24,13 @@ pub fn render_human(report: &Report, file_name: &str) -> String {
     if report.diagnostics.is_empty() {
         return s;
     }
+    // Messages and notes may quote module strings (an extension name, a debug name), and a
+    // terminal would act on their control characters; the disassembly escapes its own.
+    let file_name = escape_controls(file_name);
     for d in &report.diagnostics {
         let loc = &d.location;
-        let _ = writeln!(s, "{}[{}]: {}", d.severity, d.rule.code(), d.message);
+        let message = escape_controls(&d.message);
+        let _ = writeln!(s, "{}[{}]: {message}", d.severity, d.rule.code());
         let mut at = if loc.word_offset < crate::binary::HEADER_WORDS {
             "header".to_owned()
         } else {
@@ -44,7 +49,7 @@ pub fn render_human(report: &Report, file_name: &str) -> String {
             let _ = writeln!(s, "   |");
         }
         for n in &d.notes {
-            let _ = writeln!(s, "   = note: {n}");
+            let _ = writeln!(s, "   = note: {}", escape_controls(n));
         }
         let _ = writeln!(
             s,
@@ -63,6 +68,23 @@ pub fn render_human(report: &Report, file_name: &str) -> String {
         if warnings == 1 { "" } else { "s" }
     );
     s
+}
+
+/// `text` with every control character (C0, DEL, C1; newlines and tabs too) written as `\u{..}`,
+/// the way the disassembly shows string literals; borrowed when there is none.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The report as JSON: an array with one object per finding (schema in `docs/rules.md`).

@@ -111,6 +111,43 @@ pub enum TargetError {
     Invalid(String),
 }
 
+/// The environments a target's `target_env` may name: what `spirv-val --target-env` (2023.1)
+/// accepts, since `lower --verify` and users pass it on to spirv-val.
+pub const TARGET_ENVS: &[&str] = &[
+    "vulkan1.0",
+    "vulkan1.1",
+    "vulkan1.1spv1.4",
+    "vulkan1.2",
+    "vulkan1.3",
+    "spv1.0",
+    "spv1.1",
+    "spv1.2",
+    "spv1.3",
+    "spv1.4",
+    "spv1.5",
+    "spv1.6",
+    "universal1.0",
+    "universal1.1",
+    "universal1.2",
+    "universal1.3",
+    "universal1.4",
+    "universal1.5",
+    "universal1.6",
+    "opencl1.2embedded",
+    "opencl1.2",
+    "opencl2.0embedded",
+    "opencl2.0",
+    "opencl2.1embedded",
+    "opencl2.1",
+    "opencl2.2embedded",
+    "opencl2.2",
+    "opengl4.0",
+    "opengl4.1",
+    "opengl4.2",
+    "opengl4.3",
+    "opengl4.5",
+];
+
 /// Vulkan 1.1 core subgroup features without any extension: the default target.
 const VULKAN11_OPS: SubgroupOps = SubgroupOps {
     basic: true,
@@ -351,7 +388,47 @@ impl Target {
         Ok(t)
     }
 
+    /// Rejects descriptions no device can have (`docs/targets.md`, "What is checked"): an
+    /// environment spirv-val does not know, a SPIR-V version that does not exist, core subgroup
+    /// groups without `basic` (each of their capabilities implicitly declares `GroupNonUniform`,
+    /// so a device cannot have one without it), and impossible subgroup sizes.
     fn check(&self) -> Result<(), TargetError> {
+        if !TARGET_ENVS.contains(&self.target_env.as_str()) {
+            return Err(TargetError::Invalid(format!(
+                "unknown `target_env` `{}`; expected one of: {}",
+                self.target_env.escape_debug(),
+                TARGET_ENVS.join(", ")
+            )));
+        }
+        let (major, minor) = self.spirv_version;
+        if major != 1 || minor > 6 {
+            return Err(TargetError::Invalid(format!(
+                "`spirv_version` [{major}, {minor}] is no SPIR-V version; expected [1, 0] to [1, 6]"
+            )));
+        }
+        let o = &self.ops;
+        let core = [
+            ("vote", o.vote),
+            ("arithmetic", o.arithmetic),
+            ("ballot", o.ballot),
+            ("shuffle", o.shuffle),
+            ("shuffle_relative", o.shuffle_relative),
+            ("clustered", o.clustered),
+            ("quad", o.quad),
+        ];
+        let without_basic: Vec<&str> = core
+            .iter()
+            .filter(|(_, on)| *on && !o.basic)
+            .map(|(name, _)| *name)
+            .collect();
+        if !without_basic.is_empty() {
+            return Err(TargetError::Invalid(format!(
+                "`ops.basic` is false but `ops.{}` {} true: every core subgroup capability implies \
+                 `GroupNonUniform` (basic), so set `basic` to true or the others to false",
+                without_basic.join("`, `ops."),
+                if without_basic.len() == 1 { "is" } else { "are" }
+            )));
+        }
         let ok_size = |s: u32| s.is_power_of_two() && (1..=128).contains(&s);
         if !ok_size(self.min_subgroup_size) || !ok_size(self.max_subgroup_size) {
             return Err(TargetError::Invalid(format!(
@@ -431,6 +508,58 @@ mod tests {
         assert!(t.extended_types);
         assert_eq!((t.min_subgroup_size, t.max_subgroup_size), (8, 8));
         assert_eq!(t.target_env, "vulkan1.3");
+    }
+
+    fn invalid_message(t: &Target) -> String {
+        match Target::from_json(&serde_json::to_string(t).unwrap()) {
+            Err(TargetError::Invalid(m)) => m,
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_env_and_nonexistent_versions_are_rejected() {
+        let bad_env = Target {
+            target_env: "vulkan9.9".into(),
+            ..Target::default()
+        };
+        assert!(invalid_message(&bad_env).contains("unknown `target_env` `vulkan9.9`"));
+        for v in [(2, 0), (1, 7), (0, 9), (1, 255)] {
+            let t = Target {
+                spirv_version: v,
+                ..Target::default()
+            };
+            assert!(
+                invalid_message(&t).contains("is no SPIR-V version"),
+                "{v:?}"
+            );
+        }
+        for v in [(1, 0), (1, 6)] {
+            let t = Target {
+                spirv_version: v,
+                ..Target::default()
+            };
+            assert!(Target::from_json(&serde_json::to_string(&t).unwrap()).is_ok());
+        }
+    }
+
+    #[test]
+    fn core_groups_without_basic_are_rejected() {
+        let mut t = Target::default();
+        t.ops.basic = false;
+        let m = invalid_message(&t);
+        assert!(
+            m.contains("`ops.basic` is false but `ops.vote`, `ops.arithmetic`"),
+            "{m}"
+        );
+        // Only extensions (the khr-ballot preset's shape) need no basic.
+        t.ops = SubgroupOps {
+            khr_ballot: true,
+            khr_vote: true,
+            partitioned: true,
+            ..SubgroupOps::default()
+        };
+        assert!(Target::from_json(&serde_json::to_string(&t).unwrap()).is_ok());
     }
 
     #[test]

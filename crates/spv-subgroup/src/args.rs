@@ -7,41 +7,9 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use spv_subgroup_validate::target::Target;
 
-/// The `--target-env` names `spirv-val` 2023.1 accepts, which we accept too.
-pub const TARGET_ENVS: &[&str] = &[
-    "vulkan1.0",
-    "vulkan1.1",
-    "vulkan1.1spv1.4",
-    "vulkan1.2",
-    "vulkan1.3",
-    "spv1.0",
-    "spv1.1",
-    "spv1.2",
-    "spv1.3",
-    "spv1.4",
-    "spv1.5",
-    "spv1.6",
-    "universal1.0",
-    "universal1.1",
-    "universal1.2",
-    "universal1.3",
-    "universal1.4",
-    "universal1.5",
-    "universal1.6",
-    "opencl1.2embedded",
-    "opencl1.2",
-    "opencl2.0embedded",
-    "opencl2.0",
-    "opencl2.1embedded",
-    "opencl2.1",
-    "opencl2.2embedded",
-    "opencl2.2",
-    "opengl4.0",
-    "opengl4.1",
-    "opengl4.2",
-    "opengl4.3",
-    "opengl4.5",
-];
+/// The `--target-env` names `spirv-val` 2023.1 accepts, which we accept too (the same list
+/// checks a target file's `target_env`).
+pub use spv_subgroup_validate::target::TARGET_ENVS;
 
 /// Parses a `--target-env` value, rejecting names spirv-val would not know.
 pub fn parse_target_env(s: &str) -> Result<String, String> {
@@ -57,7 +25,14 @@ pub fn parse_target_env(s: &str) -> Result<String, String> {
 
 /// Parses a subgroup size: a power of two from 1 to 128.
 pub fn parse_subgroup_size(s: &str) -> Result<u32, String> {
-    let n: u32 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    let n: u32 = s
+        .parse()
+        .map_err(|e: std::num::ParseIntError| match e.kind() {
+            std::num::IntErrorKind::PosOverflow => {
+                format!("`{s}` is out of range: a subgroup size is a power of two from 1 to 128")
+            }
+            _ => format!("`{s}` is not a number"),
+        })?;
     if n.is_power_of_two() && n <= 128 {
         Ok(n)
     } else {

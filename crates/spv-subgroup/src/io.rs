@@ -19,7 +19,7 @@ impl Source {
     pub fn display_name(&self) -> String {
         match self {
             Source::Stdin => "<stdin>".to_owned(),
-            Source::File(p) => p.display().to_string(),
+            Source::File(p) => show_path(p),
         }
     }
 
@@ -35,10 +35,31 @@ impl Source {
                 Ok(bytes)
             }
             Source::File(p) => {
-                std::fs::read(p).with_context(|| format!("cannot read `{}`", p.display()))
+                std::fs::read(p).with_context(|| format!("cannot read `{}`", show_path(p)))
             }
         }
     }
+}
+
+/// A path as messages and JSON show it: its UTF-8 text, with `\\` for a backslash, `\u{..}` for a
+/// control character and `\xNN` for each byte that is not UTF-8, so two different names never
+/// print the same and no name can send escape sequences to a terminal.
+pub fn show_path(p: &Path) -> String {
+    #[cfg(unix)]
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str());
+    #[cfg(not(unix))]
+    let lossy = p.to_string_lossy();
+    #[cfg(not(unix))]
+    let bytes = lossy.as_bytes();
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        let valid = chunk.valid().replace('\\', "\\\\");
+        out.push_str(&spv_subgroup_validate::escape_controls(&valid));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
 }
 
 /// Whether the argument means stdin/stdout.
@@ -66,6 +87,10 @@ pub fn check_stdin_not_terminal() -> anyhow::Result<()> {
 /// Expands the command line's inputs: `-` or nothing is stdin, a directory is every `*.spv`
 /// below it (recursively, sorted), anything else is a file.
 pub fn expand_inputs(inputs: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
+    // A second read of stdin would see an empty stream and report it as a malformed module.
+    if inputs.iter().filter(|p| is_dash(p)).count() > 1 {
+        bail!("stdin (`-`) is given more than once: it can be read only once");
+    }
     if inputs.is_empty() {
         check_stdin_not_terminal()?;
         return Ok(vec![Source::Stdin]);
@@ -78,9 +103,9 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
         } else if p.is_dir() {
             let mut found = Vec::new();
             find_spv(p, &mut found)
-                .with_context(|| format!("cannot search directory `{}`", p.display()))?;
+                .with_context(|| format!("cannot search directory `{}`", show_path(p)))?;
             if found.is_empty() {
-                bail!("no `*.spv` files found under `{}`", p.display());
+                bail!("no `*.spv` files found under `{}`", show_path(p));
             }
             found.sort();
             out.extend(found.into_iter().map(Source::File));
@@ -91,7 +116,9 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
     Ok(out)
 }
 
-/// Collects `*.spv` files below `dir`; symbolic links to directories are not followed (no cycles).
+/// Collects `*.spv` entries below `dir`; symbolic links to directories are not followed (no cycles).
+/// A `*.spv` symbolic link that leads nowhere (dangling, or a loop) is collected too, so reading it
+/// fails and the run reports it as unreadable rather than passing over a missing build product.
 fn find_spv(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -99,59 +126,16 @@ fn find_spv(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
         let ty = entry.file_type()?;
         if ty.is_dir() {
             find_spv(&path, found)?;
-        } else if path.extension().is_some_and(|e| e == "spv") && path.is_file() {
+        } else if path.extension().is_some_and(|e| e == "spv") && !path.is_dir() {
             found.push(path);
         }
     }
     Ok(())
 }
 
-/// Writes `bytes` to `out` (`-` is stdout). A file is written to a temporary file in the same
-/// directory and renamed over `out`, so a failure never leaves a partial file behind.
+/// Writes `bytes` to `out`: `-` (and `/dev/stdout`) is stdout; see [`crate::output`] for files.
 pub fn write_atomically(out: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    if is_dash(out) {
-        let mut stdout = std::io::stdout().lock();
-        stdout.write_all(bytes).context("cannot write to stdout")?;
-        stdout.flush().context("cannot write to stdout")?;
-        return Ok(());
-    }
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = out.display();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".spv-subgroup-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temporary file next to `{name}`"))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("cannot write `{name}`"))?;
-    tmp.as_file()
-        .sync_all()
-        .with_context(|| format!("cannot write `{name}`"))?;
-    // The temporary file is private (0600); give the result the permissions a plain write would.
-    let perms = match std::fs::metadata(out) {
-        Ok(m) => m.permissions(),
-        Err(_) => default_permissions(tmp.as_file())?,
-    };
-    std::fs::set_permissions(tmp.path(), perms)
-        .with_context(|| format!("cannot set the permissions of `{name}`"))?;
-    tmp.persist(out)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write `{name}`"))?;
-    Ok(())
-}
-
-#[cfg(unix)]
-fn default_permissions(_: &std::fs::File) -> anyhow::Result<std::fs::Permissions> {
-    use std::os::unix::fs::PermissionsExt;
-    Ok(std::fs::Permissions::from_mode(0o644))
-}
-
-#[cfg(not(unix))]
-fn default_permissions(f: &std::fs::File) -> anyhow::Result<std::fs::Permissions> {
-    Ok(f.metadata()?.permissions())
+    crate::output::write_output(out, bytes)
 }
 
 /// Whether the error comes from writing into a closed pipe (e.g. `spv-subgroup ... | head`).

@@ -9,6 +9,8 @@ mod args;
 mod explain;
 mod io;
 mod lower;
+mod output;
+mod signals;
 mod targets;
 mod validate;
 
@@ -57,6 +59,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    output::note_stdout_state();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Validate(o) => o.run(),

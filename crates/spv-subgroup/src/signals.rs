@@ -1,0 +1,92 @@
+//! The temporary file of an atomic write, removed on drop and on SIGINT, SIGTERM and SIGHUP.
+//!
+//! `tempfile` removes its file when dropped, but a signal ends the process without running
+//! destructors. So the one temporary file a run has at a time is also recorded here, and a thread
+//! waiting for those signals (`signal-hook`'s iterator, installed on the first write) removes it and
+//! then lets the signal take its default course, so the exit status still says which signal it was.
+//! A mutex orders that thread against creating, renaming and dropping the file.
+
+use std::fs::{File, Permissions};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, Once};
+
+/// The temporary file of the write in progress, if any.
+static CURRENT: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+fn current() -> MutexGuard<'static, Option<PathBuf>> {
+    // A panic elsewhere while holding the lock leaves a path that is still right to remove.
+    CURRENT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts the signal thread once per process.
+fn install() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        // Without the handler a signal leaves the file behind, as before; the write still works.
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        std::thread::spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let cur = current();
+                if let Some(path) = cur.as_ref() {
+                    let _ = std::fs::remove_file(path);
+                }
+                // Re-raise with the default action (the process ends by that signal); the exit
+                // below only runs if the default action were to ignore it.
+                let _ = signal_hook::low_level::emulate_default_handler(sig);
+                std::process::exit(128 + sig);
+            }
+        });
+    });
+}
+
+/// A temporary file next to an output, removed unless [`TempGuard::persist`] renames it.
+#[derive(Debug)]
+pub struct TempGuard {
+    tmp: Option<tempfile::NamedTempFile>,
+}
+
+impl TempGuard {
+    /// Creates `.spv-subgroup-XXXXXX.tmp` in `dir` (with `perms` before the umask, if given).
+    pub fn create(dir: &Path, perms: Option<Permissions>) -> std::io::Result<TempGuard> {
+        install();
+        let mut cur = current();
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".spv-subgroup-").suffix(".tmp");
+        if let Some(p) = perms {
+            builder.permissions(p);
+        }
+        let tmp = builder.tempfile_in(dir)?;
+        *cur = Some(tmp.path().to_owned());
+        Ok(TempGuard { tmp: Some(tmp) })
+    }
+
+    /// The open file to write.
+    pub fn file(&self) -> &File {
+        match &self.tmp {
+            Some(t) => t.as_file(),
+            None => unreachable!("the file is only taken by persist, which consumes the guard"),
+        }
+    }
+
+    /// Renames the file to `path` (replacing what is there); on failure the file is removed.
+    pub fn persist(mut self, path: &Path) -> std::io::Result<()> {
+        let mut cur = current();
+        let result = match self.tmp.take() {
+            Some(t) => t.persist(path).map(drop).map_err(|e| e.error),
+            None => Ok(()),
+        };
+        *cur = None;
+        result
+    }
+}
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        let mut cur = current();
+        drop(self.tmp.take());
+        *cur = None;
+    }
+}

@@ -1,0 +1,519 @@
+//! Regression tests of the CLI's input and output handling: the IO half of the reliability probe
+//! (issue 12; each test names its problem, `Pnn`, from `shared/repro/reliability/README.md`).
+//!
+//! Special files are made in a temporary directory (`mkfifo`, `mknod` of a 1,3 character device,
+//! symbolic links), never by writing to the machine's own `/dev`: a broken build must not be able
+//! to replace a real device node.
+
+use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use spv_subgroup_tests::tools;
+
+const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
+const MAGIC: [u8; 4] = 0x0723_0203u32.to_le_bytes();
+
+fn to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// The README example (both extensions, something to lower), compiled by glslang.
+fn example_bytes() -> Vec<u8> {
+    let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+    to_bytes(&tools::compile_glsl(&src, "vulkan1.1").expect("the example compiles"))
+}
+
+fn command(args: &[&str], cwd: &Path) -> Command {
+    let mut c = Command::new(EXE);
+    c.args(args).current_dir(cwd).env("NO_COLOR", "1");
+    c
+}
+
+fn run(args: &[&str], cwd: &Path) -> Output {
+    command(args, cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs `sh -c SCRIPT` with `$0` set to the binary (for umask and closed descriptors).
+fn run_sh(script: &str, cwd: &Path) -> Output {
+    Command::new("sh")
+        .args(["-c", script, EXE])
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    )
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// The example lowered into a plain new file: what every other kind of output must receive.
+fn lowered_reference(dir: &Path) -> Vec<u8> {
+    let o = run(&["lower", "in.spv", "-o", "reference.spv", "-q"], dir);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let bytes = std::fs::read(dir.join("reference.spv")).unwrap();
+    assert_eq!(bytes[..4], MAGIC);
+    bytes
+}
+
+fn setup() -> (tempfile::TempDir, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "in.spv", &example_bytes());
+    let reference = lowered_reference(dir.path());
+    (dir, reference)
+}
+
+fn temp_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".spv-subgroup-"))
+        .collect()
+}
+
+// ---- P01: outputs that are not regular files ---------------------------------------------------
+
+#[test]
+fn p01_symlinks_are_followed_not_replaced() {
+    let (dir, reference) = setup();
+    let d = dir.path();
+    write(d, "real.spv", b"ORIGINAL");
+    std::os::unix::fs::symlink("real.spv", d.join("link.spv")).unwrap();
+    std::os::unix::fs::symlink(d.join("link.spv"), d.join("link2.spv")).unwrap();
+    let o = run(&["lower", "in.spv", "-o", "link2.spv"], d);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    for link in ["link.spv", "link2.spv"] {
+        let m = std::fs::symlink_metadata(d.join(link)).unwrap();
+        assert!(m.file_type().is_symlink(), "{link} is still a link");
+    }
+    assert_eq!(std::fs::read(d.join("real.spv")).unwrap(), reference);
+    assert!(temp_files(d).is_empty(), "{:?}", temp_files(d));
+
+    // A dangling link: its target is created, the link stays.
+    std::os::unix::fs::symlink("new.spv", d.join("dangling.spv")).unwrap();
+    let o = run(&["lower", "in.spv", "-o", "dangling.spv"], d);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(std::fs::symlink_metadata(d.join("dangling.spv"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read(d.join("new.spv")).unwrap(), reference);
+
+    // A loop is an IO error, and nothing is created.
+    std::os::unix::fs::symlink("loop.spv", d.join("loop.spv")).unwrap();
+    let o = run(&["lower", "in.spv", "-o", "loop.spv"], d);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(text(&o.stderr).contains("symbolic links"), "{}", show(&o));
+    assert!(temp_files(d).is_empty());
+}
+
+#[test]
+fn p01_fifo_is_written_through() {
+    let (dir, reference) = setup();
+    let d = dir.path();
+    let st = Command::new("mkfifo").arg(d.join("fifo.spv")).status();
+    assert!(
+        st.is_ok_and(|s| s.success()),
+        "mkfifo (coreutils) is needed"
+    );
+    // The reader first: opening a FIFO for writing waits for one.
+    let mut reader = Command::new("cat")
+        .arg(d.join("fifo.spv"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = run(&["lower", "in.spv", "-o", "fifo.spv", "-q"], d);
+    let start = Instant::now();
+    while reader.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            // The FIFO was replaced, so the reader never sees a writer: unblock it by hand.
+            let _ = reader.kill();
+            panic!("the FIFO got no data: {}", show(&o));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let got = reader.wait_with_output().unwrap().stdout;
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert_eq!(got, reference);
+    let m = std::fs::symlink_metadata(d.join("fifo.spv")).unwrap();
+    assert!(m.file_type().is_fifo(), "still a FIFO");
+}
+
+#[test]
+fn p01_device_nodes_are_written_through() {
+    let (dir, reference) = setup();
+    let d = dir.path();
+    // A private stand-in for /dev/null (we are root in CI; mknod needs it).
+    let st = Command::new("mknod")
+        .args(["-m", "666"])
+        .arg(d.join("null"))
+        .args(["c", "1", "3"])
+        .status()
+        .unwrap();
+    assert!(
+        st.success(),
+        "this test needs root for `mknod` (CI and the dev machines run as root)"
+    );
+    std::os::unix::fs::symlink("null", d.join("null-link.spv")).unwrap();
+    for out in ["null", "null-link.spv"] {
+        let o = run(&["lower", "in.spv", "-o", out], d);
+        assert_eq!(code(&o), 0, "-o {out}: {}", show(&o));
+        let m = std::fs::metadata(d.join("null")).unwrap();
+        assert!(m.file_type().is_char_device(), "-o {out}: still a device");
+        assert_eq!(m.rdev(), std::fs::metadata("/dev/null").unwrap().rdev());
+        assert!(temp_files(d).is_empty(), "{:?}", temp_files(d));
+    }
+    assert!(std::fs::symlink_metadata(d.join("null-link.spv"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    // A link to our stdout, as /dev/stdout is: the module goes to stdout, the link stays.
+    std::os::unix::fs::symlink("/proc/self/fd/1", d.join("stdout-link.spv")).unwrap();
+    for out in ["stdout-link.spv", "/dev/stdout"] {
+        let o = run(&["lower", "in.spv", "-o", out, "-q"], d);
+        assert_eq!(code(&o), 0, "-o {out}: {}", show(&o));
+        assert_eq!(o.stdout, reference, "-o {out} writes stdout");
+    }
+    assert!(std::fs::symlink_metadata(d.join("stdout-link.spv"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn p01_directory_output_is_refused() {
+    let (dir, _) = setup();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let o = run(&["lower", "in.spv", "-o", "sub"], dir.path());
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(text(&o.stderr).contains("directory"), "{}", show(&o));
+}
+
+// ---- P10: stdout closed ----------------------------------------------------------------------
+
+#[test]
+fn p10_closed_stdout_is_an_error() {
+    let (dir, _) = setup();
+    let o = run_sh(r#"exec "$0" lower in.spv -o - >&-"#, dir.path());
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(text(&o.stderr).contains("stdout"), "{}", show(&o));
+    assert!(text(&o.stderr).contains("closed"), "{}", show(&o));
+    // The same through /dev/stdout.
+    let o = run_sh(r#"exec "$0" lower in.spv -o /dev/stdout >&-"#, dir.path());
+    assert_eq!(code(&o), 2, "{}", show(&o));
+}
+
+// ---- P11: signals during the write -----------------------------------------------------------
+
+#[test]
+fn p11_signals_remove_the_temporary_file() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    for (sig, name) in [(2, "INT"), (15, "TERM"), (1, "HUP")] {
+        write(d, "out.spv", b"PRECIOUS");
+        // Debug builds pause after creating the temporary file when asked to.
+        let mut child = command(&["lower", "in.spv", "-o", "out.spv", "-q"], d)
+            .env("SPV_SUBGROUP_TEST_PAUSE_WRITE", "10000")
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while temp_files(d).is_empty() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "no temporary file appeared (is this a debug build?)"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let st = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(sig), "SIG{name}: {status:?}");
+        assert!(temp_files(d).is_empty(), "SIG{name}: {:?}", temp_files(d));
+        assert_eq!(std::fs::read(d.join("out.spv")).unwrap(), b"PRECIOUS");
+    }
+}
+
+// ---- P12: broken links in a directory --------------------------------------------------------
+
+#[test]
+fn p12_dangling_and_looping_links_are_unreadable() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    write(&d, "good.spv", &example_bytes());
+    std::os::unix::fs::symlink("missing.spv", d.join("dangling.spv")).unwrap();
+    std::os::unix::fs::symlink("loop.spv", d.join("loop.spv")).unwrap();
+    std::os::unix::fs::symlink("b.spv", d.join("a.spv")).unwrap();
+    std::os::unix::fs::symlink("a.spv", d.join("b.spv")).unwrap();
+    // A link to a directory is still not followed (no cycles).
+    std::os::unix::fs::symlink("..", d.join("up")).unwrap();
+    let o = run(&["validate", "d"], dir.path());
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    for name in ["dangling.spv", "loop.spv", "a.spv", "b.spv"] {
+        assert!(text(&o.stderr).contains(name), "{name}: {}", show(&o));
+    }
+    let o = run(&["validate", "--format", "json", "d"], dir.path());
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["summary"]["files"], 5, "{}", show(&o));
+    assert_eq!(doc["summary"]["ok"], 1, "{}", show(&o));
+    assert_eq!(doc["summary"]["unreadable"], 4, "{}", show(&o));
+}
+
+// ---- P13: target files -----------------------------------------------------------------------
+
+#[test]
+fn p13_impossible_target_files_are_refused() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    let o = run(&["targets", "--show", "vulkan1.1"], d);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let base: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cases: [(&str, &str, serde_json::Value, &str); 4] = [
+        (
+            "env.json",
+            "/target_env",
+            "vulkan9.9".into(),
+            "unknown `target_env` `vulkan9.9`",
+        ),
+        (
+            "v20.json",
+            "/spirv_version",
+            serde_json::json!([2, 0]),
+            "is no SPIR-V version",
+        ),
+        (
+            "v09.json",
+            "/spirv_version",
+            serde_json::json!([0, 9]),
+            "is no SPIR-V version",
+        ),
+        (
+            "nobasic.json",
+            "/ops/basic",
+            false.into(),
+            "`ops.basic` is false",
+        ),
+    ];
+    for (file, pointer, value, message) in cases {
+        let mut t = base.clone();
+        *t.pointer_mut(pointer).unwrap() = value;
+        write(d, file, serde_json::to_string(&t).unwrap().as_bytes());
+        for args in [
+            vec!["lower", "in.spv", "-o", "out.spv", "--target", file],
+            vec!["validate", "in.spv", "--target", file],
+        ] {
+            let o = run(&args, d);
+            assert_eq!(code(&o), 2, "{args:?}: {}", show(&o));
+            assert!(text(&o.stderr).contains(message), "{args:?}: {}", show(&o));
+        }
+        assert!(!d.join("out.spv").exists());
+    }
+}
+
+// ---- P14: control characters from the module ---------------------------------------------------
+
+#[test]
+fn p14_control_characters_in_module_strings_are_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+    let words = tools::compile_glsl(&src, "vulkan1.1").unwrap();
+    let asm = tools::disassemble(&words);
+    let line = "OpExtension \"SPV_KHR_subgroup_vote\"";
+    assert!(asm.contains(line));
+    // ESC c resets a terminal; an unknown extension near ours is quoted in SG0503's message.
+    let edited = asm.replace(
+        line,
+        &format!("{line}\nOpExtension \"SPV_KHR_subgroup_vote\x1bc\""),
+    );
+    let words = tools::assemble(&edited, "vulkan1.1").expect("assembles");
+    write(dir.path(), "esc.spv", &to_bytes(&words));
+    let o = run(&["validate", "esc.spv"], dir.path());
+    let out = text(&o.stdout);
+    assert!(out.contains("SG0503"), "{}", show(&o));
+    assert!(
+        !out.contains('\x1b'),
+        "raw ESC reaches the terminal: {}",
+        show(&o)
+    );
+    assert!(out.contains("\\u{1b}c"), "{}", show(&o));
+    // JSON keeps the real string (serde escapes it).
+    let o = run(&["validate", "--format", "json", "esc.spv"], dir.path());
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let msg = doc["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "SG0503")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(msg.contains('\x1b'), "{msg}");
+}
+
+// ---- P15: output file metadata ---------------------------------------------------------------
+
+#[test]
+fn p15_new_outputs_respect_the_umask() {
+    let (dir, _) = setup();
+    let o = run_sh(
+        r#"umask 077; exec "$0" lower in.spv -o new.spv -q"#,
+        dir.path(),
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let mode = std::fs::metadata(dir.path().join("new.spv"))
+        .unwrap()
+        .mode()
+        & 0o7777;
+    assert_eq!(mode, 0o600, "{mode:o}");
+    let o = run_sh(
+        r#"umask 022; exec "$0" lower in.spv -o new22.spv -q"#,
+        dir.path(),
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let mode = std::fs::metadata(dir.path().join("new22.spv"))
+        .unwrap()
+        .mode()
+        & 0o7777;
+    assert_eq!(mode, 0o644, "{mode:o}");
+}
+
+#[test]
+fn p15_existing_outputs_keep_their_mode_without_setuid() {
+    let (dir, reference) = setup();
+    let d = dir.path();
+    let out = write(d, "old.spv", b"OLD");
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o6751)).unwrap();
+    let o = run(&["lower", "in.spv", "-o", "old.spv", "-q"], d);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), reference);
+    let mode = std::fs::metadata(&out).unwrap().mode() & 0o7777;
+    assert_eq!(mode, 0o751, "{mode:o}");
+}
+
+#[test]
+fn p15_hard_links_are_split_with_a_note() {
+    let (dir, reference) = setup();
+    let d = dir.path();
+    write(d, "h1.spv", b"OLD");
+    std::fs::hard_link(d.join("h1.spv"), d.join("h2.spv")).unwrap();
+    let o = run(&["lower", "in.spv", "-o", "h1.spv", "-q"], d);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    // Atomic replacement gives h1.spv a new inode; docs/cli.md says so and the note tells.
+    assert_eq!(std::fs::read(d.join("h1.spv")).unwrap(), reference);
+    assert_eq!(std::fs::read(d.join("h2.spv")).unwrap(), b"OLD");
+    assert!(
+        text(&o.stderr).contains("1 other hard link"),
+        "{}",
+        show(&o)
+    );
+}
+
+// ---- P17: names, stdin twice, numbers, fragments ---------------------------------------------
+
+#[test]
+fn p17_non_utf8_names_stay_distinct() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let n = dir.path().join("n");
+    std::fs::create_dir(&n).unwrap();
+    for b in [0xffu8, 0xfe] {
+        let name = [b'b', b'a', b'd', b, b'.', b's', b'p', b'v'];
+        std::fs::write(n.join(std::ffi::OsStr::from_bytes(&name)), b"junk").unwrap();
+    }
+    let o = run(&["validate", "--format", "json", "n"], dir.path());
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let files: Vec<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["n/bad\\xfe.spv", "n/bad\\xff.spv"], "{}", show(&o));
+    let o = run(&["validate", "n"], dir.path());
+    assert!(text(&o.stdout).contains("n/bad\\xff.spv"), "{}", show(&o));
+    assert!(text(&o.stdout).contains("n/bad\\xfe.spv"), "{}", show(&o));
+}
+
+#[test]
+fn p17_stdin_twice_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = command(&["validate", "-", "-"], dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The binary may exit before reading; a closed pipe is fine then.
+    let _ = child.stdin.take().unwrap().write_all(&example_bytes());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(text(&o.stderr).contains("more than once"), "{}", show(&o));
+}
+
+#[test]
+fn p17_oversized_subgroup_size_is_out_of_range() {
+    let (dir, _) = setup();
+    let o = run(
+        &[
+            "lower",
+            "in.spv",
+            "-o",
+            "o.spv",
+            "--subgroup-size",
+            "99999999999999999999",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(text(&o.stderr).contains("out of range"), "{}", show(&o));
+    assert!(!text(&o.stderr).contains("not a number"), "{}", show(&o));
+}
+
+#[test]
+fn p17_header_only_module_is_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "hdr.spv", &example_bytes()[..20]);
+    let o = run(&["validate", "hdr.spv"], dir.path());
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(text(&o.stdout).contains("OpMemoryModel"), "{}", show(&o));
+    let o = run(&["lower", "hdr.spv", "-o", "o.spv"], dir.path());
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(text(&o.stderr).contains("OpMemoryModel"), "{}", show(&o));
+    assert!(!dir.path().join("o.spv").exists());
+}

@@ -10,6 +10,7 @@
 //! | inclusive/exclusive scans other than Add/Mul | them (naga) | `scan` |
 //! | shuffles and broadcasts of bools | them (naga) | `bool_move` |
 //! | loads of the mask built-ins | them (naga) | `masks` |
+//! | `OpSubgroupBallotKHR`/`FirstInvocationKHR`/`ReadInvocationKHR` | `SPV_KHR_shader_ballot` | `khr_ballot` |
 //!
 //! Core instructions are never rewritten: a module using a core op the target lacks, or a
 //! rewrite whose sequence needs one, fails with [`LowerError::Unsupported`] naming what is missing.
@@ -24,6 +25,7 @@ use crate::{LowerError, Target};
 
 mod ballot_bits;
 mod bool_move;
+mod khr_ballot;
 mod masks;
 mod partition;
 mod partitioned_arith;
@@ -62,15 +64,17 @@ pub(crate) fn prepare(module: &mut Module, target: &Target) {
 }
 
 /// Whether the module has a declaration (not an instruction) the target lacks and the pass
-/// removes: a mask built-in variable.
+/// removes: a mask built-in variable, or the `SubgroupBallotKHR` capability.
 pub(crate) fn has_removable_globals(module: &Module, target: &Target) -> bool {
-    masks::declared(module, target)
+    masks::declared(module, target) || khr_ballot::declared(module, target)
 }
 
 /// Module-level clean-up after every function is rewritten: mask built-in variables nothing
-/// reads any more go. Returns whether anything was removed.
+/// reads any more go, and `SubgroupBallotKHR` where the target lacks it and nothing needs it.
+/// Returns whether anything was removed.
 pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
-    masks::remove_unused(module, target)
+    let masks = masks::remove_unused(module, target);
+    khr_ballot::finish(module, target) || masks
 }
 
 /// Whether `inst` uses something the target of `em` lacks that this pass rewrites.
@@ -86,6 +90,9 @@ pub(crate) fn needs_rewrite(inst: &Instruction, em: &Emitter) -> bool {
     if is_khr_vote(inst.class.opcode) {
         return !target.ops.khr_vote;
     }
+    if khr_ballot::needs(inst, target) {
+        return true;
+    }
     if ballot_bits::needs(inst, target)
         || vote::needs_core_all_equal(inst, target)
         || scan::needs(inst, target)
@@ -100,6 +107,7 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
     match inst.class.opcode {
         op if is_khr_vote(op) => vote::lower(code, inst),
         _ if masks::needs(inst, code.em) => masks::lower(code, inst),
+        op if khr_ballot::is_khr_ballot(op) => khr_ballot::lower(code, inst),
         op if bool_move::is_move(op) => bool_move::lower(code, inst),
         _ if ballot_bits::needs(inst, code.em.target) => ballot_bits::lower(code, inst),
         _ if vote::needs_core_all_equal(inst, code.em.target) => {

@@ -274,3 +274,62 @@ fn partition_from_ballots_alone_where_the_target_cannot_read_lanes() {
     );
     tools::spirv_val(&out, "vulkan1.1").unwrap();
 }
+
+/// A quad swap of a `uint`: core `GroupNonUniformQuad`, nothing else.
+const QUAD_SWAP_1_3: &str = r#"
+OpCapability Shader
+OpCapability GroupNonUniform
+OpCapability GroupNonUniformQuad
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main"
+OpExecutionMode %main LocalSize 32 1 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%uint_0 = OpConstant %uint 0
+%uint_3 = OpConstant %uint 3
+%ptr = OpTypePointer Function %uint
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%var = OpVariable %ptr Function
+%v = OpLoad %uint %var
+%s = OpGroupNonUniformQuadSwap %uint %uint_3 %v %uint_0
+OpStore %var %s
+OpReturn
+OpFunctionEnd
+"#;
+
+#[test]
+fn a_core_op_no_rewrite_provides_is_refused_naming_a_target_that_takes_it() {
+    let words = tools::assemble(QUAD_SWAP_1_3, "spv1.3").unwrap();
+    // Neither quad ops nor shuffles: no lane read can stand in for the swap.
+    let mut target = Target::preset("vulkan1.1").unwrap();
+    target.name = "no-quad".into();
+    target.ops.quad = false;
+    target.ops.shuffle = false;
+    let err = lower_words(
+        &words,
+        &LowerOptions {
+            target,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    let LowerError::Unsupported {
+        opcode,
+        word_offset,
+        missing,
+        ..
+    } = &err
+    else {
+        panic!("expected Unsupported, got {err:?}");
+    };
+    assert_eq!(opcode, "OpGroupNonUniformQuadSwap");
+    assert_eq!(words[*word_offset] & 0xffff, 366, "the offset points at it");
+    assert!(missing.contains("GroupNonUniformQuad"), "{err}");
+    assert!(missing.contains("target `vulkan1.1` takes it"), "{err}");
+    // The same module fits the preset: nothing to do, the words come back as they were.
+    let (out, report) = lower_words(&words, &opts("vulkan1.1")).unwrap();
+    assert!(!report.changed);
+    assert_eq!(out, words);
+}

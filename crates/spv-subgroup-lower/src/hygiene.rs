@@ -1,18 +1,20 @@
 //! Module requirements after rewriting: capabilities, extensions and the SPIR-V version.
 //!
 //! Only what the rewrites touch changes: the capabilities and extensions the new code needs
-//! are added (sorted, after the existing ones), `SubgroupVoteKHR` with `SPV_KHR_subgroup_vote`
-//! and `GroupNonUniformPartitionedNV/EXT` with both extension spellings are removed once no
-//! instruction uses them, and the version is raised to 1.3 only when core `GroupNonUniform`
+//! are added (sorted, after the existing ones), every subgroup capability the target lacks
+//! (`SubgroupVoteKHR` with `SPV_KHR_subgroup_vote`, `GroupNonUniformPartitionedNV/EXT` with both
+//! extension spellings, `GroupNonUniformClustered` on lavapipe, ...) is removed once no
+//! instruction needs it (as [`fit::required_capability`] says; `Int64` and the like are kept), and the version is raised to 1.3 only when core `GroupNonUniform`
 //! code was added to an older module. Everything else (order, other capabilities, the
 //! generator word, debug info) stays as it was.
 
 use rspirv::dr::{Instruction, Module, Operand};
 use spirv::{Capability, Op};
 
+use spv_subgroup_validate::fit;
+
 use crate::emit::Emitter;
-use crate::rewrite::{is_khr_vote, is_partitioned};
-use crate::{LowerError, LowerOptions};
+use crate::{LowerError, LowerOptions, Target};
 
 /// The extension strings of the partitioned ops.
 const PARTITIONED_EXTS: [&str; 2] = [
@@ -36,9 +38,18 @@ pub(crate) fn fix_requirements(
             .flat_map(|f| &f.blocks)
             .flat_map(|b| &b.instructions)
     };
-    let vote_left = insts().any(|i| is_khr_vote(i.class.opcode));
-    let partitioned_left = insts().any(is_partitioned);
-    drop_unused(module, vote_left, partitioned_left);
+    let mut used: Vec<Capability> = insts()
+        .filter_map(|i| {
+            let group_op = i.operands.iter().find_map(|o| match o {
+                Operand::GroupOperation(g) => Some(*g as u32),
+                _ => None,
+            });
+            fit::required_capability(i.class.opcode, group_op)
+        })
+        .collect();
+    used.sort_unstable_by_key(|&c| c as u32);
+    used.dedup();
+    drop_unused(module, &opts.target, &used);
 
     let present: Vec<u32> = module.capabilities.iter().filter_map(cap_of).collect();
     for &cap in &em.caps {
@@ -83,28 +94,23 @@ pub(crate) fn fix_requirements(
     Ok(())
 }
 
-/// Whether the module declares a vote or partitioned capability or extension the target lacks
-/// (so a module with no instruction to rewrite may still need them removed).
-pub(crate) fn has_removable(module: &Module, target: &crate::Target) -> bool {
-    let vote = !target.ops.khr_vote
-        && (module
-            .capabilities
-            .iter()
-            .any(|c| cap_of(c) == Some(Capability::SubgroupVoteKHR as u32))
-            || module
-                .extensions
-                .iter()
-                .any(|e| ext_of(e) == Some("SPV_KHR_subgroup_vote")));
-    let part = !target.ops.partitioned
-        && (module
-            .capabilities
-            .iter()
-            .any(|c| cap_of(c) == Some(Capability::GroupNonUniformPartitionedEXT as u32))
-            || module
-                .extensions
-                .iter()
-                .any(|e| ext_of(e).is_some_and(|s| PARTITIONED_EXTS.contains(&s))));
-    vote || part
+/// Whether the module declares a subgroup capability, or the vote or partitioned extension,
+/// the target lacks (so a module with no instruction to rewrite may still need them removed).
+pub(crate) fn has_removable(module: &Module, target: &Target) -> bool {
+    module.capabilities.iter().any(|c| {
+        cap_of(c)
+            .and_then(Capability::from_u32)
+            .is_some_and(|c| !fit::target_has(target, c))
+    }) || module
+        .extensions
+        .iter()
+        .any(|e| ext_of(e).is_some_and(|s| ext_removable(s, target)))
+}
+
+/// Whether extension `s` is one whose capability the target lacks.
+fn ext_removable(s: &str, target: &Target) -> bool {
+    (s == "SPV_KHR_subgroup_vote" && !target.ops.khr_vote)
+        || (PARTITIONED_EXTS.contains(&s) && !target.ops.partitioned)
 }
 
 /// Whether the capability number is one of the core `GroupNonUniform*` capabilities (SPIR-V 1.3).
@@ -112,16 +118,23 @@ fn is_core_non_uniform(cap: u32) -> bool {
     (61..=68).contains(&cap)
 }
 
-/// Removes the vote and partitioned capabilities and extensions no instruction needs any more.
-fn drop_unused(module: &mut Module, vote_left: bool, partitioned_left: bool) {
-    module.capabilities.retain(|c| match cap_of(c) {
-        Some(n) if n == Capability::SubgroupVoteKHR as u32 => vote_left,
-        Some(n) if n == Capability::GroupNonUniformPartitionedEXT as u32 => partitioned_left,
-        _ => true,
-    });
+/// Removes the subgroup capabilities the target lacks that no instruction needs any more
+/// (`used`, sorted), with the extensions that declare them.
+fn drop_unused(module: &mut Module, target: &Target, used: &[Capability]) {
+    let gone = |c: Capability| {
+        !fit::target_has(target, c)
+            && used
+                .binary_search_by_key(&(c as u32), |&u| u as u32)
+                .is_err()
+    };
+    let vote_gone = gone(Capability::SubgroupVoteKHR);
+    let partitioned_gone = gone(Capability::GroupNonUniformPartitionedEXT);
+    module
+        .capabilities
+        .retain(|c| !cap_of(c).and_then(Capability::from_u32).is_some_and(gone));
     module.extensions.retain(|e| match ext_of(e) {
-        Some("SPV_KHR_subgroup_vote") => vote_left,
-        Some(s) if PARTITIONED_EXTS.contains(&s) => partitioned_left,
+        Some("SPV_KHR_subgroup_vote") => !vote_gone,
+        Some(s) if PARTITIONED_EXTS.contains(&s) => !partitioned_gone,
         _ => true,
     });
 }

@@ -9,6 +9,7 @@
 //! The rules are listed once, in [`Rule`] (see `docs/rules.md`).
 #![deny(missing_docs)]
 
+pub mod fit;
 pub mod target;
 
 mod binary;

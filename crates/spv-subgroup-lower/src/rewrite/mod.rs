@@ -12,15 +12,19 @@
 //! | loads of the mask built-ins | them (naga) | `masks` |
 //! | `OpSubgroupBallotKHR`/`FirstInvocationKHR`/`ReadInvocationKHR` | `SPV_KHR_shader_ballot` | `khr_ballot` |
 //!
-//! Core instructions are never rewritten: a module using a core op the target lacks, or a
-//! rewrite whose sequence needs one, fails with [`LowerError::Unsupported`] naming what is missing.
+//! What the target lacks for an instruction comes from one table, [`fit::missing`], which the
+//! validator's target-fit rules read too: an instruction needs a rewrite exactly when the
+//! validator would report it on the target. Every such instruction goes to [`lower_inst`];
+//! one no family rewrites fails with [`LowerError::Unsupported`] naming the missing feature and a
+//! preset that would take it as it is.
 
 use rspirv::dr::{Instruction, Operand};
 use spirv::{GroupOperation, Op};
 
 use rspirv::dr::Module;
+use spv_subgroup_validate::fit::{self, InstFit, Kind, Missing, ValueType};
 
-use crate::emit::{Code, Emitter, Id};
+use crate::emit::{Code, Emitter, Id, Scalar, Ty};
 use crate::{LowerError, Target};
 
 mod ballot_bits;
@@ -77,50 +81,125 @@ pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
     khr_ballot::finish(module, target) || masks
 }
 
-/// Whether `inst` uses something the target of `em` lacks that this pass rewrites.
+/// A scalar or vector type as the fit table sees it.
+fn value_type(ty: Ty) -> ValueType {
+    let (kind, width) = match ty.scalar {
+        Scalar::Bool => (Kind::Bool, 32),
+        Scalar::Int { width, signed } => (Kind::Int { signed }, u32::from(width)),
+        Scalar::Float { width } => (Kind::Float, u32::from(width)),
+    };
+    ValueType {
+        kind,
+        width,
+        components: u32::from(ty.n),
+    }
+}
+
+/// `inst` described for the fit table, with the emitter's types; `None` for an instruction
+/// that is no subgroup op (the common case, answered from the opcode alone).
+pub(crate) fn describe(inst: &Instruction, em: &Emitter) -> Option<InstFit> {
+    let opcode = inst.class.opcode;
+    if !fit::is_subgroup_op(opcode) {
+        return None;
+    }
+    let group_op = inst.operands.iter().find_map(|o| match o {
+        Operand::GroupOperation(g) => Some(*g as u32),
+        _ => None,
+    });
+    // The value crossing lanes: the first id after the scope (and the group operation), or the
+    // first operand of the KHR ops, which take no scope.
+    let value_at = match opcode {
+        Op::SubgroupAllKHR
+        | Op::SubgroupAnyKHR
+        | Op::SubgroupAllEqualKHR
+        | Op::SubgroupBallotKHR
+        | Op::GroupNonUniformElect
+        | Op::GroupNonUniformAll
+        | Op::GroupNonUniformAny
+        | Op::GroupNonUniformBallot
+        | Op::GroupNonUniformInverseBallot
+        | Op::GroupNonUniformBallotBitExtract
+        | Op::GroupNonUniformBallotBitCount
+        | Op::GroupNonUniformBallotFindLSB
+        | Op::GroupNonUniformBallotFindMSB => None,
+        Op::SubgroupFirstInvocationKHR | Op::SubgroupReadInvocationKHR => Some(0),
+        _ if group_op.is_some() => Some(2),
+        _ => Some(1),
+    };
+    let value = value_at.and_then(|k| match inst.operands.get(k) {
+        Some(Operand::IdRef(v)) => em.ty_of_value(*v).map(value_type),
+        _ => None,
+    });
+    Some(InstFit {
+        opcode,
+        group_op,
+        value,
+        result: inst
+            .result_type
+            .and_then(|t| em.ty_of_id(t))
+            .map(value_type),
+    })
+}
+
+/// What the target lacks for `inst` (empty for every instruction that fits or is no subgroup op).
+pub(crate) fn missing(inst: &Instruction, em: &Emitter) -> Vec<Missing> {
+    describe(inst, em).map_or_else(Vec::new, |d| fit::missing(em.target, &d))
+}
+
+/// Whether `inst` uses something the target of `em` lacks (then [`lower_inst`] rewrites or
+/// refuses it): a subgroup op with an entry in the fit table, or a load of a mask built-in.
 pub(crate) fn needs_rewrite(inst: &Instruction, em: &Emitter) -> bool {
-    let target = em.target;
-    if masks::needs(inst, em) {
-        return true;
-    }
-    if bool_move::is_move(inst.class.opcode) {
-        let result = inst.result_type.and_then(|t| em.ty_of_id(t));
-        return bool_move::needs(inst, result, target);
-    }
-    if is_khr_vote(inst.class.opcode) {
-        return !target.ops.khr_vote;
-    }
-    if khr_ballot::needs(inst, target) {
-        return true;
-    }
-    if ballot_bits::needs(inst, target)
-        || vote::needs_core_all_equal(inst, target)
-        || scan::needs(inst, target)
-    {
-        return true;
-    }
-    !target.ops.partitioned && is_partitioned(inst)
+    masks::needs(inst, em)
+        || (fit::is_subgroup_op(inst.class.opcode) && !missing(inst, em).is_empty())
 }
 
 /// Emits the replacement of `inst` into `code`; returns the id holding its result.
+///
+/// New rewrite families go here, one file per family under `rewrite/`, each with a `needs`
+/// and a `lower`: the first arm whose family takes the instruction wins, so a family must take
+/// every feature the instruction lacks. An instruction no arm takes is refused.
 pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, LowerError> {
+    let target = code.em.target;
+    let result = inst.result_type.and_then(|t| code.em.ty_of_id(t));
     match inst.class.opcode {
         op if is_khr_vote(op) => vote::lower(code, inst),
         _ if masks::needs(inst, code.em) => masks::lower(code, inst),
-        op if khr_ballot::is_khr_ballot(op) => khr_ballot::lower(code, inst),
-        op if bool_move::is_move(op) => bool_move::lower(code, inst),
-        _ if ballot_bits::needs(inst, code.em.target) => ballot_bits::lower(code, inst),
-        _ if vote::needs_core_all_equal(inst, code.em.target) => {
-            vote::lower_core_all_equal(code, inst)
-        }
-        _ if scan::needs(inst, code.em.target) => scan::lower(code, inst),
+        _ if khr_ballot::needs(inst, target) => khr_ballot::lower(code, inst),
+        _ if bool_move::needs(inst, result, target) => bool_move::lower(code, inst),
+        _ if ballot_bits::needs(inst, target) => ballot_bits::lower(code, inst),
+        _ if vote::needs_core_all_equal(inst, target) => vote::lower_core_all_equal(code, inst),
+        _ if scan::needs(inst, target) => scan::lower(code, inst),
         Op::GroupNonUniformPartitionEXT => partition::lower(code, inst),
         _ if partitioned_arith::is_partitioned_arith(inst) => partitioned_arith::lower(code, inst),
-        op => Err(invalid(
+        op if is_partitioned(inst) => Err(invalid(
             inst,
             format!("Op{op:?} has a partitioned group operation but is not one of the 16 arithmetic ops that take one"),
         )),
+        _ => Err(unsupported(code, inst)),
     }
+}
+
+/// The refusal for an instruction no family rewrites: what the target lacks and a preset that
+/// would take the instruction as it is.
+fn unsupported(code: &Code, inst: &Instruction) -> LowerError {
+    let described = describe(inst, code.em);
+    let lacks: Vec<String> = described
+        .map(|d| fit::missing(code.em.target, &d))
+        .unwrap_or_default()
+        .iter()
+        .map(Missing::to_string)
+        .collect();
+    let mut what = if lacks.is_empty() {
+        "a feature the target lacks".to_owned()
+    } else {
+        lacks.join(" and ")
+    };
+    what.push_str(", and no rewrite provides it");
+    match described.and_then(|d| fit::preset_taking(&d)) {
+        Some(p) => what.push_str(&format!(" (target `{p}` takes it as it is)")),
+        None => what.push_str(" (no preset takes it as it is)"),
+    }
+    code.missing(&what)
 }
 
 /// The report's name for the kind of rewrite `inst` gets, e.g. `OpSubgroupAllKHR`,

@@ -4,51 +4,14 @@
 
 use spirv::{Capability as C, Op};
 
+use crate::fit::{self, InstFit, Kind, Missing, Restriction, ValueType};
 use crate::module::{Cx, Scalar};
 use crate::rules::partitioned_arith::is_partitioned;
 use crate::rules::wellformed::opname;
 use crate::rules::Rule;
-use crate::target::Target;
 use crate::Sink;
 
 const LOWER_NOTE: &str = "run `spv-subgroup lower` to rewrite it with operations the target has";
-
-/// The capability (as the target sees it) instruction `i` needs, if it is a subgroup instruction.
-fn needed(cx: &Cx<'_>, i: usize, op: Op) -> Option<C> {
-    use Op as O;
-    Some(match op {
-        O::SubgroupAllKHR | O::SubgroupAnyKHR | O::SubgroupAllEqualKHR => C::SubgroupVoteKHR,
-        O::GroupNonUniformPartitionEXT => C::GroupNonUniformPartitionedEXT,
-        O::SubgroupBallotKHR | O::SubgroupFirstInvocationKHR | O::SubgroupReadInvocationKHR => {
-            C::SubgroupBallotKHR
-        }
-        O::GroupNonUniformElect => C::GroupNonUniform,
-        O::GroupNonUniformAll | O::GroupNonUniformAny | O::GroupNonUniformAllEqual => {
-            C::GroupNonUniformVote
-        }
-        O::GroupNonUniformBroadcast
-        | O::GroupNonUniformBroadcastFirst
-        | O::GroupNonUniformBallot
-        | O::GroupNonUniformInverseBallot
-        | O::GroupNonUniformBallotBitExtract
-        | O::GroupNonUniformBallotBitCount
-        | O::GroupNonUniformBallotFindLSB
-        | O::GroupNonUniformBallotFindMSB => C::GroupNonUniformBallot,
-        O::GroupNonUniformShuffle | O::GroupNonUniformShuffleXor => C::GroupNonUniformShuffle,
-        O::GroupNonUniformShuffleUp | O::GroupNonUniformShuffleDown => {
-            C::GroupNonUniformShuffleRelative
-        }
-        O::GroupNonUniformQuadBroadcast | O::GroupNonUniformQuadSwap => C::GroupNonUniformQuad,
-        _ if crate::rules::partitioned_arith::family(op as u32).is_some() => {
-            match cx.m.word(i, 4) {
-                Some(3) => C::GroupNonUniformClustered,
-                Some(6..=8) => C::GroupNonUniformPartitionedEXT,
-                _ => C::GroupNonUniformArithmetic,
-            }
-        }
-        _ => return None,
-    })
-}
 
 /// Whether our lowering rewrites uses of this capability.
 fn lowerable(c: C) -> bool {
@@ -62,19 +25,60 @@ fn cap_display(cx: &Cx<'_>, c: C) -> String {
     }
 }
 
-fn target_has(t: &Target, c: C) -> bool {
-    // Every core non-uniform group also needs the basic group.
-    let basic = matches!(
-        c,
-        C::GroupNonUniformVote
-            | C::GroupNonUniformArithmetic
-            | C::GroupNonUniformBallot
-            | C::GroupNonUniformShuffle
-            | C::GroupNonUniformShuffleRelative
-            | C::GroupNonUniformClustered
-            | C::GroupNonUniformQuad
-    );
-    t.has_capability(c) && (!basic || t.has_capability(C::GroupNonUniform))
+/// A scalar or vector type id as the fit table sees it.
+fn value_type(cx: &Cx<'_>, type_id: u32) -> Option<ValueType> {
+    let (s, n) = cx.m.scalar_or_vector(type_id)?;
+    let (kind, width) = match s {
+        Scalar::Bool => (Kind::Bool, 32),
+        Scalar::Int { width, signed } => (Kind::Int { signed }, width),
+        Scalar::Float { width } => (Kind::Float, width),
+    };
+    Some(ValueType {
+        kind,
+        width,
+        components: n,
+    })
+}
+
+/// Instruction `i` described for [`fit::missing`]: the value that crosses lanes is the operand
+/// after the scope (after the group operation for arithmetic), or the first operand of the KHR
+/// ops, which take no scope.
+fn describe(cx: &Cx<'_>, i: usize, op: Op) -> InstFit {
+    let m = &cx.m;
+    let arithmetic = crate::rules::is_arithmetic(op);
+    let value_word = match op {
+        Op::SubgroupAllKHR
+        | Op::SubgroupAnyKHR
+        | Op::SubgroupAllEqualKHR
+        | Op::SubgroupBallotKHR
+        | Op::GroupNonUniformElect
+        | Op::GroupNonUniformAll
+        | Op::GroupNonUniformAny
+        | Op::GroupNonUniformBallot
+        | Op::GroupNonUniformInverseBallot
+        | Op::GroupNonUniformBallotBitExtract
+        | Op::GroupNonUniformBallotBitCount
+        | Op::GroupNonUniformBallotFindLSB
+        | Op::GroupNonUniformBallotFindMSB => None,
+        Op::GroupNonUniformPartitionEXT
+        | Op::SubgroupFirstInvocationKHR
+        | Op::SubgroupReadInvocationKHR => Some(3),
+        _ if arithmetic => Some(5),
+        _ => Some(4),
+    };
+    InstFit {
+        opcode: op,
+        group_op: if arithmetic || op == Op::GroupNonUniformBallotBitCount {
+            m.word(i, 4)
+        } else {
+            None
+        },
+        value: value_word
+            .and_then(|k| m.word(i, k))
+            .and_then(|v| m.type_of(v))
+            .and_then(|t| value_type(cx, t)),
+        result: m.word(i, 1).and_then(|t| value_type(cx, t)),
+    }
 }
 
 pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
@@ -82,17 +86,15 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
     let m = &cx.m;
     if op == Op::Decorate {
         // Mask built-ins on a consumer without them.
-        if t.restrictions.no_mask_builtins
-            && m.word(i, 2) == Some(spirv::Decoration::BuiltIn as u32)
-        {
-            if let Some(b) = m.word(i, 3).filter(|b| (4416..=4420).contains(b)) {
-                let name = spirv::BuiltIn::from_u32(b).map_or(String::new(), |b| format!("{b:?}"));
+        if m.word(i, 2) == Some(spirv::Decoration::BuiltIn as u32) {
+            let missing = m.word(i, 3).and_then(|b| fit::missing_builtin(t, b));
+            if let Some(Missing::Restriction(Restriction::MaskBuiltin(b))) = missing {
                 out.emit(
                     cx,
                     Rule::TargetRestriction,
                     i,
                     format!(
-                        "the built-in `{name}` is not supported by target `{}`",
+                        "the built-in `{b:?}` is not supported by target `{}`",
                         t.name
                     ),
                     vec!["compute the mask from SubgroupLocalInvocationId instead".into()],
@@ -101,122 +103,50 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
         }
         return;
     }
-    let Some(cap) = needed(cx, i, op) else { return };
+    if !fit::is_subgroup_op(op) {
+        return;
+    }
     let name = opname(op as u32);
-    if !target_has(t, cap) {
-        let what = if matches!(cap, C::GroupNonUniformPartitionedEXT) && is_partitioned(cx, i) {
-            format!("`Op{name}` with a partitioned group operation")
-        } else {
-            format!("`Op{name}`")
-        };
-        let mut notes = vec![format!("it needs `{}`", cap_display(cx, cap))];
-        if lowerable(cap) {
-            notes.push(LOWER_NOTE.into());
-        }
-        out.emit(
-            cx,
-            Rule::TargetMissingFeature,
-            i,
-            format!("{what} is not supported by target `{}`", t.name),
-            notes,
-        );
-    }
-    // Restrictions.
-    let r = t.restrictions;
-    let restricted = match op {
-        Op::GroupNonUniformBallotBitExtract
-        | Op::GroupNonUniformBallotBitCount
-        | Op::GroupNonUniformBallotFindLSB
-        | Op::GroupNonUniformBallotFindMSB
-        | Op::GroupNonUniformInverseBallot => {
-            r.no_ballot_bit_ops.then_some("ballot bit operations")
-        }
-        Op::GroupNonUniformElect => r.no_elect.then_some("OpGroupNonUniformElect"),
-        Op::GroupNonUniformShuffle
-        | Op::GroupNonUniformShuffleXor
-        | Op::GroupNonUniformShuffleUp
-        | Op::GroupNonUniformShuffleDown
-        | Op::GroupNonUniformBroadcast
-        | Op::GroupNonUniformBroadcastFirst
-        | Op::GroupNonUniformQuadBroadcast
-        | Op::GroupNonUniformQuadSwap => (r.no_bool_shuffle
-            && m.word(i, 1)
-                .and_then(|t| m.scalar_or_vector(t))
-                .is_some_and(|(s, _)| s == Scalar::Bool))
-        .then_some("shuffles and broadcasts of bool values"),
-        Op::GroupNonUniformAllEqual => r.no_all_equal.then_some("OpGroupNonUniformAllEqual"),
-        op if super::is_arithmetic(op) => {
-            let scan = matches!(m.word(i, 4), Some(1 | 2));
-            let add_mul = matches!(
-                op,
-                Op::GroupNonUniformIAdd
-                    | Op::GroupNonUniformFAdd
-                    | Op::GroupNonUniformIMul
-                    | Op::GroupNonUniformFMul
-            );
-            let bitwise = matches!(
-                op,
-                Op::GroupNonUniformBitwiseAnd
-                    | Op::GroupNonUniformBitwiseOr
-                    | Op::GroupNonUniformBitwiseXor
-            );
-            let narrow = m
-                .word(i, 1)
-                .and_then(|t| m.scalar_or_vector(t))
-                .is_some_and(|(s, _)| matches!(s, Scalar::Int { width, .. } if width < 32));
-            if r.scans_add_mul_only && scan && !add_mul {
-                Some("inclusive or exclusive scans other than of Add and Mul")
-            } else if r.bitwise_32_bit_only && bitwise && narrow {
-                Some("bitwise group operations on values narrower than 32 bits")
-            } else {
-                None
-            }
-        }
-        _ => None,
-    };
-    if let Some(what) = restricted {
-        out.emit(
-            cx,
-            Rule::TargetRestriction,
-            i,
-            format!("`Op{name}`: target `{}` does not accept {what}", t.name),
-            vec![],
-        );
-    }
-    // Extended types: the value operand's width.
-    if !t.extended_types {
-        let value = match op {
-            Op::SubgroupAllKHR | Op::SubgroupAnyKHR | Op::SubgroupAllEqualKHR => None,
-            Op::GroupNonUniformPartitionEXT => m.word(i, 3),
-            Op::GroupNonUniformElect
-            | Op::GroupNonUniformAll
-            | Op::GroupNonUniformAny
-            | Op::GroupNonUniformBallot
-            | Op::GroupNonUniformInverseBallot
-            | Op::GroupNonUniformBallotBitExtract
-            | Op::GroupNonUniformBallotBitCount
-            | Op::GroupNonUniformBallotFindLSB
-            | Op::GroupNonUniformBallotFindMSB => None,
-            _ if crate::rules::partitioned_arith::family(op as u32).is_some() => m.word(i, 5),
-            _ => m.word(i, 4),
-        };
-        if let Some((s, _)) = value
-            .and_then(|v| m.type_of(v))
-            .and_then(|vt| m.scalar_or_vector(vt))
-        {
-            let width = match s {
-                Scalar::Int { width, .. } | Scalar::Float { width } => width,
-                Scalar::Bool => 32,
-            };
-            if width != 32 {
+    for missing in fit::missing(t, &describe(cx, i, op)) {
+        match missing {
+            Missing::Capability(cap) => {
+                let what = if matches!(cap, C::GroupNonUniformPartitionedEXT)
+                    && is_partitioned(cx, i)
+                {
+                    format!("`Op{name}` with a partitioned group operation")
+                } else {
+                    format!("`Op{name}`")
+                };
+                let mut notes = vec![format!("it needs `{}`", cap_display(cx, cap))];
+                if lowerable(cap) {
+                    notes.push(LOWER_NOTE.into());
+                }
                 out.emit(
                     cx,
-                    Rule::TargetExtendedTypes,
+                    Rule::TargetMissingFeature,
                     i,
-                    format!("`Op{name}` on {width}-bit values is not supported by target `{}` (no subgroup extended types)", t.name),
-                    vec!["convert the value to 32 bits around the operation".into()],
+                    format!("{what} is not supported by target `{}`", t.name),
+                    notes,
                 );
             }
+            Missing::Restriction(r) => out.emit(
+                cx,
+                Rule::TargetRestriction,
+                i,
+                format!(
+                    "`Op{name}`: target `{}` does not accept {}",
+                    t.name,
+                    r.what()
+                ),
+                vec![],
+            ),
+            Missing::ExtendedTypes { width } => out.emit(
+                cx,
+                Rule::TargetExtendedTypes,
+                i,
+                format!("`Op{name}` on {width}-bit values is not supported by target `{}` (no subgroup extended types)", t.name),
+                vec!["convert the value to 32 bits around the operation".into()],
+            ),
         }
     }
 }
@@ -227,7 +157,7 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
     let m = &cx.m;
     for &(c, at) in &m.caps {
         let Some(cap) = C::from_u32(c) else { continue };
-        if !target_has(t, cap) {
+        if !fit::target_has(t, cap) {
             let mut notes = vec![];
             if lowerable(cap) {
                 notes.push(LOWER_NOTE.into());

@@ -1,0 +1,357 @@
+//! What a target lacks for one subgroup instruction: the one table that both the validator's
+//! target-fit rules (SG0701, SG0703, SG0704) and the lowering's rewrite dispatch read.
+//!
+//! Callers describe the instruction plainly ([`InstFit`]: opcode, group operation, the value
+//! operand's and the result's scalar kind, width and component count) so the table needs no
+//! module; the validator describes it from words, the lowering from its own type index.
+//! [`missing`] returns every missing feature, in the order the validator reports them.
+
+use spirv::{BuiltIn, Capability, GroupOperation, Op};
+
+use crate::target::{Target, PRESETS};
+
+/// The component kind of a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `OpTypeBool`.
+    Bool,
+    /// `OpTypeInt` with its signedness.
+    Int {
+        /// Whether the type is signed.
+        signed: bool,
+    },
+    /// `OpTypeFloat`.
+    Float,
+}
+
+/// A scalar or vector type as the table needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueType {
+    /// Component kind.
+    pub kind: Kind,
+    /// Component width in bits (bool counts as 32: it crosses lanes as a word).
+    pub width: u32,
+    /// Component count (1 for a scalar).
+    pub components: u32,
+}
+
+/// One instruction as the table sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InstFit {
+    /// The opcode.
+    pub opcode: Op,
+    /// The raw group-operation operand, for the ops that take one (reduce 0, scans 1/2,
+    /// clustered 3, partitioned 6-8).
+    pub group_op: Option<u32>,
+    /// The type of the value that crosses lanes (`None` for ops whose operand is a predicate,
+    /// a ballot or nothing).
+    pub value: Option<ValueType>,
+    /// The result type, if the instruction has a scalar or vector result.
+    pub result: Option<ValueType>,
+}
+
+/// A consumer restriction (naga's front end) that rejects part of core SPIR-V.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restriction {
+    /// Ballot bit ops and `OpGroupNonUniformInverseBallot`.
+    BallotBitOps,
+    /// `OpGroupNonUniformElect`.
+    Elect,
+    /// Shuffles and broadcasts of bool values.
+    BoolShuffle,
+    /// `OpGroupNonUniformAllEqual`.
+    AllEqual,
+    /// Inclusive and exclusive scans other than of Add and Mul.
+    ScanOp,
+    /// Bitwise group operations on values narrower than 32 bits.
+    NarrowBitwise,
+    /// The mask built-ins (`SubgroupEqMask`..`SubgroupLtMask`).
+    MaskBuiltin(BuiltIn),
+}
+
+impl Restriction {
+    /// What the consumer does not accept, as a phrase ("ballot bit operations").
+    pub fn what(self) -> String {
+        match self {
+            Restriction::BallotBitOps => "ballot bit operations".into(),
+            Restriction::Elect => "OpGroupNonUniformElect".into(),
+            Restriction::BoolShuffle => "shuffles and broadcasts of bool values".into(),
+            Restriction::AllEqual => "OpGroupNonUniformAllEqual".into(),
+            Restriction::ScanOp => "inclusive or exclusive scans other than of Add and Mul".into(),
+            Restriction::NarrowBitwise => {
+                "bitwise group operations on values narrower than 32 bits".into()
+            }
+            Restriction::MaskBuiltin(b) => format!("the built-in `{b:?}`"),
+        }
+    }
+}
+
+/// One thing a target lacks for an instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// A capability (a group of subgroup ops or an extension's) the target does not have.
+    Capability(Capability),
+    /// Subgroup operations on values of this width (no `shaderSubgroupExtendedTypes`).
+    ExtendedTypes {
+        /// The component width of the value.
+        width: u32,
+    },
+    /// A consumer restriction.
+    Restriction(Restriction),
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Missing::Capability(c) => write!(f, "capability `{c:?}`"),
+            Missing::ExtendedTypes { width } => {
+                write!(
+                    f,
+                    "subgroup operations on {width}-bit values (extended types)"
+                )
+            }
+            Missing::Restriction(r) => write!(f, "{}", r.what()),
+        }
+    }
+}
+
+/// Whether `op` is one of the subgroup instructions the table knows.
+pub fn is_subgroup_op(op: Op) -> bool {
+    required_capability(op, None).is_some()
+}
+
+/// The capability an instruction needs, as the target sees it (the partitioned group
+/// operations need the partitioned capability, clustered reduce the clustered one).
+pub fn required_capability(op: Op, group_op: Option<u32>) -> Option<Capability> {
+    use Capability as C;
+    use Op as O;
+    Some(match op {
+        O::SubgroupAllKHR | O::SubgroupAnyKHR | O::SubgroupAllEqualKHR => C::SubgroupVoteKHR,
+        O::GroupNonUniformPartitionEXT => C::GroupNonUniformPartitionedEXT,
+        O::SubgroupBallotKHR | O::SubgroupFirstInvocationKHR | O::SubgroupReadInvocationKHR => {
+            C::SubgroupBallotKHR
+        }
+        O::GroupNonUniformElect => C::GroupNonUniform,
+        O::GroupNonUniformAll | O::GroupNonUniformAny | O::GroupNonUniformAllEqual => {
+            C::GroupNonUniformVote
+        }
+        O::GroupNonUniformBroadcast
+        | O::GroupNonUniformBroadcastFirst
+        | O::GroupNonUniformBallot
+        | O::GroupNonUniformInverseBallot
+        | O::GroupNonUniformBallotBitExtract
+        | O::GroupNonUniformBallotBitCount
+        | O::GroupNonUniformBallotFindLSB
+        | O::GroupNonUniformBallotFindMSB => C::GroupNonUniformBallot,
+        O::GroupNonUniformShuffle | O::GroupNonUniformShuffleXor => C::GroupNonUniformShuffle,
+        O::GroupNonUniformShuffleUp | O::GroupNonUniformShuffleDown => {
+            C::GroupNonUniformShuffleRelative
+        }
+        O::GroupNonUniformQuadBroadcast | O::GroupNonUniformQuadSwap => C::GroupNonUniformQuad,
+        op if crate::rules::is_arithmetic(op) => match group_op {
+            Some(g) if g == GroupOperation::ClusteredReduce as u32 => C::GroupNonUniformClustered,
+            Some(6..=8) => C::GroupNonUniformPartitionedEXT,
+            _ => C::GroupNonUniformArithmetic,
+        },
+        _ => return None,
+    })
+}
+
+/// Whether the target accepts a module declaring `cap` (every core non-uniform group also
+/// needs the basic group).
+pub fn target_has(t: &Target, cap: Capability) -> bool {
+    use Capability as C;
+    let basic = matches!(
+        cap,
+        C::GroupNonUniformVote
+            | C::GroupNonUniformArithmetic
+            | C::GroupNonUniformBallot
+            | C::GroupNonUniformShuffle
+            | C::GroupNonUniformShuffleRelative
+            | C::GroupNonUniformClustered
+            | C::GroupNonUniformQuad
+    );
+    t.has_capability(cap) && (!basic || t.has_capability(C::GroupNonUniform))
+}
+
+/// Everything `t` lacks for `inst`: the capability first, then a restriction, then the
+/// extended types (empty when it fits, or when it is no subgroup instruction).
+pub fn missing(t: &Target, inst: &InstFit) -> Vec<Missing> {
+    let mut out = Vec::new();
+    let Some(cap) = required_capability(inst.opcode, inst.group_op) else {
+        return out;
+    };
+    if !target_has(t, cap) {
+        out.push(Missing::Capability(cap));
+    }
+    if let Some(r) = restriction(t, inst) {
+        out.push(Missing::Restriction(r));
+    }
+    if !t.extended_types {
+        if let Some(v) = inst.value.filter(|v| v.width != 32) {
+            out.push(Missing::ExtendedTypes { width: v.width });
+        }
+    }
+    out
+}
+
+/// The restriction of `t` that rejects `inst`, if any.
+fn restriction(t: &Target, inst: &InstFit) -> Option<Restriction> {
+    use Op as O;
+    let r = t.restrictions;
+    match inst.opcode {
+        O::GroupNonUniformBallotBitExtract
+        | O::GroupNonUniformBallotBitCount
+        | O::GroupNonUniformBallotFindLSB
+        | O::GroupNonUniformBallotFindMSB
+        | O::GroupNonUniformInverseBallot => {
+            r.no_ballot_bit_ops.then_some(Restriction::BallotBitOps)
+        }
+        O::GroupNonUniformElect => r.no_elect.then_some(Restriction::Elect),
+        O::GroupNonUniformShuffle
+        | O::GroupNonUniformShuffleXor
+        | O::GroupNonUniformShuffleUp
+        | O::GroupNonUniformShuffleDown
+        | O::GroupNonUniformBroadcast
+        | O::GroupNonUniformBroadcastFirst
+        | O::GroupNonUniformQuadBroadcast
+        | O::GroupNonUniformQuadSwap => (r.no_bool_shuffle
+            && inst.result.is_some_and(|v| v.kind == Kind::Bool))
+        .then_some(Restriction::BoolShuffle),
+        O::GroupNonUniformAllEqual => r.no_all_equal.then_some(Restriction::AllEqual),
+        op if crate::rules::is_arithmetic(op) => {
+            let scan = matches!(inst.group_op, Some(1 | 2));
+            let add_mul = matches!(
+                op,
+                O::GroupNonUniformIAdd
+                    | O::GroupNonUniformFAdd
+                    | O::GroupNonUniformIMul
+                    | O::GroupNonUniformFMul
+            );
+            let bitwise = matches!(
+                op,
+                O::GroupNonUniformBitwiseAnd
+                    | O::GroupNonUniformBitwiseOr
+                    | O::GroupNonUniformBitwiseXor
+            );
+            let narrow = inst
+                .result
+                .is_some_and(|v| matches!(v.kind, Kind::Int { .. }) && v.width < 32);
+            if r.scans_add_mul_only && scan && !add_mul {
+                Some(Restriction::ScanOp)
+            } else if r.bitwise_32_bit_only && bitwise && narrow {
+                Some(Restriction::NarrowBitwise)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// What `t` lacks for a variable decorated with built-in `b` (a raw `BuiltIn` number).
+pub fn missing_builtin(t: &Target, b: u32) -> Option<Missing> {
+    let builtin = BuiltIn::from_u32(b)?;
+    let mask = matches!(
+        builtin,
+        BuiltIn::SubgroupEqMask
+            | BuiltIn::SubgroupGeMask
+            | BuiltIn::SubgroupGtMask
+            | BuiltIn::SubgroupLeMask
+            | BuiltIn::SubgroupLtMask
+    );
+    (mask && t.restrictions.no_mask_builtins)
+        .then_some(Missing::Restriction(Restriction::MaskBuiltin(builtin)))
+}
+
+/// The first preset that takes `inst` as it is, for "what target would take it" in a refusal.
+pub fn preset_taking(inst: &InstFit) -> Option<&'static str> {
+    PRESETS
+        .iter()
+        .map(|p| p.0)
+        .find(|name| Target::preset(name).is_some_and(|t| missing(&t, inst).is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset(name: &str) -> Target {
+        Target::preset(name).expect("preset exists")
+    }
+
+    const U64: ValueType = ValueType {
+        kind: Kind::Int { signed: false },
+        width: 64,
+        components: 1,
+    };
+
+    #[test]
+    fn shuffle_of_64_bit_values() {
+        let inst = InstFit {
+            opcode: Op::GroupNonUniformShuffle,
+            group_op: None,
+            value: Some(U64),
+            result: Some(U64),
+        };
+        assert_eq!(
+            missing(&preset("vulkan1.1"), &inst),
+            vec![Missing::ExtendedTypes { width: 64 }]
+        );
+        assert!(missing(&preset("lavapipe"), &inst).is_empty());
+        assert_eq!(preset_taking(&inst), Some("lavapipe"));
+    }
+
+    #[test]
+    fn clustered_and_partitioned_group_operations() {
+        let mut inst = InstFit {
+            opcode: Op::GroupNonUniformIAdd,
+            group_op: Some(3),
+            value: None,
+            result: None,
+        };
+        assert_eq!(
+            missing(&preset("lavapipe"), &inst),
+            vec![Missing::Capability(Capability::GroupNonUniformClustered)]
+        );
+        assert!(missing(&preset("vulkan1.1"), &inst).is_empty());
+        inst.group_op = Some(7);
+        assert_eq!(
+            missing(&preset("vulkan1.1"), &inst),
+            vec![Missing::Capability(
+                Capability::GroupNonUniformPartitionedEXT
+            )]
+        );
+        assert_eq!(preset_taking(&inst), Some("nvidia"));
+    }
+
+    #[test]
+    fn restrictions_and_builtins() {
+        let inst = InstFit {
+            opcode: Op::GroupNonUniformUMin,
+            group_op: Some(1),
+            value: None,
+            result: None,
+        };
+        assert_eq!(
+            missing(&preset("naga"), &inst),
+            vec![Missing::Restriction(Restriction::ScanOp)]
+        );
+        assert!(missing(&preset("vulkan1.1"), &inst).is_empty());
+        assert!(missing_builtin(&preset("naga"), BuiltIn::SubgroupLtMask as u32).is_some());
+        assert!(missing_builtin(&preset("naga"), BuiltIn::SubgroupSize as u32).is_none());
+        assert!(missing_builtin(&preset("vulkan1.1"), BuiltIn::SubgroupLtMask as u32).is_none());
+    }
+
+    #[test]
+    fn non_subgroup_ops_lack_nothing() {
+        let inst = InstFit {
+            opcode: Op::IAdd,
+            group_op: None,
+            value: Some(U64),
+            result: Some(U64),
+        };
+        assert!(missing(&preset("khr-ballot"), &inst).is_empty());
+        assert!(!is_subgroup_op(Op::IAdd));
+    }
+}

@@ -103,9 +103,9 @@ pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
         .flat_map(|b| &b.instructions)
         .any(|i| is_khr_ballot(i.class.opcode));
     let mut basic_builtins = false;
-    let mut mask_builtins = false;
+    let mut mask_vars = Vec::new();
     for a in &module.annotations {
-        if let [Operand::IdRef(_), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
+        if let [Operand::IdRef(v), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
             a.operands.as_slice()
         {
             match b {
@@ -114,12 +114,12 @@ pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
                 | BuiltIn::SubgroupGeMask
                 | BuiltIn::SubgroupGtMask
                 | BuiltIn::SubgroupLeMask
-                | BuiltIn::SubgroupLtMask => mask_builtins = true,
+                | BuiltIn::SubgroupLtMask => mask_vars.push(*v),
                 _ => {}
             }
         }
     }
-    if left || mask_builtins {
+    if left || mask_vars.iter().any(|&v| is_64_bit_var(module, v)) {
         return false;
     }
     module.capabilities.retain(|c| {
@@ -146,4 +146,25 @@ pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
         ));
     }
     true
+}
+
+/// Whether variable `var` holds a 64-bit integer (the `GL_ARB_shader_ballot` form of a mask
+/// built-in; the core form is a `uvec4`).
+fn is_64_bit_var(module: &Module, var: Id) -> bool {
+    let find = |id: Id| {
+        module
+            .types_global_values
+            .iter()
+            .find(|i| i.result_id == Some(id))
+    };
+    let pointee = find(var)
+        .and_then(|v| v.result_type)
+        .and_then(find)
+        .and_then(|p| match p.operands.get(1) {
+            Some(Operand::IdRef(t)) => find(*t),
+            _ => None,
+        });
+    pointee.is_some_and(|t| {
+        t.class.opcode == Op::TypeInt && t.operands.first() == Some(&Operand::LiteralBit32(64))
+    })
 }

@@ -133,6 +133,70 @@ fn cases() -> Vec<Case> {
             vote: false,
         });
     }
+    // Core instructions a target's consumer lacks (naga's front end; `SPV_KHR_shader_ballot`
+    // on core targets). On `khr-ballot` a SPIR-V 1.0 module cannot hold core ops: refused.
+    let bool_ty = &TYPES[0];
+    let vec4 = TYPES.iter().find(|t| t.name == "vec4").expect("vec4 case");
+    for (label, ty, inst) in [
+        (
+            "BallotBitCount reduce",
+            uint,
+            "%r = OpGroupNonUniformBallotBitCount %uint %scope Reduce %ballot",
+        ),
+        (
+            "BallotBitCount inclusive",
+            uint,
+            "%r = OpGroupNonUniformBallotBitCount %uint %scope InclusiveScan %ballot",
+        ),
+        (
+            "BallotFindMSB",
+            uint,
+            "%r = OpGroupNonUniformBallotFindMSB %uint %scope %ballot",
+        ),
+        (
+            "BallotBitExtract",
+            uint,
+            "%r = OpGroupNonUniformBallotBitExtract %bool %scope %ballot %v",
+        ),
+        (
+            "InverseBallot",
+            bool_ty,
+            "%r = OpGroupNonUniformInverseBallot %bool %scope %ballot",
+        ),
+        ("Elect", bool_ty, "%r = OpGroupNonUniformElect %bool %scope"),
+        (
+            "AllEqual uint",
+            uint,
+            "%r = OpGroupNonUniformAllEqual %bool %scope %v",
+        ),
+        (
+            "AllEqual vec4",
+            vec4,
+            "%r = OpGroupNonUniformAllEqual %bool %scope %v",
+        ),
+        (
+            "UMin inclusive uint",
+            uint,
+            "%r = OpGroupNonUniformUMin %T %scope InclusiveScan %v",
+        ),
+        (
+            "Shuffle bool",
+            bool_ty,
+            "%r = OpGroupNonUniformShuffle %T %scope %v %scope",
+        ),
+        (
+            "ReadInvocationKHR uint",
+            uint,
+            "%r = OpSubgroupReadInvocationKHR %T %v %scope",
+        ),
+    ] {
+        out.push(Case {
+            label: label.to_owned(),
+            ty,
+            inst: inst.to_owned(),
+            vote: false,
+        });
+    }
     out
 }
 

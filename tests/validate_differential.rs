@@ -51,6 +51,10 @@ const DOCUMENTED: &[(&str, &str)] = &[
         "SPIR-V 3.56.24, OpGroupNonUniformIAdd: \"Result Type must be a scalar or vector of integer type.\" spirv-val 2023.1 skips the arithmetic type checks for partitioned group operations.",
     ),
     (
+        "spvasm/partitioned_umin_signed.spvasm",
+        "SPIR-V 3.56.24, OpGroupNonUniformUMin: \"Result Type must be a scalar or vector of integer type, whose Signedness operand is 0.\" A partitioned group operation does not lift it; spirv-val 2023.1 skips the arithmetic type checks for partitioned group operations.",
+    ),
+    (
         "spvasm/partitioned_value_type.spvasm",
         "SPIR-V 3.56.24: \"The type of Value must be the same as Result Type.\" spirv-val 2023.1 skips the arithmetic type checks for partitioned group operations.",
     ),

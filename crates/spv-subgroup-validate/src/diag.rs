@@ -91,3 +91,36 @@ impl Report {
         self.diagnostics.is_empty()
     }
 }
+
+/// What the specification makes of a module a rule flags: the audit outcome of each rule
+/// (issue 13). Only `Invalid` and `Unsupported` rules are errors; undefined behaviour at run time
+/// and advice are warnings, so a valid module never fails validation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Kind {
+    /// The specification (or a Vulkan VUID for the environment) says "must" about the module.
+    Invalid,
+    /// The module is valid; executing the instruction is undefined behaviour.
+    Undefined,
+    /// The module is valid and defined, but very likely not what was meant.
+    Advice,
+    /// Valid SPIR-V that the chosen target's consumer rejects (only with `--target`).
+    Unsupported,
+}
+
+impl Kind {
+    /// The name as docs/rules.md prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Invalid => "invalid",
+            Kind::Undefined => "undefined behaviour",
+            Kind::Advice => "advice",
+            Kind::Unsupported => "unsupported by the target",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -20,7 +20,7 @@ mod render;
 pub mod rules;
 
 pub use binary::{words_from_bytes, ParseError, ParseErrorKind};
-pub use diag::{Diagnostic, Location, Report, Severity};
+pub use diag::{Diagnostic, Kind, Location, Report, Severity};
 pub use render::{escape_controls, render_human, render_json};
 pub use rules::Rule;
 
@@ -102,8 +102,15 @@ impl Sink {
         rule: Rule,
         i: usize,
         message: String,
-        notes: Vec<String>,
+        mut notes: Vec<String>,
     ) {
+        // The VUID travels with every finding of a rule Vulkan names, in human and JSON output.
+        // Only in a Vulkan environment, where the VUID applies.
+        if let Some(v) = rule.vuid() {
+            if cx.vulkan {
+                notes.push(format!("Vulkan: {v}"));
+            }
+        }
         self.diags.push(Diagnostic {
             rule,
             severity: rule.severity(),

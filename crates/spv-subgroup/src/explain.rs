@@ -45,11 +45,16 @@ impl Opts {
         let Some(rule) = find(&query) else {
             bail!("no rule is called `{query}`; `spv-subgroup explain` lists them all");
         };
+        let vuid = rule
+            .vuid()
+            .map(|v| format!("Vulkan: {v}\n\n"))
+            .unwrap_or_default();
         let text = format!(
-            "{} {} ({})\n\n{}\n\n{}\n",
+            "{} {} ({}, {})\n\n{}\n\n{vuid}{}\n",
             rule.code(),
             rule.name(),
             severity(rule),
+            rule.kind(),
             wrap(rule.doc(), WIDTH),
             wrap(rule.explain().trim_end(), WIDTH)
         );

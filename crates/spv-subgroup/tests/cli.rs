@@ -429,9 +429,25 @@ fn explain_by_code_and_by_name() {
     assert_eq!(code(&by_code), 0, "{}", show(&by_code));
     let out = text(&by_code.stdout);
     assert!(
-        out.starts_with("SG0101 vote-missing-capability (error)"),
+        out.starts_with("SG0101 vote-missing-capability (error, invalid)"),
         "{}",
         show(&by_code)
+    );
+    // The kind and the VUID of a rule Vulkan names (issue 13, issue 9 item 2).
+    let vuid = run(&["explain", "SG0609"], dir.path(), None);
+    let out_v = text(&vuid.stdout);
+    assert!(
+        out_v.starts_with("SG0609 subgroup-memory-scope (error, invalid)")
+            && out_v.contains("Vulkan: VUID-StandaloneSpirv-SubgroupVoteKHR-07951"),
+        "{}",
+        show(&vuid)
+    );
+    let ub = run(&["explain", "SG0606"], dir.path(), None);
+    assert!(
+        text(&ub.stdout)
+            .starts_with("SG0606 cluster-size-undefined (warning, undefined behaviour)"),
+        "{}",
+        show(&ub)
     );
     assert!(out.contains("SubgroupVoteKHR"), "{}", show(&by_code));
     let lower_case = run(&["explain", "sg0101"], dir.path(), None);

@@ -5,6 +5,7 @@
 use spirv::{Capability as C, Op};
 
 use crate::module::{Cx, Scalar};
+use crate::rules::common::{is_unsigned, needs_unsigned};
 use crate::rules::partitioned_arith::{family, family_text, fits, group_op_name, scope_name};
 use crate::rules::vote::describe;
 use crate::rules::wellformed::opname;
@@ -35,7 +36,7 @@ fn shape(op: Op) -> Option<(C, Want, &'static [Want])> {
         Op::GroupNonUniformBroadcast => (
             C::GroupNonUniformBallot,
             AnyScalarOrVector,
-            &[SameAsResult, IntScalar(false)],
+            &[SameAsResult, IntScalar(true)],
         ),
         Op::GroupNonUniformBroadcastFirst => {
             (C::GroupNonUniformBallot, AnyScalarOrVector, &[SameAsResult])
@@ -43,7 +44,7 @@ fn shape(op: Op) -> Option<(C, Want, &'static [Want])> {
         Op::GroupNonUniformBallot => (C::GroupNonUniformBallot, Ballot, &[Bool]),
         Op::GroupNonUniformInverseBallot => (C::GroupNonUniformBallot, Bool, &[Ballot]),
         Op::GroupNonUniformBallotBitExtract => {
-            (C::GroupNonUniformBallot, Bool, &[Ballot, IntScalar(false)])
+            (C::GroupNonUniformBallot, Bool, &[Ballot, IntScalar(true)])
         }
         Op::GroupNonUniformBallotFindLSB | Op::GroupNonUniformBallotFindMSB => {
             (C::GroupNonUniformBallot, IntScalar(true), &[Ballot])
@@ -61,12 +62,12 @@ fn shape(op: Op) -> Option<(C, Want, &'static [Want])> {
         Op::GroupNonUniformQuadBroadcast => (
             C::GroupNonUniformQuad,
             AnyScalarOrVector,
-            &[SameAsResult, IntScalar(false)],
+            &[SameAsResult, IntScalar(true)],
         ),
         Op::GroupNonUniformQuadSwap => (
             C::GroupNonUniformQuad,
             AnyScalarOrVector,
-            &[SameAsResult, IntScalar(false)],
+            &[SameAsResult, IntScalar(true)],
         ),
         _ => return None,
     })
@@ -178,23 +179,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
                 format!("`Op{name}` with ClusteredReduce needs a ClusterSize operand"),
                 vec![],
             ),
-            (3, Some(c)) => match m.const_u32(c) {
-                Some(v) if v.is_power_of_two() => {}
-                Some(v) => out.emit(
-                    cx,
-                    Rule::CoreGroupOperation,
-                    i,
-                    format!("`Op{name}`: ClusterSize must be a power of 2, found {v}"),
-                    vec![],
-                ),
-                None => out.emit(
-                    cx,
-                    Rule::CoreGroupOperation,
-                    i,
-                    format!("`Op{name}`: ClusterSize %{c} must be an integer OpConstant"),
-                    vec![],
-                ),
-            },
+            (3, Some(c)) => check_cluster_size(cx, i, name, c, out),
             (0..=2, Some(_)) => out.emit(
                 cx,
                 Rule::CoreGroupOperation,
@@ -216,6 +201,14 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
                     describe(cx, rt)
                 ),
             );
+        } else if rt_known && needs_unsigned(op) && !is_unsigned(cx, rt) {
+            type_err(
+                out,
+                format!(
+                    "`Op{name}`: Result Type must be a scalar or vector of integer type whose Signedness operand is 0, found {}",
+                    describe(cx, rt)
+                ),
+            );
         }
         if let Some(vt) = m.word(i, 5).and_then(|v| m.type_of(v)) {
             if rt_known && m.type_known(vt) && vt != rt {
@@ -234,10 +227,11 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
     if op == Op::GroupNonUniformBallotBitCount {
         require(cx, i, name, C::GroupNonUniformBallot, out);
         let g = m.word(i, 4).unwrap_or(0);
-        if g > 2 {
+        // Only Vulkan restricts it (VUID 04685); the core spec has no such sentence.
+        if g > 2 && cx.vulkan {
             out.emit(
                 cx,
-                Rule::CoreGroupOperation,
+                Rule::BallotBitCountGroupOperation,
                 i,
                 format!(
                     "`Op{name}` takes Reduce, InclusiveScan or ExclusiveScan, not {} ({g})",
@@ -298,6 +292,15 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
                 format!("`Op{name}`: before SPIR-V 1.5 the Id/Index operand %{id} must come from a constant instruction"),
             );
         }
+        // OpGroupNonUniformQuadSwap: "Direction must come from a constant instruction."
+        if k == 1 && op == Op::GroupNonUniformQuadSwap && !is_constant(cx, id) {
+            type_err(
+                out,
+                format!(
+                    "`Op{name}`: the Direction operand %{id} must come from a constant instruction"
+                ),
+            );
+        }
         if !satisfies(cx, *want, t, rt) {
             type_err(
                 out,
@@ -306,6 +309,57 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
                     want_text(*want),
                     describe(cx, t)
                 ),
+            );
+        }
+    }
+}
+
+/// The ClusterSize operand of a ClusteredReduce: its type and constness make the module valid or
+/// not (SG0605); its value only makes execution undefined (SG0606, SG0607 with a target).
+fn check_cluster_size(cx: &Cx<'_>, i: usize, name: &str, c: u32, out: &mut Sink) {
+    let m = &cx.m;
+    let group_op =
+        |out: &mut Sink, msg: String| out.emit(cx, Rule::CoreGroupOperation, i, msg, vec![]);
+    if let Some(t) = m.type_of(c) {
+        if m.type_known(t) && !matches!(m.scalar(t), Some(Scalar::Int { signed: false, .. })) {
+            group_op(
+                out,
+                format!(
+                    "`Op{name}`: ClusterSize must be a scalar of integer type whose Signedness operand is 0, found {}",
+                    describe(cx, t)
+                ),
+            );
+        }
+    }
+    if !is_constant(cx, c) {
+        group_op(
+            out,
+            format!("`Op{name}`: ClusterSize %{c} must come from a constant instruction"),
+        );
+        return;
+    }
+    // A specialization constant's value is not known here; only OpConstant is judged.
+    let Some(v) = m.const_u32(c) else { return };
+    if v == 0 || !v.is_power_of_two() {
+        out.emit(
+            cx,
+            Rule::ClusterSizeUndefined,
+            i,
+            format!("`Op{name}`: ClusterSize is {v}; behavior is undefined unless ClusterSize is at least 1 and a power of 2"),
+            vec![],
+        );
+    }
+    if let Some(t) = cx.target {
+        if v > t.max_subgroup_size {
+            out.emit(
+                cx,
+                Rule::ClusterSizeAboveSubgroup,
+                i,
+                format!(
+                    "`Op{name}`: ClusterSize {v} is greater than the largest subgroup of target `{}` ({}); executing it is undefined behaviour",
+                    t.name, t.max_subgroup_size
+                ),
+                vec![],
             );
         }
     }
@@ -582,13 +636,14 @@ mod tests {
             "spv1.3",
             Expect::Has("SG0605"),
         );
+        // ClusterSize 3: valid, undefined behaviour at run time (issue 13).
         check(
             &shader(
                 h,
                 "%r = OpGroupNonUniformIAdd %uint %uint_3 ClusteredReduce %uint_1 %uint_3",
             ),
             "spv1.3",
-            Expect::Has("SG0605"),
+            Expect::Has("SG0606"),
         );
         check(
             &shader(
@@ -602,6 +657,145 @@ mod tests {
             &shader(
                 h,
                 "%r = OpGroupNonUniformIAdd %uint %uint_3 ClusteredReduce %uint_1 %uint_2",
+            ),
+            "spv1.3",
+            Expect::Clean,
+        );
+    }
+
+    /// ClusterSize: its type and constness decide validity (SG0605); its value only warns.
+    #[test]
+    fn cluster_size() {
+        let h = "OpCapability GroupNonUniformClustered\nOpCapability GroupNonUniformArithmetic";
+        let with = |decl: &str, size: &str| {
+            shader(
+                h,
+                &format!("{decl}\n%r = OpGroupNonUniformIAdd %uint %uint_3 ClusteredReduce %uint_1 {size}"),
+            )
+        };
+        let report = crate::rules::testutil::run(&with("", "%uint_0"), "vulkan1.1", None);
+        assert!(!report.has_errors(), "{report:?}");
+        assert_eq!(report.diagnostics.len(), 1);
+        assert_eq!(report.diagnostics[0].rule.code(), "SG0606");
+        // Signed, or not from a constant instruction: invalid.
+        check(&with("", "%int_3"), "spv1.3", Expect::Has("SG0605"));
+        check(
+            &with("%n = OpIAdd %uint %uint_1 %uint_1", "%n"),
+            "spv1.3",
+            Expect::Has("SG0605"),
+        );
+        // Larger than the target's largest subgroup (lavapipe: 16): a warning, only with a target.
+        let big = with("", "%uint_32");
+        let big = big.replace(
+            "%uint_3 = OpConstant %uint 3\n",
+            "%uint_3 = OpConstant %uint 3\n%uint_32 = OpConstant %uint 32\n",
+        );
+        check(&big, "vulkan1.1", Expect::Clean);
+        crate::rules::testutil::check_target(
+            &big,
+            "vulkan1.1",
+            Some("lavapipe"),
+            Expect::Has("SG0607"),
+        );
+        crate::rules::testutil::check_target(
+            &big,
+            "vulkan1.1",
+            Some("nvidia"),
+            Expect::Lacks(&["SG0607"]),
+        );
+    }
+
+    #[test]
+    fn spec_constant_cluster_size_is_accepted() {
+        let h = "OpCapability GroupNonUniformClustered\nOpCapability GroupNonUniformArithmetic";
+        let src = shader(
+            h,
+            "%r = OpGroupNonUniformIAdd %uint %uint_3 ClusteredReduce %uint_1 %spec",
+        )
+        .replace(
+            "%uint_3 = OpConstant %uint 3\n",
+            "%uint_3 = OpConstant %uint 3\n%spec = OpSpecConstant %uint 4\n",
+        );
+        check(&src, "vulkan1.1", Expect::Clean);
+    }
+
+    #[test]
+    fn ballot_bit_count_group_operation_is_a_vulkan_rule() {
+        let h = "OpCapability GroupNonUniformBallot\nOpCapability GroupNonUniformClustered";
+        let src = shader(
+            h,
+            "%r = OpGroupNonUniformBallotBitCount %uint %uint_3 ClusteredReduce %ballot_c",
+        );
+        check(&src, "vulkan1.1", Expect::Has("SG0608"));
+        check(&src, "spv1.3", Expect::Clean);
+    }
+
+    #[test]
+    fn umin_umax_need_unsigned_results() {
+        let h = "OpCapability GroupNonUniformArithmetic";
+        for op in ["UMin", "UMax"] {
+            let signed = format!("%r = OpGroupNonUniform{op} %int %uint_3 Reduce %int_3");
+            check(&shader(h, &signed), "spv1.3", Expect::Has("SG0603"));
+            let unsigned = format!("%r = OpGroupNonUniform{op} %uint %uint_3 Reduce %uint_1");
+            check(&shader(h, &unsigned), "spv1.3", Expect::Clean);
+        }
+        // SMin and SMax take either signedness.
+        check(
+            &shader(h, "%r = OpGroupNonUniformSMin %uint %uint_3 Reduce %uint_1"),
+            "spv1.3",
+            Expect::Clean,
+        );
+    }
+
+    #[test]
+    fn quad_swap_direction_is_constant_and_ids_are_unsigned() {
+        let q = "OpCapability GroupNonUniformQuad";
+        let body = "%d = OpIAdd %uint %uint_1 %uint_0\n%r = OpGroupNonUniformQuadSwap %uint %uint_3 %uint_1 %d";
+        check(&shader(q, body), "spv1.5", Expect::Has("SG0603"));
+        let b = "OpCapability GroupNonUniformBallot";
+        check(
+            &shader(
+                b,
+                "%r = OpGroupNonUniformBroadcast %uint %uint_3 %uint_1 %int_3",
+            ),
+            "spv1.3",
+            Expect::Has("SG0603"),
+        );
+    }
+
+    #[test]
+    fn operands_must_be_values() {
+        let b = "OpCapability GroupNonUniformBallot";
+        for bad in ["%uint", "%entry", "%main"] {
+            let src = shader(
+                b,
+                &format!("%r = OpGroupNonUniformBroadcastFirst %uint %uint_3 {bad}"),
+            );
+            check(&src, "spv1.3", Expect::Has("SG0003"));
+        }
+        let v = "OpCapability GroupNonUniformVote";
+        check(
+            &shader(v, "%r = OpGroupNonUniformAll %bool %bool %true"),
+            "spv1.3",
+            Expect::Has("SG0003"),
+        );
+        check(
+            &shader(
+                crate::rules::testutil::VOTE,
+                "%r = OpSubgroupAnyKHR %bool %bool",
+            ),
+            "spv1.0",
+            Expect::Has("SG0003"),
+        );
+        check(
+            &shader("", "OpControlBarrier %uint_2 %uint %uint_0"),
+            "spv1.0",
+            Expect::Has("SG0003"),
+        );
+        check(
+            &shader(
+                b,
+                "%r = OpGroupNonUniformBroadcastFirst %uint %uint_3 %uint_1",
             ),
             "spv1.3",
             Expect::Clean,

@@ -16,11 +16,13 @@
 
 use spirv::Op;
 
-use crate::diag::Severity;
+use crate::diag::{Kind, Severity};
 use crate::module::Cx;
 use crate::Sink;
 
+pub(crate) mod barrier;
 pub(crate) mod capability;
+pub(crate) mod common;
 pub(crate) mod core;
 pub(crate) mod partition;
 pub(crate) mod partitioned_arith;
@@ -32,11 +34,15 @@ pub(crate) mod wellformed;
 #[cfg(test)]
 pub(crate) mod testutil;
 
-/// Declares every rule once: code, variant, kebab-case name, default severity, one-line doc,
-/// and the long `explain` text (which cites the specification).
+/// Declares every rule once: code, variant, kebab-case name, default severity, kind (what the
+/// specification says about such a module: [`Kind`]), one-line doc, the specification sentence the
+/// rule enforces (quoted verbatim; `(our summary)` marks a paraphrase where the exact sentence is not
+/// at hand), the Vulkan VUID where Vulkan names one (empty otherwise), and the long `explain` text.
 macro_rules! declare_rules {
-    ($( $code:literal $variant:ident $name:literal $sev:ident
+    ($( $code:literal $variant:ident $name:literal $sev:ident $kind:ident
         doc: $doc:literal
+        spec: $spec:literal
+        vuid: $vuid:literal
         explain: $explain:literal; )*) => {
         /// A validator rule. Generated from the table in `rules/mod.rs`.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -66,9 +72,24 @@ macro_rules! declare_rules {
                 match self { $(Rule::$variant => Severity::$sev,)* }
             }
 
+            /// What the specification makes of a module the rule flags.
+            pub fn kind(self) -> Kind {
+                match self { $(Rule::$variant => Kind::$kind,)* }
+            }
+
             /// One line saying what the rule checks.
             pub fn doc(self) -> &'static str {
                 match self { $(Rule::$variant => $doc,)* }
+            }
+
+            /// The specification sentence the rule enforces (empty for advice and consumer limits).
+            pub fn spec(self) -> &'static str {
+                match self { $(Rule::$variant => $spec,)* }
+            }
+
+            /// The Vulkan valid-usage ID of the rule, if Vulkan names one.
+            pub fn vuid(self) -> Option<&'static str> {
+                match self { $(Rule::$variant => Some($vuid).filter(|v| !v.is_empty()),)* }
             }
 
             /// The long explanation (`spv-subgroup explain CODE`), citing the specification.
@@ -80,104 +101,154 @@ macro_rules! declare_rules {
 }
 
 declare_rules! {
-    "SG0001" UndefinedId "undefined-id" Error
+    "SG0001" UndefinedId "undefined-id" Error Invalid
         doc: "An operand names an id that no instruction defines."
+        spec: "(our summary) every id operand must name the result id of an instruction of the module (SPIR-V 2.4 and 2.2.2)."
+        vuid: ""
         explain: "Every id operand must name the result id of an instruction of the module (SPIR-V 2.4, \
 Logical Layout of a Module, and 2.2.2: each id is defined by exactly one instruction; forward references \
 are allowed only where the spec permits them, never to an id that is not defined at all). The validator \
 cannot judge an instruction whose operands do not resolve; the rules that need the missing definition \
 are skipped for it.";
-    "SG0002" NotAType "result-type-not-a-type" Error
+    "SG0002" NotAType "result-type-not-a-type" Error Invalid
         doc: "A Result Type operand names an id that is not a type."
+        spec: "(our summary) the Result Type operand must be the id of a type declaration (SPIR-V 2.2.1)."
+        vuid: ""
         explain: "The Result Type operand of an instruction must be the id of a type declaration (an \
 OpType* instruction; SPIR-V 2.2.1, Instructions: Result Type). Rules that compare types skip an \
 instruction whose result type does not resolve.";
 
-    "SG0101" VoteMissingCapability "vote-missing-capability" Error
+    "SG0003" OperandNotAValue "operand-not-a-value" Error Invalid
+        doc: "An operand of a subgroup instruction names a type, label or function where a value is required."
+        spec: "(our summary) every <id> operand of these instructions (Execution, Value, Predicate, Id, ballot, ClusterSize) must be the result of an instruction that produces a value (SPIR-V 2.2.1: <id> operands name objects; a type, label or function is not one)."
+        vuid: ""
+        explain: "The operands of the vote, partition, non-uniform and barrier instructions are values: \
+the Execution and Memory scopes, Value, Predicate, Id/Delta/Mask, the ballot and ClusterSize must each \
+name an instruction with a Result Type (a constant, a computation, a load...). An OpType*, OpLabel, \
+OpFunction, OpString or OpExtInstImport id is not a value. spirv-val reports these as \"Operand N cannot \
+be a type\" (or a label, a function); the other rules skip such an operand, so it is reported once, here.";
+
+    "SG0101" VoteMissingCapability "vote-missing-capability" Error Invalid
         doc: "OpSubgroupAllKHR/AnyKHR/AllEqualKHR used without `OpCapability SubgroupVoteKHR`."
+        spec: "The SubgroupVoteKHR capability must be declared in any module where these instructions are used."
+        vuid: ""
         explain: "SPV_KHR_subgroup_vote, section 2.21 Subgroup Vote: \"The SubgroupVoteKHR capability \
 must be declared in any module where these instructions are used.\" Add `OpCapability SubgroupVoteKHR` \
 (and `OpExtension \"SPV_KHR_subgroup_vote\"`), or lower the ops to core vote with `spv-subgroup lower`.";
-    "SG0102" VoteMissingExtension "vote-missing-extension" Error
+    "SG0102" VoteMissingExtension "vote-missing-extension" Error Invalid
         doc: "`SubgroupVoteKHR` declared without `OpExtension \"SPV_KHR_subgroup_vote\"`."
+        spec: "To use this extension within a SPIR-V module, the following OpExtension must be present in the module"
+        vuid: ""
         explain: "SPV_KHR_subgroup_vote, Extension Name: \"To use this extension within a SPIR-V module, \
 the following OpExtension must be present in the module: OpExtension \"SPV_KHR_subgroup_vote\"\", and \
 Validation Rules: \"An OpExtension must be added to the SPIR-V for validation layers to check legal use \
 of this extension\". The capability SubgroupVoteKHR (4431) is enabled only by that extension.";
-    "SG0103" VoteResultType "vote-result-type" Error
+    "SG0103" VoteResultType "vote-result-type" Error Invalid
         doc: "The result type of a KHR vote op is not a Boolean scalar."
+        spec: "Result Type must be a Boolean type."
+        vuid: ""
         explain: "SPV_KHR_subgroup_vote, OpSubgroupAllKHR/AnyKHR/AllEqualKHR: \"Result Type must be a \
 Boolean type.\" A Boolean type is OpTypeBool; a vector of bool is not accepted (the ops vote one \
 predicate per invocation). spirv-val 2023.1 does not check this.";
-    "SG0104" VotePredicateType "vote-predicate-type" Error
+    "SG0104" VotePredicateType "vote-predicate-type" Error Invalid
         doc: "The predicate of a KHR vote op is not a Boolean scalar."
+        spec: "Predicate must be a Boolean type."
+        vuid: ""
         explain: "SPV_KHR_subgroup_vote: \"Predicate must be a Boolean type.\" This holds for \
 OpSubgroupAllEqualKHR too, unlike the core OpGroupNonUniformAllEqual, whose Value may be any scalar or \
 vector. To compare integers or floats across the subgroup use OpGroupNonUniformAllEqual. spirv-val 2023.1 \
 does not check this.";
 
-    "SG0201" PartitionMissingCapability "partition-missing-capability" Error
+    "SG0201" PartitionMissingCapability "partition-missing-capability" Error Invalid
         doc: "A partition op or a partitioned group operation used without `GroupNonUniformPartitionedNV/EXT`."
+        spec: "(our summary) a module must declare the capability that enables each instruction and operand value it uses (SPIR-V 2.1, 3.31: the enabling capabilities of 5296 and group operations 6/7/8)."
+        vuid: ""
         explain: "OpGroupNonUniformPartitionNV/EXT (5296) and the group operations PartitionedReduceNV (6), \
 PartitionedInclusiveScanNV (7) and PartitionedExclusiveScanNV (8) are enabled by the capability \
 GroupNonUniformPartitionedNV/EXT (5297) only (SPIR-V grammar; GL_NV_shader_subgroup_partitioned, Mapping to \
 SPIR-V). Declare `OpCapability GroupNonUniformPartitionedNV` with its extension, or rewrite the ops for \
 a target without them with `spv-subgroup lower`.";
-    "SG0202" PartitionMissingExtension "partition-missing-extension" Error
+    "SG0202" PartitionMissingExtension "partition-missing-extension" Error Invalid
         doc: "`GroupNonUniformPartitionedNV/EXT` declared without the NV or EXT partitioned extension."
+        spec: "To use this extension within a SPIR-V module, the following OpExtension must be present in the module"
+        vuid: ""
         explain: "The capability GroupNonUniformPartitionedNV/EXT (5297) is enabled by \
 `OpExtension \"SPV_NV_shader_subgroup_partitioned\"` or `OpExtension \"SPV_EXT_shader_subgroup_partitioned\"` \
-(either spelling is accepted); a module must declare one of them to use it (SPIR-V 2.4: OpExtension \
-declares \"extensions ... used by the module\"; the capability lists these as its enabling extensions). \
+(either spelling is accepted). SPV_NV_shader_subgroup_partitioned, Extension Name: \"To use this extension \
+within a SPIR-V module, the following OpExtension must be present in the module\"; SPV_EXT_shader_subgroup_partitioned \
+accepts either string. \
 spirv-val 2023.1 predates the EXT spelling and accepts only the NV string.";
-    "SG0203" PartitionSpirvVersion "partition-spirv-version" Error
+    "SG0203" PartitionSpirvVersion "partition-spirv-version" Error Invalid
         doc: "Partitioned ops in a module whose SPIR-V version is below 1.3."
+        spec: "This extension requires SPIR-V 1.3."
+        vuid: ""
         explain: "The partition op and the partitioned group operations extend the non-uniform group \
-instructions of SPIR-V 1.3 (SPV_NV_shader_subgroup_partitioned is written against, and requires, SPIR-V 1.3); the partitioned \
+instructions of SPIR-V 1.3 (SPV_NV_shader_subgroup_partitioned, Dependencies: \"This extension requires SPIR-V 1.3.\"); the partitioned \
 reduce and scans are OpGroupNonUniform* arithmetic instructions, which exist only from SPIR-V 1.3. \
 Raise the module version to 1.3 (Vulkan 1.1). spirv-val 2023.1 does not check this for the partition op.";
-    "SG0204" PartitionResultType "partition-result-type" Error
+    "SG0204" PartitionResultType "partition-result-type" Error Invalid
         doc: "The result type of the partition op is not a 4-component vector of 32-bit integers."
+        spec: "Result Type must be a vector of four components of integer type scalar, whose Width operand is 32 and whose Signedness operand is 0"
+        vuid: ""
         explain: "OpGroupNonUniformPartitionNV returns a ballot: \"Result Type must be a vector of four \
 components of integer type scalar, whose Width operand is 32 and whose Signedness operand is 0\" \
 (SPV_NV_shader_subgroup_partitioned; GLSL `uvec4 subgroupPartitionNV(T value)`). spirv-val 2023.1 \
 does not check this.";
-    "SG0205" PartitionValueType "partition-value-type" Error
+    "SG0205" PartitionValueType "partition-value-type" Error Invalid
         doc: "The value of the partition op is not a scalar or vector of integer, float or Boolean type."
+        spec: "Value must be a scalar or vector of floating-point type, integer type, or Boolean type."
+        vuid: ""
         explain: "SPV_NV_shader_subgroup_partitioned: \"Value must be a scalar or vector of floating-point \
 type, integer type, or Boolean type.\" (GLSL: `subgroupPartitionNV(T value)` for genType, genIType, \
 genUType, genBType, genDType). Structs, arrays, pointers and matrices cannot be partition keys. spirv-val \
 2023.1 does not check this.";
 
-    "SG0301" PartitionedBallotMissing "partitioned-ballot-missing" Error
+    "SG0301" PartitionedBallotMissing "partitioned-ballot-missing" Error Invalid
         doc: "A partitioned reduce/scan has no ballot operand."
+        spec: "(our summary) with a partitioned group operation the ballot must be present as the last operand (GL_NV_shader_subgroup_partitioned, Mapping to SPIR-V; spirv-val: \"Ballot must be present\")."
+        vuid: ""
         explain: "GL_NV_shader_subgroup_partitioned, Mapping to SPIR-V: \"When using \
 GroupOperationPartitioned*, the <ballot> parameter is the last operand\", in the slot that holds \
 ClusterSize otherwise. Without it the operation has no partition to work on.";
-    "SG0302" PartitionedBallotType "partitioned-ballot-type" Error
+    "SG0302" PartitionedBallotType "partitioned-ballot-type" Error Invalid
         doc: "The ballot of a partitioned reduce/scan is not a 4-component vector of 32-bit integers."
+        spec: "(our summary) the ballot must be a `uvec4`, four 32-bit unsigned components (GL_NV_shader_subgroup_partitioned prototypes)."
+        vuid: ""
         explain: "The <ballot> of the partitioned functions is a `uvec4` (GL_NV_shader_subgroup_partitioned: \
 `subgroupPartitioned<op>NV(genType value, uvec4 ballot)`), in SPIR-V a vector of four 32-bit integer \
 components, the same shape OpGroupNonUniformPartitionNV returns. spirv-val 2023.1 checks neither the \
 component count nor the bit width.";
-    "SG0303" PartitionedScope "partitioned-scope" Error
+    "SG0303" PartitionedScope "partitioned-scope" Error Invalid
         doc: "The execution scope of a partitioned reduce/scan is not the constant Subgroup."
+        spec: "It must be Subgroup."
+        vuid: ""
         explain: "The partitioned operations work on \"the active invocations in the subgroup\" \
-(GL_NV_shader_subgroup_partitioned): the Execution operand must be an OpConstant holding Subgroup (3). \
-spirv-val allows Workgroup here outside a Vulkan environment; we do not, because a partition ballot is \
-a subgroup ballot.";
-    "SG0304" PartitionedValueType "partitioned-value-type" Error
+(GL_NV_shader_subgroup_partitioned), and the SPIR-V 1.6 unified spec says of the Execution operand of the \
+non-uniform arithmetic instructions: \"Execution is a Scope that identifies the group of invocations affected \
+by this command. It must be Subgroup.\" The operand must be a constant holding Subgroup (3). spirv-val 2023.1 \
+follows the older wording (\"Workgroup or Subgroup\") outside a Vulkan environment; a partition ballot is a \
+subgroup ballot, so we follow the current one.";
+    "SG0304" PartitionedValueType "partitioned-value-type" Error Invalid
         doc: "The value of a partitioned reduce/scan does not have the result's type."
+        spec: "The type of Value must be the same as Result Type"
+        vuid: ""
         explain: "For the non-uniform arithmetic instructions \"The type of Value must be the same as \
 Result Type\" (SPIR-V 3.56.24); partitioned group operations do not change that.";
-    "SG0305" PartitionedResultType "partitioned-result-type" Error
+    "SG0305" PartitionedResultType "partitioned-result-type" Error Invalid
         doc: "The result type of a partitioned reduce/scan does not fit the opcode (int, float or bool)."
+        spec: "Result Type must be a scalar or vector of integer type"
+        vuid: ""
         explain: "Each non-uniform arithmetic instruction fixes its component type: IAdd/IMul/SMin/UMin/\
 SMax/UMax/BitwiseAnd/Or/Xor \"Result Type must be a scalar or vector of integer type\", FAdd/FMul/FMin/FMax \
 of floating-point type, LogicalAnd/Or/Xor of Boolean type (SPIR-V 3.56.24; GLSL \
-`subgroupPartitioned<op>NV` overloads genType/genIType/genUType/genBType/genDType).";
-    "SG0306" PartitionedOpNotArithmetic "partitioned-op-not-arithmetic" Error
+`subgroupPartitioned<op>NV` overloads genType/genIType/genUType/genBType/genDType). UMin and UMax narrow \
+it further: \"Result Type must be a scalar or vector of integer type, whose Signedness operand is 0\"; \
+a partitioned group operation does not lift that (spirv-val 2023.1 skips these checks for partitioned \
+operations).";
+    "SG0306" PartitionedOpNotArithmetic "partitioned-op-not-arithmetic" Error Invalid
         doc: "A partitioned group operation (6/7/8) on an instruction other than the 16 arithmetic ops."
+        spec: "(our summary) partitioned group operations must be used only with the 16 arithmetic instructions GL_NV_shader_subgroup_partitioned maps to them."
+        vuid: ""
         explain: "GL_NV_shader_subgroup_partitioned maps only subgroupPartitioned<op>NV, \
 subgroupPartitionedInclusive<op>NV and subgroupPartitionedExclusive<op>NV to the group operations \
 PartitionedReduceNV/InclusiveScanNV/ExclusiveScanNV, with <op> one of Add, Mul, Min, Max, And, Or, Xor: \
@@ -186,8 +257,10 @@ BitwiseXor,LogicalAnd,LogicalOr,LogicalXor}. OpGroupNonUniformBallotBitCount and
 instructions (Groups capability) take Reduce, InclusiveScan or ExclusiveScan only. spirv-val 2023.1 \
 does not check this for every opcode.";
 
-    "SG0401" BallotProvenance "ballot-provenance" Warning
+    "SG0401" BallotProvenance "ballot-provenance" Warning Undefined
         doc: "The ballot of a partitioned op does not provably come from a partition op."
+        spec: "If the <ballot> parameter to any partitioned subgroup operation is not a valid partition, then the result is undefined."
+        vuid: ""
         explain: "GL_NV_shader_subgroup_partitioned: \"The <ballot> parameter to these functions must form \
 a valid partition of the active invocations in the subgroup\" and \"If the <ballot> parameter to any \
 partitioned subgroup operation is not a valid partition, then the result is undefined.\" A ballot \
@@ -200,82 +273,145 @@ arithmetic, a core ballot, a partial write through an access chain...). Such a b
 spec's own even/odd example is), but nothing proves it: check that each invocation's bit is set and \
 that members of a subset hold equal ballots.";
 
-    "SG0501" UnusedCapability "unused-capability" Warning
+    "SG0501" UnusedCapability "unused-capability" Warning Advice
         doc: "`SubgroupVoteKHR` or `GroupNonUniformPartitionedNV/EXT` declared but no instruction uses it."
+        spec: ""
+        vuid: ""
         explain: "A declared capability tells the consumer the module needs that device feature; a \
 device without it rejects the module (Vulkan: a module must not declare a capability the device does \
 not enable). Declaring SubgroupVoteKHR or GroupNonUniformPartitionedNV/EXT without any vote or \
 partitioned instruction only narrows the devices the module runs on. Remove the OpCapability.";
-    "SG0502" UnusedExtension "unused-extension" Warning
+    "SG0502" UnusedExtension "unused-extension" Warning Advice
         doc: "A vote or partitioned extension declared but its capability is not."
+        spec: ""
+        vuid: ""
         explain: "`OpExtension \"SPV_KHR_subgroup_vote\"` or `\"SPV_NV/EXT_shader_subgroup_partitioned\"` \
 without the capability it enables does nothing but make the module unusable on consumers that do not \
 know the extension. Remove the OpExtension, or declare the capability if the ops are meant to be used.";
-    "SG0503" ExtensionNearMiss "extension-near-miss" Warning
+    "SG0503" ExtensionNearMiss "extension-near-miss" Warning Advice
         doc: "An unknown extension string that is a near miss of a vote or partitioned extension."
+        spec: ""
+        vuid: ""
         explain: "Extension strings are compared exactly (SPIR-V 3.2.3: the name of the extension). An \
 unknown string within a small edit distance of `SPV_KHR_subgroup_vote`, \
 `SPV_NV_shader_subgroup_partitioned` or `SPV_EXT_shader_subgroup_partitioned` is almost certainly a typo, \
 and the capability it was meant to enable is then not enabled.";
 
-    "SG0601" CoreMissingCapability "core-missing-capability" Error
+    "SG0601" CoreMissingCapability "core-missing-capability" Error Invalid
         doc: "A core OpGroupNonUniform* instruction used without its capability."
+        spec: "(our summary) a module must declare the capability each non-uniform instruction and group operation lists (SPIR-V 3.56.24)."
+        vuid: ""
         explain: "Each non-uniform instruction of SPIR-V 1.3 lists its capability (SPIR-V 3.56.24): Elect \
 needs GroupNonUniform; All/Any/AllEqual GroupNonUniformVote; Broadcast/BroadcastFirst/Ballot/\
 InverseBallot/BallotBitExtract/BallotBitCount/BallotFindLSB/BallotFindMSB GroupNonUniformBallot; \
 Shuffle/ShuffleXor GroupNonUniformShuffle; ShuffleUp/ShuffleDown GroupNonUniformShuffleRelative; \
 arithmetic with Reduce/InclusiveScan/ExclusiveScan GroupNonUniformArithmetic, with ClusteredReduce \
 GroupNonUniformClustered; QuadBroadcast/QuadSwap GroupNonUniformQuad.";
-    "SG0602" CoreScope "core-scope" Error
+    "SG0602" CoreScope "core-scope" Error Invalid
         doc: "The execution scope of a core non-uniform instruction is not a constant Subgroup (or Workgroup)."
+        spec: "It must be either Workgroup or Subgroup"
+        vuid: "VUID-StandaloneSpirv-None-04642"
         explain: "SPIR-V 3.56.24: \"Execution is a Scope <id>. It must be either Workgroup or Subgroup\", \
-and the Vulkan environment narrows it to Subgroup for the group non-uniform operations (Vulkan spec, \
-SPIR-V environment, standalone SPIR-V validation). The scope must be a constant instruction.";
-    "SG0603" CoreOperandType "core-operand-type" Error
+and the Vulkan environment narrows it: \"Scope for group operations must be limited to Subgroup\" \
+(VUID-StandaloneSpirv-None-04642). The scope must be a constant instruction. Workgroup is accepted outside \
+Vulkan, as the spec versions before 1.6 revision 2 allow it (and spirv-val 2023.1 does).";
+    "SG0603" CoreOperandType "core-operand-type" Error Invalid
         doc: "A core non-uniform instruction's result or operand type does not match the spec."
+        spec: "The type of Value must be the same as Result Type"
+        vuid: ""
         explain: "SPIR-V 3.56.24 fixes the types of the non-uniform instructions, e.g. Elect/All/Any/\
 AllEqual: \"Result Type must be a Boolean type\"; Ballot: result \"a vector of four components of integer \
 type scalar, whose Width operand is 32 and whose Signedness operand is 0\", Predicate Boolean; \
 Broadcast/BroadcastFirst/Shuffle*: \"The type of Value must be the same as Result Type\", Id/Delta/Mask \
 \"must be a scalar of integer type, whose Signedness operand is 0\"; BallotBitCount/FindLSB/FindMSB: \
 \"Result Type must be a scalar of integer type, whose Signedness operand is 0\", Value a vector of four \
-32-bit integer components; arithmetic: Value has the Result Type, of the opcode's component kind. \
-Broadcast and QuadBroadcast: \"Before version 1.5, Id must come from a constant instruction.\"";
-    "SG0604" CoreSpirvVersion "core-spirv-version" Error
+32-bit integer components; arithmetic: Value has the Result Type, of the opcode's component kind, and for \
+UMin/UMax \"a scalar or vector of integer type, whose Signedness operand is 0\". \
+Broadcast and QuadBroadcast: \"Before version 1.5, Id must come from a constant instruction.\" QuadSwap: \
+Direction must come from a constant instruction. Id, Index and Direction are unsigned integer scalars, \
+like Delta and Mask.";
+    "SG0604" CoreSpirvVersion "core-spirv-version" Error Invalid
         doc: "Core non-uniform instructions in a module whose SPIR-V version is below 1.3."
+        spec: "Missing before version 1.3"
+        vuid: ""
         explain: "The OpGroupNonUniform* instructions and their capabilities were added in SPIR-V 1.3 \
 (SPIR-V 3.56.24: \"Missing before version 1.3\"). Raise the module version, or lower to a \
 `khr-ballot`-style target.";
-    "SG0605" CoreGroupOperation "core-group-operation" Error
-        doc: "A group operation that does not fit the instruction (ClusterSize missing or not allowed)."
-        explain: "In SPIR-V 3.56.24 the optional ClusterSize operand is the size of the cluster that \
-ClusteredReduce works on: it belongs with ClusteredReduce and with no other group operation, and a \
-ClusteredReduce without it has no cluster size. ClusterSize \"must come from a constant instruction\" and \
-\"Behavior is undefined unless ClusterSize is at least 1 and a power of 2\". OpGroupNonUniformBallotBitCount \
-takes Reduce, InclusiveScan or ExclusiveScan only. spirv-val 2023.1 does not check that ClusterSize is \
-present.";
+    "SG0605" CoreGroupOperation "core-group-operation" Error Invalid
+        doc: "A group operation that does not fit the instruction (ClusterSize missing, misplaced or not a constant)."
+        spec: "If Operation is ClusteredReduce, ClusterSize must be present."
+        vuid: ""
+        explain: "SPIR-V 3.56.24, the non-uniform arithmetic instructions: \"If Operation is ClusteredReduce, \
+ClusterSize must be present.\" and \"ClusterSize must be a scalar of integer type, whose Signedness operand \
+is 0. ClusterSize must come from a constant instruction.\" The optional ClusterSize operand is the size of \
+the cluster that ClusteredReduce works on; it belongs with ClusteredReduce and no other group operation. \
+Its value is not checked here: a ClusterSize of 0 or one that is not a power of 2 is undefined behaviour, \
+not an invalid module (SG0606). spirv-val 2023.1 does not check that ClusterSize is present.";
+    "SG0606" ClusterSizeUndefined "cluster-size-undefined" Warning Undefined
+        doc: "A constant ClusterSize of 0 or one that is not a power of 2 (undefined behaviour)."
+        spec: "Behavior is undefined unless ClusterSize is at least 1 and a power of 2."
+        vuid: ""
+        explain: "SPIR-V 3.56.24, the non-uniform arithmetic instructions: \"Behavior is undefined unless \
+ClusterSize is at least 1 and a power of 2.\" The module is valid (spirv-val accepts it, and SPIRV-Tools' own \
+tests use ClusterSize 0), but executing the instruction has no defined result. Use a power of 2 \
+(1, 2, 4, ... up to the subgroup size).";
+    "SG0607" ClusterSizeAboveSubgroup "cluster-size-above-subgroup" Warning Undefined
+        doc: "A constant ClusterSize larger than the target's maximum subgroup size (only with `--target`)."
+        spec: "If ClusterSize is greater than the size of the group, executing this instruction results in undefined behavior."
+        vuid: ""
+        explain: "SPIR-V 3.56.24, the non-uniform arithmetic instructions: \"If ClusterSize is greater than \
+the size of the group, executing this instruction results in undefined behavior.\" With `--target`, the \
+target's maxSubgroupSize (docs/targets.md) bounds the size of every subgroup the device runs, so a larger \
+constant ClusterSize is undefined behaviour on every subgroup of that device. Without a target the \
+subgroup size is unknown and nothing is reported.";
+    "SG0608" BallotBitCountGroupOperation "ballot-bit-count-group-operation" Error Invalid
+        doc: "In a Vulkan environment, OpGroupNonUniformBallotBitCount with a group operation other than Reduce/scans."
+        spec: "(our summary) in Vulkan, the group operation of OpGroupNonUniformBallotBitCount must be only Reduce, InclusiveScan or ExclusiveScan."
+        vuid: "VUID-StandaloneSpirv-OpGroupNonUniformBallotBitCount-04685"
+        explain: "The Vulkan spec's standalone SPIR-V rules restrict the group operation of \
+OpGroupNonUniformBallotBitCount to Reduce, InclusiveScan or ExclusiveScan \
+(VUID-StandaloneSpirv-OpGroupNonUniformBallotBitCount-04685). Outside Vulkan the core spec has no such \
+sentence, so another group operation is not reported there. Partitioned group operations on it are \
+reported by SG0306.";
+    "SG0609" SubgroupMemoryScope "subgroup-memory-scope" Error Invalid
+        doc: "In Vulkan, a Subgroup memory scope without SubgroupVoteKHR, GroupNonUniform or SubgroupBallotKHR."
+        spec: "If none of the SubgroupVoteKHR, GroupNonUniform, or SubgroupBallotKHR capabilities are declared, Scope for memory must not be Subgroup"
+        vuid: "VUID-StandaloneSpirv-SubgroupVoteKHR-07951"
+        explain: "Vulkan spec, standalone SPIR-V validation, VUID-StandaloneSpirv-SubgroupVoteKHR-07951: \
+\"If none of the SubgroupVoteKHR, GroupNonUniform, or SubgroupBallotKHR capabilities are declared, Scope \
+for memory must not be Subgroup\". This concerns the Memory scope of OpControlBarrier and OpMemoryBarrier \
+and of the atomic instructions in a Vulkan environment (any Vulkan version: with SPIR-V 1.0 only the KHR \
+capabilities can provide it). Declare one of the three capabilities, or use a wider scope.";
 
-    "SG0701" TargetMissingFeature "target-missing-feature" Error
+    "SG0701" TargetMissingFeature "target-missing-feature" Error Invalid
         doc: "An instruction or capability the chosen target does not support."
+        spec: "(our summary) a module must not declare a capability unless the device enables the feature or extension the SPIR-V environment appendix lists for it."
+        vuid: "VUID-VkShaderModuleCreateInfo-pCode-08740"
         explain: "A Vulkan implementation must not be given a module that uses a capability it does not \
 enable (the Vulkan spec's SPIR-V environment appendix lists, per capability, the feature or extension \
-that must be enabled for it). The \
+that must be enabled for it; VUID-VkShaderModuleCreateInfo-pCode-08740). The \
 target (`--target`) lists the subgroup features of the device (docs/targets.md); every instruction and \
 capability beyond them is reported. Vote and partitioned operations (and their group operations) can be \
 rewritten with `spv-subgroup lower --target ...` into operations the target has.";
-    "SG0702" TargetSpirvVersion "target-spirv-version" Error
+    "SG0702" TargetSpirvVersion "target-spirv-version" Error Invalid
         doc: "The module's SPIR-V version is above the highest the target or `--target-env` consumes."
+        spec: "(our summary) a module's SPIR-V version must be one the Vulkan version consumes (Vulkan spec, SPIR-V environment, Versions and Formats)."
+        vuid: ""
         explain: "Each Vulkan version consumes SPIR-V up to a version (Vulkan 1.0: 1.0; 1.1: 1.3; 1.2: 1.5; \
 1.3: 1.6). A module whose header version is higher is rejected by the device. The same limit is \
 checked for an explicit `--target-env` (as spirv-val does), with or without a target. `spv-subgroup lower` \
 rewrites the ops that forced the version up where it can; otherwise recompile for the older environment.";
-    "SG0703" TargetExtendedTypes "target-extended-types" Error
+    "SG0703" TargetExtendedTypes "target-extended-types" Error Invalid
         doc: "A subgroup operation on 8-, 16- or 64-bit values on a target without extended types."
+        spec: "(our summary) without shaderSubgroupExtendedTypes, group operations with subgroup scope must not use 8-, 16- or 64-bit integer or 16-bit float types (Vulkan spec, SPIR-V environment)."
+        vuid: ""
         explain: "Vulkan: unless `shaderSubgroupExtendedTypes` is enabled, group operations with subgroup \
 scope must not use 8-bit, 16-bit or 64-bit integers, 16-bit floats, or vectors of these (Vulkan spec, SPIR-V \
 environment, runtime SPIR-V validation). Convert the value to 32 bits around the operation.";
-    "SG0704" TargetRestriction "target-restriction" Error
+    "SG0704" TargetRestriction "target-restriction" Error Unsupported
         doc: "A construct the target's consumer rejects although core SPIR-V allows it (e.g. naga)."
+        spec: ""
+        vuid: ""
         explain: "Some consumers accept only part of core SPIR-V: naga's SPIR-V front end has no ballot bit \
 operations (BallotBitExtract/BitCount/FindLSB/FindMSB/InverseBallot), no OpGroupNonUniformElect, no \
 OpGroupNonUniformAllEqual, no shuffles or broadcasts of bool values, no SubgroupEq/Ge/Gt/Le/LtMask \
@@ -330,13 +466,22 @@ by `spv_subgroup_validate::rules::markdown()`; do not edit. Regenerate with `car
 or `UPDATE_RULES_MD=1 cargo test -p spv-subgroup-validate`. -->\n\n",
     );
     s.push_str("`spv-subgroup explain CODE` prints the long text of a rule.\n\n");
-    s.push_str("| code | name | severity | checks |\n|---|---|---|---|\n");
+    s.push_str(
+        "Each rule's kind is the outcome of auditing it against the specification sentence it \
+enforces (issue 13): only a rule whose sentence says \"must\" or \"must not\" about the module \
+(kind `invalid`), or whose target's consumer rejects the construct (`unsupported by the target`, \
+only with `--target`), is an error. Undefined behaviour at run time and advice are warnings \
+(exit status 0). A quote marked \"(our summary)\" paraphrases a sentence not quoted verbatim.\n\n",
+    );
+    s.push_str("| code | name | severity | kind | VUID | checks |\n|---|---|---|---|---|---|\n");
     for r in Rule::ALL {
         s.push_str(&format!(
-            "| {} | `{}` | {} | {} |\n",
+            "| {} | `{}` | {} | {} | {} | {} |\n",
             r.code(),
             r.name(),
             r.severity(),
+            r.kind(),
+            r.vuid().unwrap_or("-"),
             md_escape(r.doc())
         ));
     }
@@ -351,13 +496,20 @@ or `UPDATE_RULES_MD=1 cargo test -p spv-subgroup-validate`. -->\n\n",
             ));
         }
         s.push_str(&format!(
-            "\n### {} `{}` ({})\n\n{}\n\n{}\n",
+            "\n### {} `{}` ({}, {})\n\n{}\n\n",
             r.code(),
             r.name(),
             r.severity(),
+            r.kind(),
             md_escape(r.doc()),
-            md_escape(r.explain())
         ));
+        if !r.spec().is_empty() {
+            s.push_str(&format!("Spec: \"{}\"\n\n", md_escape(r.spec())));
+        }
+        if let Some(v) = r.vuid() {
+            s.push_str(&format!("VUID: `{v}`\n\n"));
+        }
+        s.push_str(&format!("{}\n", md_escape(r.explain())));
     }
     s.push_str(JSON_SCHEMA_DOC);
     s
@@ -438,7 +590,12 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
         let Some(op) = crate::binary::op_of(u32::from(opcode)) else {
             continue;
         };
+        wellformed::check_value_operands(cx, i, op, out);
         match op {
+            Op::ControlBarrier | Op::MemoryBarrier | Op::AtomicStore => {
+                barrier::check(cx, i, op, out)
+            }
+            op if barrier::memory_scope_word(op).is_some() => barrier::check(cx, i, op, out),
             Op::SubgroupAllKHR | Op::SubgroupAnyKHR | Op::SubgroupAllEqualKHR => {
                 vote::check(cx, i, out)
             }
@@ -554,6 +711,50 @@ mod tests {
         }
         assert_eq!(Rule::from_code("sg0101"), Some(Rule::VoteMissingCapability));
         assert_eq!(Rule::from_code("SG9999"), None);
+    }
+
+    /// The audit of issue 13, kept true: errors only for "must" (or a consumer's limit under
+    /// `--target`), warnings for undefined behaviour and advice, and each quote in the explanation.
+    #[test]
+    fn severity_follows_the_audited_kind() {
+        use crate::diag::Kind;
+        for r in Rule::ALL {
+            let (code, spec) = (r.code(), r.spec());
+            match r.kind() {
+                Kind::Invalid | Kind::Unsupported => {
+                    assert_eq!(r.severity(), Severity::Error, "{code}")
+                }
+                Kind::Undefined | Kind::Advice => {
+                    assert_eq!(r.severity(), Severity::Warning, "{code}")
+                }
+            }
+            match r.kind() {
+                // A version requirement is worded "requires" / "Missing before" in the specs.
+                Kind::Invalid => assert!(
+                    spec.contains("must")
+                        || spec.contains("requires")
+                        || spec.contains("Missing before"),
+                    "{code}: an error must quote a \"must\": {spec:?}"
+                ),
+                Kind::Undefined => assert!(
+                    spec.to_lowercase().contains("undefined"),
+                    "{code}: undefined behaviour must quote the sentence: {spec:?}"
+                ),
+                Kind::Advice | Kind::Unsupported => {}
+            }
+            // A verbatim quote appears in the explanation too (modulo line breaks).
+            if !spec.is_empty() && !spec.starts_with("(our summary)") {
+                let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+                assert!(
+                    flat(r.explain()).contains(&flat(spec)),
+                    "{code}: explain does not quote {spec:?}"
+                );
+            }
+            if let Some(v) = r.vuid() {
+                assert!(v.starts_with("VUID-"), "{code}: {v}");
+                assert!(r.explain().contains(v), "{code}: explain does not name {v}");
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use spirv::Op;
 
 use crate::module::{Cx, Scalar};
+use crate::rules::common::{is_unsigned, needs_unsigned};
 use crate::rules::partition::require_capability;
 use crate::rules::vote::describe;
 use crate::rules::wellformed::opname;
@@ -165,6 +166,19 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
                     describe(cx, rt)
                 ),
                 vec![],
+            );
+        } else if crate::binary::op_of(m.opcode(i)).is_some_and(needs_unsigned)
+            && !is_unsigned(cx, rt)
+        {
+            out.emit(
+                cx,
+                Rule::PartitionedResultType,
+                i,
+                format!(
+                    "`Op{name}`: Result Type must be a scalar or vector of integer type whose Signedness operand is 0, found {}",
+                    describe(cx, rt)
+                ),
+                vec!["a partitioned group operation does not change the opcode's result type rule".into()],
             );
         }
     }

@@ -1,11 +1,14 @@
-//! Module well-formedness (SG00xx): every id operand resolves, every result type is a type.
+//! Module well-formedness (SG00xx): every id operand resolves, every result type is a type, and
+//! the value operands of the instructions in scope name values.
 //!
 //! Runs before the rule families; they skip instructions whose types do not resolve, so each
 //! problem is reported once, here.
 
+use spirv::Op;
+
 use crate::binary::op_table;
 use crate::module::Cx;
-use crate::rules::Rule;
+use crate::rules::{is_arithmetic, Rule};
 use crate::Sink;
 
 pub(crate) fn check(cx: &Cx<'_>, out: &mut Sink) {
@@ -46,6 +49,79 @@ pub(crate) fn check(cx: &Cx<'_>, out: &mut Sink) {
             );
         }
     }
+}
+
+/// The first word of the value operands of an instruction in scope, and the word to skip (a
+/// literal group operation), or `None` for instructions out of scope.
+fn value_operands(op: Op) -> Option<(usize, Option<usize>)> {
+    Some(match op {
+        Op::SubgroupAllKHR
+        | Op::SubgroupAnyKHR
+        | Op::SubgroupAllEqualKHR
+        | Op::GroupNonUniformPartitionEXT => (3, None),
+        Op::GroupNonUniformBallotBitCount => (3, Some(4)),
+        op if is_arithmetic(op) => (3, Some(4)),
+        Op::GroupNonUniformElect
+        | Op::GroupNonUniformAll
+        | Op::GroupNonUniformAny
+        | Op::GroupNonUniformAllEqual
+        | Op::GroupNonUniformBroadcast
+        | Op::GroupNonUniformBroadcastFirst
+        | Op::GroupNonUniformBallot
+        | Op::GroupNonUniformInverseBallot
+        | Op::GroupNonUniformBallotBitExtract
+        | Op::GroupNonUniformBallotFindLSB
+        | Op::GroupNonUniformBallotFindMSB
+        | Op::GroupNonUniformShuffle
+        | Op::GroupNonUniformShuffleXor
+        | Op::GroupNonUniformShuffleUp
+        | Op::GroupNonUniformShuffleDown
+        | Op::GroupNonUniformQuadBroadcast
+        | Op::GroupNonUniformQuadSwap => (3, None),
+        // Scopes and memory semantics are <id>s of constants.
+        Op::ControlBarrier | Op::MemoryBarrier => (1, None),
+        _ => return None,
+    })
+}
+
+/// SG0003: an operand of an instruction in scope names a type, label, function or other non-value.
+pub(crate) fn check_value_operands(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
+    let Some((first, skip)) = value_operands(op) else {
+        return;
+    };
+    let m = &cx.m;
+    for k in first..m.wc(i) {
+        if Some(k) == skip {
+            continue;
+        }
+        let Some(id) = m.word(i, k) else { break };
+        let Some(d) = m.def_inst(id) else { continue }; // SG0001
+        let dop = m.opcode(d);
+        // A function has a Result Type (its return type) but is not a value.
+        if m.result_type(d).is_some() && dop != Op::Function as u32 {
+            continue;
+        }
+        let what = match crate::binary::op_of(dop) {
+            Some(Op::Label) => "a label".to_owned(),
+            Some(Op::Function) => "a function".to_owned(),
+            _ if table_is_type(dop) => "a type".to_owned(),
+            _ => format!("an Op{}", opname(dop)),
+        };
+        out.emit(
+            cx,
+            Rule::OperandNotAValue,
+            i,
+            format!(
+                "`Op{}`: operand %{id} (word {k}) must be a value, but it is {what}",
+                opname(m.opcode(i))
+            ),
+            vec![],
+        );
+    }
+}
+
+fn table_is_type(opcode: u32) -> bool {
+    op_table().get(opcode as usize).is_some_and(|o| o.is_type)
 }
 
 /// The grammar name of an opcode (without `Op`).

@@ -4,7 +4,7 @@
 use spirv::Capability;
 
 use crate::module::Cx;
-use crate::rules::partition::cap_name;
+use crate::rules::common::cap_name;
 use crate::rules::Rule;
 use crate::Sink;
 

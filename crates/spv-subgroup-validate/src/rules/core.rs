@@ -5,10 +5,10 @@
 use spirv::{Capability as C, Op};
 
 use crate::module::{Cx, Scalar};
-use crate::rules::common::{is_unsigned, needs_unsigned};
-use crate::rules::partitioned_arith::{family, family_text, fits, group_op_name, scope_name};
-use crate::rules::vote::describe;
-use crate::rules::wellformed::opname;
+use crate::rules::common::{
+    describe, family, family_text, fits, group_op_name, is_unsigned, needs_unsigned, opname,
+    scope_name,
+};
 use crate::rules::Rule;
 use crate::Sink;
 

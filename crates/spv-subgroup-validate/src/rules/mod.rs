@@ -18,6 +18,8 @@ use spirv::Op;
 
 use crate::diag::{Kind, Severity};
 use crate::module::Cx;
+pub(crate) use crate::rules::common::is_arithmetic;
+use crate::rules::common::is_partitioned;
 use crate::Sink;
 
 pub(crate) mod barrier;
@@ -601,7 +603,7 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
             }
             Op::GroupNonUniformPartitionEXT => partition::check(cx, i, out),
             op if is_arithmetic(op) => {
-                if partitioned_arith::is_partitioned(cx, i) {
+                if is_partitioned(cx, i) {
                     partitioned_arith::check(cx, i, out);
                     provenance::check(cx, i, out);
                 } else {
@@ -633,7 +635,7 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
             | Op::GroupLogicalAndKHR
             | Op::GroupLogicalOrKHR
             | Op::GroupLogicalXorKHR => {
-                if partitioned_arith::is_partitioned(cx, i) {
+                if is_partitioned(cx, i) {
                     partitioned_arith::check_not_arithmetic(cx, i, out);
                 } else if op == Op::GroupNonUniformBallotBitCount {
                     core::check(cx, i, out);
@@ -666,29 +668,6 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
     partition::check_module(cx, out);
     core::check_module(cx, out);
     target_fit::check_module(cx, out);
-}
-
-/// The 16 arithmetic group operations (the only ones a partitioned group operation may take).
-pub(crate) fn is_arithmetic(op: Op) -> bool {
-    matches!(
-        op,
-        Op::GroupNonUniformIAdd
-            | Op::GroupNonUniformFAdd
-            | Op::GroupNonUniformIMul
-            | Op::GroupNonUniformFMul
-            | Op::GroupNonUniformSMin
-            | Op::GroupNonUniformUMin
-            | Op::GroupNonUniformFMin
-            | Op::GroupNonUniformSMax
-            | Op::GroupNonUniformUMax
-            | Op::GroupNonUniformFMax
-            | Op::GroupNonUniformBitwiseAnd
-            | Op::GroupNonUniformBitwiseOr
-            | Op::GroupNonUniformBitwiseXor
-            | Op::GroupNonUniformLogicalAnd
-            | Op::GroupNonUniformLogicalOr
-            | Op::GroupNonUniformLogicalXor
-    )
 }
 
 #[cfg(test)]
@@ -753,6 +732,35 @@ mod tests {
             if let Some(v) = r.vuid() {
                 assert!(v.starts_with("VUID-"), "{code}: {v}");
                 assert!(r.explain().contains(v), "{code}: explain does not name {v}");
+            }
+        }
+    }
+
+    /// Issue 9 item 6: rule files share helpers through `common.rs` only, never each other.
+    #[test]
+    fn no_rule_file_imports_from_another() {
+        let files = [
+            ("barrier", include_str!("barrier.rs")),
+            ("capability", include_str!("capability.rs")),
+            ("core", include_str!("core.rs")),
+            ("partition", include_str!("partition.rs")),
+            ("partitioned_arith", include_str!("partitioned_arith.rs")),
+            ("provenance", include_str!("provenance.rs")),
+            ("target_fit", include_str!("target_fit.rs")),
+            ("vote", include_str!("vote.rs")),
+            ("wellformed", include_str!("wellformed.rs")),
+            ("common", include_str!("common.rs")),
+        ];
+        for (name, text) in files {
+            for (other, _) in files {
+                if other == "common" {
+                    continue;
+                }
+                let path = format!("rules::{other}::");
+                assert!(
+                    !text.contains(&path),
+                    "rules/{name}.rs uses `{path}`: move the shared helper to rules/common.rs"
+                );
             }
         }
     }

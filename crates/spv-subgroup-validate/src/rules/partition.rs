@@ -4,36 +4,9 @@
 use spirv::Capability;
 
 use crate::module::Cx;
-use crate::rules::vote::describe;
-use crate::rules::wellformed::opname;
+use crate::rules::common::{describe, opname, require_capability};
 use crate::rules::Rule;
 use crate::Sink;
-
-/// The capability, as the module spells its extension.
-pub(crate) fn cap_name(cx: &Cx<'_>) -> &'static str {
-    if !cx.m.has_ext("SPV_NV_shader_subgroup_partitioned")
-        && cx.m.has_ext("SPV_EXT_shader_subgroup_partitioned")
-    {
-        "GroupNonUniformPartitionedEXT"
-    } else {
-        "GroupNonUniformPartitionedNV"
-    }
-}
-
-/// SG0201 for instruction `i`, which needs the partitioned capability.
-pub(crate) fn require_capability(cx: &Cx<'_>, i: usize, what: &str, out: &mut Sink) {
-    if !cx.m.has_cap(Capability::GroupNonUniformPartitionedEXT) {
-        out.emit(
-            cx,
-            Rule::PartitionMissingCapability,
-            i,
-            format!("{what} needs `OpCapability {}`, which the module does not declare", cap_name(cx)),
-            vec![
-                "declare the capability with `OpExtension \"SPV_NV_shader_subgroup_partitioned\"` (or the EXT spelling), or run `spv-subgroup lower` to rewrite it for a target without partitioned ops".into(),
-            ],
-        );
-    }
-}
 
 /// Checks `%r = OpGroupNonUniformPartitionNV %type %value`.
 pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {

@@ -4,99 +4,13 @@
 //!
 //! Layout: `%r = OpGroupNonUniformIAdd %type %scope <group op> %value %ballot`.
 
-use spirv::Op;
-
-use crate::module::{Cx, Scalar};
-use crate::rules::common::{is_unsigned, needs_unsigned};
-use crate::rules::partition::require_capability;
-use crate::rules::vote::describe;
-use crate::rules::wellformed::opname;
+use crate::module::Cx;
+use crate::rules::common::{
+    describe, family, family_text, fits, group_op_text, is_unsigned, needs_unsigned, opname,
+    require_capability, scope_name,
+};
 use crate::rules::Rule;
 use crate::Sink;
-
-/// The partitioned group operations.
-pub(crate) const PARTITIONED_OPS: [u32; 3] = [6, 7, 8];
-
-/// Whether instruction `i` (a group instruction with a group operation in word 4) is partitioned.
-pub(crate) fn is_partitioned(cx: &Cx<'_>, i: usize) -> bool {
-    cx.m.word(i, 4)
-        .is_some_and(|g| PARTITIONED_OPS.contains(&g))
-}
-
-/// The name of a group operation.
-pub(crate) fn group_op_name(g: u32) -> &'static str {
-    match g {
-        0 => "Reduce",
-        1 => "InclusiveScan",
-        2 => "ExclusiveScan",
-        3 => "ClusteredReduce",
-        6 => "PartitionedReduceNV",
-        7 => "PartitionedInclusiveScanNV",
-        8 => "PartitionedExclusiveScanNV",
-        _ => "an unknown group operation",
-    }
-}
-
-/// [`group_op_name`] in the spelling of the partitioned extension the module declares.
-pub(crate) fn group_op_text(cx: &Cx<'_>, g: u32) -> String {
-    let name = group_op_name(g);
-    match name.strip_suffix("NV") {
-        Some(base) if crate::rules::partition::cap_name(cx).ends_with("EXT") => {
-            format!("{base}EXT")
-        }
-        _ => name.to_owned(),
-    }
-}
-
-/// What component type an arithmetic opcode works on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Family {
-    Int,
-    Float,
-    Bool,
-}
-
-pub(crate) fn family(op: u32) -> Option<Family> {
-    use Op as O;
-    let op = crate::binary::op_of(op)?;
-    Some(match op {
-        O::GroupNonUniformIAdd
-        | O::GroupNonUniformIMul
-        | O::GroupNonUniformSMin
-        | O::GroupNonUniformUMin
-        | O::GroupNonUniformSMax
-        | O::GroupNonUniformUMax
-        | O::GroupNonUniformBitwiseAnd
-        | O::GroupNonUniformBitwiseOr
-        | O::GroupNonUniformBitwiseXor => Family::Int,
-        O::GroupNonUniformFAdd
-        | O::GroupNonUniformFMul
-        | O::GroupNonUniformFMin
-        | O::GroupNonUniformFMax => Family::Float,
-        O::GroupNonUniformLogicalAnd
-        | O::GroupNonUniformLogicalOr
-        | O::GroupNonUniformLogicalXor => Family::Bool,
-        _ => return None,
-    })
-}
-
-/// Whether a scalar/vector type's component kind fits the family.
-pub(crate) fn fits(cx: &Cx<'_>, fam: Family, t: u32) -> bool {
-    matches!(
-        (fam, cx.m.scalar_or_vector(t)),
-        (Family::Int, Some((Scalar::Int { .. }, _)))
-            | (Family::Float, Some((Scalar::Float { .. }, _)))
-            | (Family::Bool, Some((Scalar::Bool, _)))
-    )
-}
-
-pub(crate) fn family_text(f: Family) -> &'static str {
-    match f {
-        Family::Int => "a scalar or vector of integer type",
-        Family::Float => "a scalar or vector of floating-point type",
-        Family::Bool => "a scalar or vector of Boolean type",
-    }
-}
 
 /// Checks a partitioned reduce/scan.
 pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
@@ -219,20 +133,6 @@ pub(crate) fn check_not_arithmetic(cx: &Cx<'_>, i: usize, out: &mut Sink) {
             "the old OpGroup* instructions (Groups capability) take Reduce, InclusiveScan or ExclusiveScan; use OpGroupNonUniform<op> with the ballot as last operand".into()
         }],
     );
-}
-
-/// A scope value's name.
-pub(crate) fn scope_name(v: u32) -> String {
-    match v {
-        0 => "CrossDevice (0)".into(),
-        1 => "Device (1)".into(),
-        2 => "Workgroup (2)".into(),
-        3 => "Subgroup (3)".into(),
-        4 => "Invocation (4)".into(),
-        5 => "QueueFamily (5)".into(),
-        6 => "ShaderCallKHR (6)".into(),
-        v => format!("{v}"),
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use spirv::Op;
 
 use crate::module::{Cx, StoreKind};
-use crate::rules::wellformed::opname;
+use crate::rules::common::opname;
 use crate::rules::Rule;
 use crate::Sink;
 

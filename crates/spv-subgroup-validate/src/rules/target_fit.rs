@@ -6,8 +6,7 @@ use spirv::{Capability as C, Op};
 
 use crate::fit::{self, InstFit, Kind, Missing, Restriction, ValueType};
 use crate::module::{Cx, Scalar};
-use crate::rules::partitioned_arith::is_partitioned;
-use crate::rules::wellformed::opname;
+use crate::rules::common::{is_partitioned, opname};
 use crate::rules::Rule;
 use crate::Sink;
 
@@ -20,7 +19,7 @@ fn lowerable(c: C) -> bool {
 
 fn cap_display(cx: &Cx<'_>, c: C) -> String {
     match c {
-        C::GroupNonUniformPartitionedEXT => crate::rules::partition::cap_name(cx).to_owned(),
+        C::GroupNonUniformPartitionedEXT => crate::rules::common::cap_name(cx).to_owned(),
         c => format!("{c:?}"),
     }
 }
@@ -45,7 +44,7 @@ fn value_type(cx: &Cx<'_>, type_id: u32) -> Option<ValueType> {
 /// ops, which take no scope.
 fn describe(cx: &Cx<'_>, i: usize, op: Op) -> InstFit {
     let m = &cx.m;
-    let arithmetic = crate::rules::is_arithmetic(op);
+    let arithmetic = crate::rules::common::is_arithmetic(op);
     let value_word = match op {
         Op::SubgroupAllKHR
         | Op::SubgroupAnyKHR

@@ -4,7 +4,7 @@
 use spirv::Capability;
 
 use crate::module::{Cx, Ty};
-use crate::rules::wellformed::opname;
+use crate::rules::common::{describe, opname};
 use crate::rules::Rule;
 use crate::Sink;
 
@@ -61,38 +61,6 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
                 );
             }
         }
-    }
-}
-
-/// A short spirv-dis-like type description: `bool`, `uint`, `v4uint`, `float16`, `struct`...
-pub(crate) fn describe(cx: &Cx<'_>, t: u32) -> String {
-    let m = &cx.m;
-    match m.ty(t) {
-        Ty::Bool => "`bool`".into(),
-        Ty::Int { width, signed } => {
-            format!("`{}{}`", if signed { "int" } else { "uint" }, suffix(width))
-        }
-        Ty::Float { width } => format!("`float{}`", suffix(width)),
-        // Components are described one level deep only: a malformed module may make a vector
-        // its own component.
-        Ty::Vector { comp, n } => match m.ty(comp) {
-            Ty::Bool | Ty::Int { .. } | Ty::Float { .. } => {
-                let c = describe(cx, comp);
-                format!("`v{n}{}`", c.trim_matches('`'))
-            }
-            _ => format!("a vector of {n} %{comp}"),
-        },
-        Ty::Pointer { .. } => format!("a pointer (%{t})"),
-        Ty::Other => format!("`Op{}` %{t}", m.def_op(t).map_or("?", opname)),
-        Ty::Missing => format!("%{t} (not a type)"),
-    }
-}
-
-fn suffix(width: u32) -> String {
-    if width == 32 {
-        String::new()
-    } else {
-        width.to_string()
     }
 }
 

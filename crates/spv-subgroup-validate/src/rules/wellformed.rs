@@ -8,7 +8,8 @@ use spirv::Op;
 
 use crate::binary::op_table;
 use crate::module::Cx;
-use crate::rules::{is_arithmetic, Rule};
+use crate::rules::common::{is_arithmetic, opname};
+use crate::rules::Rule;
 use crate::Sink;
 
 pub(crate) fn check(cx: &Cx<'_>, out: &mut Sink) {
@@ -122,17 +123,6 @@ pub(crate) fn check_value_operands(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink
 
 fn table_is_type(opcode: u32) -> bool {
     op_table().get(opcode as usize).is_some_and(|o| o.is_type)
-}
-
-/// The grammar name of an opcode (without `Op`).
-pub(crate) fn opname(opcode: u32) -> &'static str {
-    match opcode {
-        5296 => "GroupNonUniformPartitionNV",
-        _ => op_table()
-            .get(opcode as usize)
-            .and_then(|o| o.grammar)
-            .map_or("?", |g| g.opname),
-    }
 }
 
 #[cfg(test)]

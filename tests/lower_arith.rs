@@ -340,8 +340,16 @@ fn every_op_type_and_scan() {
     let mut failures = Vec::new();
     let mut ran = 0;
     for ty in TYPES {
+        // UMin/UMax need a result type "whose Signedness operand is 0" (SPIR-V 3.56.24), under
+        // partitioned group operations too: on a signed type the input itself is invalid.
+        let signed = ty.decl.contains("%int ")
+            || ty
+                .decl
+                .lines()
+                .any(|l| l.contains("OpTypeInt") && l.ends_with(" 1"));
         let insts: Vec<(&str, &str)> = ops_of(ty.family)
             .iter()
+            .filter(|op| !(signed && matches!(**op, "UMin" | "UMax")))
             .flat_map(|op| SCANS.iter().map(move |s| (*op, *s)))
             .collect();
         for target_name in ["vulkan1.1", "lavapipe", "naga", "khr-ballot"] {

@@ -10,6 +10,7 @@ mod explain;
 mod io;
 mod lower;
 mod output;
+mod run;
 mod signals;
 mod targets;
 mod validate;
@@ -35,6 +36,8 @@ Examples:
   spv-subgroup lower in.spv -o out.spv              rewrite vote and partitioned ops for Vulkan 1.1
   spv-subgroup explain SG0101                       what a rule means
   spv-subgroup targets --show nvidia                a target preset as editable JSON
+  spv-subgroup run s.spv --subgroup-size 64 --workgroups 4 --buffer 0=in.bin --save 1=out.bin
+                                                    execute in the simulator
 
 Exit status:
   0  success: valid (warnings allowed), or lowered and written
@@ -56,6 +59,7 @@ enum Command {
     Lower(lower::Opts),
     Explain(explain::Opts),
     Targets(targets::Opts),
+    Run(run::Opts),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +70,7 @@ fn main() -> ExitCode {
         Command::Lower(o) => o.run(),
         Command::Explain(o) => o.run(),
         Command::Targets(o) => o.run(),
+        Command::Run(o) => o.run(),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,822 @@
+//! The executor: workgroups of subgroups, each subgroup's lanes in lock step under an active mask.
+//!
+//! # Reconvergence (the one place this rule lives)
+//!
+//! Each function activation keeps a list of pending (block, lane mask) pairs.
+//! When the current block's terminator runs, each successor receives the lanes that branch to it
+//! and those lanes wait in the list, merged with any lanes already waiting there.
+//! The next block to run is always the pending block that comes first in the function's layout
+//! order, with every lane waiting at it.
+//! SPIR-V requires a block to appear after the blocks that dominate it, and structured control
+//! flow (SPIR-V 2.11, "Structured Control Flow") lays a construct's blocks out before its merge
+//! block, so lanes that leave a selection or loop early wait at the merge block until every lane
+//! of the construct arrives: the selection/loop merge is where the divergent lanes of a construct
+//! reconverge, as the spec's structured reconvergence and maximal-reconvergence rules say.
+//! Lanes that take a back edge run the loop again before lanes that left it (the header comes
+//! first in layout order), so a loop's exit lanes reconverge only after the last lane leaves.
+//! A function call runs the callee with the caller's current mask and returns when all of those
+//! lanes have returned.
+//! `OpControlBarrier` with Workgroup execution scope suspends the subgroup; when every subgroup of
+//! the workgroup is suspended at a barrier or finished, all resume.
+
+use crate::error::{malformed, unsupported, Error, ErrorKind, Location, Result};
+use crate::translate::{IdKind, Inst, Program, Src};
+use crate::types::{Scalar, Shape, TypeInfo};
+use crate::{Dispatch, Outcome, Undefined};
+
+/// The lanes of a mask, lowest first.
+pub fn lanes(mut m: u128) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            None
+        } else {
+            let l = m.trailing_zeros();
+            m &= m - 1;
+            Some(l)
+        }
+    })
+}
+
+/// A memory object: a buffer, a variable of one invocation or workgroup.
+#[derive(Debug)]
+pub struct Mem {
+    /// Bytes.
+    pub bytes: Vec<u8>,
+    /// Per byte, whether it was written (None: all initialised).
+    pub init: Option<Vec<bool>>,
+    /// Name for messages.
+    pub name: String,
+}
+
+#[derive(Debug)]
+struct Frame {
+    func: u32,
+    pending: Vec<(u32, u128)>,
+    cur: Option<(u32, u32, u128)>,
+    ret: Option<u32>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum State {
+    Running,
+    Barrier,
+    Done,
+}
+
+/// One subgroup's registers and control state.
+#[derive(Debug)]
+pub struct Sg {
+    /// Registers: slot `r`, lane `l` at `r * lanes + l`.
+    pub regs: Vec<u64>,
+    frames: Vec<Frame>,
+    state: State,
+}
+
+/// The machine running one dispatch.
+pub struct Machine<'p> {
+    /// The program.
+    pub p: &'p Program,
+    /// Subgroup size.
+    pub lanes: u32,
+    /// Memory objects (buffers first).
+    pub mems: Vec<Mem>,
+    rng: u64,
+    /// Whether undefined events are recorded.
+    pub report: bool,
+    /// Recorded undefined events.
+    pub undefined: Vec<Undefined>,
+    /// Count of undefined events.
+    pub undefined_total: u64,
+    /// Instructions executed (per subgroup, whatever the mask).
+    pub steps: u64,
+    /// Sum over executed instructions of the active lanes.
+    pub lane_steps: u64,
+    step_limit: u64,
+    /// Location of the instruction running (for undefined reports).
+    pub here: (u32, u32, u32),
+}
+
+impl std::fmt::Debug for Machine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Machine")
+            .field("lanes", &self.lanes)
+            .field("steps", &self.steps)
+            .finish()
+    }
+}
+
+/// Most undefined events kept in the outcome (the total is always counted).
+const MAX_REPORTS: usize = 1000;
+
+impl<'p> Machine<'p> {
+    /// Fresh random bits (splitmix64).
+    pub fn random(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Records an undefined value and returns seeded random bits of `s`'s width.
+    pub fn undefined(&mut self, what: &str, s: Scalar) -> u64 {
+        self.undefined_total += 1;
+        if self.report && self.undefined.len() < MAX_REPORTS {
+            let (word, op, id) = self.here;
+            self.undefined.push(Undefined {
+                what: what.to_owned(),
+                location: Location::at(word, op, (id != 0).then_some(id)),
+            });
+        }
+        let r = self.random();
+        match s {
+            Scalar::Bool => r & 1,
+            Scalar::Ptr => u64::MAX,
+            _ => r & crate::num::mask(s.width()),
+        }
+    }
+
+    /// The type of a type id.
+    pub fn ty(&self, id: u32) -> Result<&'p TypeInfo> {
+        self.p
+            .types
+            .get(id as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| malformed(format!("%{id} is not a type")))
+    }
+
+    /// Where an operand id's value lives, with its type.
+    pub fn val(&self, id: u32) -> Result<(Src, &'p TypeInfo)> {
+        match self.p.ids.get(id as usize) {
+            Some(IdKind::Value(s)) => Ok((*s, self.ty(self.p.id_ty[id as usize])?)),
+            _ => Err(malformed(format!("%{id} is not a value"))),
+        }
+    }
+
+    /// Leaf `c` of a value at `lane`.
+    pub fn get(&mut self, sg: &Sg, v: (Src, &TypeInfo), c: u32, lane: u32) -> u64 {
+        match v.0 {
+            // Out-of-range slots only arise from ill-typed modules; they read 0 rather than panic.
+            Src::Reg(r) => sg
+                .regs
+                .get(slot(r, c, self.lanes, lane))
+                .copied()
+                .unwrap_or(0),
+            Src::Const(k) => self
+                .p
+                .consts
+                .get(k as usize + c as usize)
+                .copied()
+                .unwrap_or(0),
+            Src::Undef => {
+                let s = v.1.layout.get(c as usize).map_or(
+                    Scalar::Int {
+                        width: 32,
+                        signed: false,
+                    },
+                    |l| l.1,
+                );
+                self.undefined("an OpUndef value", s)
+            }
+            Src::None => 0,
+        }
+    }
+
+    /// A constant scalar operand (scopes, cluster sizes).
+    pub fn constant(&self, id: u32) -> Result<u64> {
+        match self.p.ids.get(id as usize) {
+            Some(IdKind::Value(Src::Const(k))) => self
+                .p
+                .consts
+                .get(*k as usize)
+                .copied()
+                .ok_or_else(|| malformed(format!("%{id} has no value"))),
+            _ => Err(malformed(format!("%{id} must be a constant"))),
+        }
+    }
+
+    /// Reads a value of type `ty` from memory at `ptr`.
+    pub fn load(&mut self, ptr: u64, ty: &TypeInfo, out: &mut Vec<u64>) -> Result<()> {
+        let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
+        if obj >= self.mems.len() {
+            return Err(Error::new(ErrorKind::OutOfBounds(
+                "a pointer to no memory (undefined pointer)".into(),
+            )));
+        }
+        for &(o, s) in &ty.layout {
+            let at = u64::from(off) + u64::from(o);
+            let n = u64::from(s.bytes());
+            let m = &self.mems[obj];
+            if at + n > m.bytes.len() as u64 {
+                return Err(Error::new(ErrorKind::OutOfBounds(format!(
+                    "reading {n} bytes at offset {at} of {} ({} bytes)",
+                    m.name,
+                    m.bytes.len()
+                ))));
+            }
+            let (a, b) = (at as usize, (at + n) as usize);
+            let uninit = m.init.as_ref().is_some_and(|i| i[a..b].iter().any(|x| !x));
+            let mut v = 0u64;
+            for (k, byte) in m.bytes[a..b].iter().enumerate() {
+                v |= u64::from(*byte) << (8 * k);
+            }
+            if uninit {
+                let name = format!("uninitialised memory of {}", self.mems[obj].name);
+                v = self.undefined(&name, s);
+            } else if s == Scalar::Bool {
+                v = u64::from(v != 0);
+            }
+            out.push(v);
+        }
+        Ok(())
+    }
+
+    /// Writes a value of type `ty` to memory at `ptr`.
+    pub fn store(&mut self, ptr: u64, ty: &TypeInfo, vals: &[u64]) -> Result<()> {
+        let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
+        let m = self.mems.get_mut(obj).ok_or_else(|| {
+            Error::new(ErrorKind::OutOfBounds(
+                "a pointer to no memory (undefined pointer)".into(),
+            ))
+        })?;
+        for (&(o, s), v) in ty.layout.iter().zip(vals) {
+            let at = u64::from(off) + u64::from(o);
+            let n = u64::from(s.bytes());
+            if at + n > m.bytes.len() as u64 {
+                return Err(Error::new(ErrorKind::OutOfBounds(format!(
+                    "writing {n} bytes at offset {at} of {} ({} bytes)",
+                    m.name,
+                    m.bytes.len()
+                ))));
+            }
+            let (a, b) = (at as usize, (at + n) as usize);
+            for (k, byte) in m.bytes[a..b].iter_mut().enumerate() {
+                *byte = (v >> (8 * k)) as u8;
+            }
+            if let Some(i) = m.init.as_mut() {
+                i[a..b].iter_mut().for_each(|x| *x = true);
+            }
+        }
+        Ok(())
+    }
+
+    /// A new memory object; returns its pointer.
+    pub fn alloc(&mut self, size: u32, name: String) -> u64 {
+        let obj = self.mems.len() as u64;
+        self.mems.push(Mem {
+            bytes: vec![0; size as usize],
+            init: Some(vec![false; size as usize]),
+            name,
+        });
+        obj << 32
+    }
+
+    fn write(&self, sg: &mut Sg, res: u32, c: u32, lane: u32, v: u64) {
+        if let Some(r) = sg.regs.get_mut(slot(res, c, self.lanes, lane)) {
+            *r = v;
+        }
+    }
+
+    /// Moves `mask` lanes from block `from` to block `to` of the top frame: phis, then pending.
+    fn goto(&mut self, sg: &mut Sg, from: u32, to: u32, mask: u128) -> Result<()> {
+        if mask == 0 {
+            return Ok(());
+        }
+        let Some(frame) = sg.frames.last() else {
+            return Ok(());
+        };
+        let func = &self.p.funcs[frame.func as usize];
+        let blk = func
+            .blocks
+            .get(to as usize)
+            .ok_or_else(|| malformed("branch to a missing block"))?;
+        let mut staged = Vec::new();
+        for phi in &blk.phis {
+            let src = phi
+                .incoming
+                .iter()
+                .find(|(p, _)| *p == from)
+                .map(|x| x.1)
+                .ok_or_else(|| {
+                    malformed(format!(
+                        "OpPhi of %{} has no value for the edge from %{}",
+                        blk.label, func.blocks[from as usize].label
+                    ))
+                    .at(&Location::at(phi.word, spirv::Op::Phi as u32, None))
+                })?;
+            let ti = self.phi_type(phi.res, phi.leaves);
+            for lane in lanes(mask) {
+                for c in 0..phi.leaves {
+                    let v = self.get(sg, (src, ti), c, lane);
+                    staged.push((phi.res, c, lane, v));
+                }
+            }
+        }
+        for (res, c, lane, v) in staged {
+            self.write(sg, res, c, lane, v);
+        }
+        let frame = sg.frames.last_mut().ok_or_else(|| malformed("no frame"))?;
+        match frame.pending.iter_mut().find(|(b, _)| *b == to) {
+            Some(e) => e.1 |= mask,
+            None => frame.pending.push((to, mask)),
+        }
+        Ok(())
+    }
+
+    fn phi_type(&self, _res: u32, leaves: u32) -> &'p TypeInfo {
+        // Undefined phi inputs need a scalar type for their width; 64 random bits masked later is fine
+        // only for the leaf count, so use a 32-bit integer layout of the right length where unknown.
+        let _ = leaves;
+        &UNKNOWN
+    }
+
+    /// Runs subgroup `sg` until it finishes or reaches a workgroup barrier.
+    fn run_sg(&mut self, sg: &mut Sg) -> Result<()> {
+        while sg.state == State::Running {
+            let Some(frame) = sg.frames.last_mut() else {
+                sg.state = State::Done;
+                break;
+            };
+            let Some((block, pc, mask)) = frame.cur else {
+                // Pick the first pending block in layout order.
+                let Some(k) = frame
+                    .pending
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, (b, _))| *b)
+                    .map(|x| x.0)
+                else {
+                    sg.frames.pop();
+                    continue;
+                };
+                let (b, m) = frame.pending.swap_remove(k);
+                let start = self.p.funcs[frame.func as usize].blocks[b as usize].start;
+                frame.cur = Some((b, start, m));
+                continue;
+            };
+            let func = &self.p.funcs[frame.func as usize];
+            let end = func.blocks[block as usize].end;
+            if pc >= end {
+                return Err(malformed(format!(
+                    "block %{} has no terminator",
+                    func.blocks[block as usize].label
+                )));
+            }
+            let inst = &func.insts[pc as usize];
+            frame.cur = Some((block, pc + 1, mask));
+            self.steps += 1;
+            self.lane_steps += u64::from(mask.count_ones());
+            if self.steps > self.step_limit {
+                return Err(Error::new(ErrorKind::StepLimit(self.step_limit)).at(&inst.location()));
+            }
+            self.here = (inst.word, inst.op, inst.id);
+            self.exec(sg, inst, block, mask)
+                .map_err(|e| e.at(&inst.location()))?;
+        }
+        Ok(())
+    }
+
+    fn exec(&mut self, sg: &mut Sg, inst: &'p Inst, block: u32, mask: u128) -> Result<()> {
+        use spirv::Op as O;
+        let op = O::from_u32(inst.op).ok_or_else(|| unsupported("an unknown opcode"))?;
+        let arg = |k: usize| {
+            inst.args
+                .get(k)
+                .copied()
+                .ok_or_else(|| malformed("missing operand"))
+        };
+        match op {
+            O::Branch => {
+                let to = self.block(arg(0)?)?;
+                self.end_block(sg);
+                self.goto(sg, block, to, mask)?;
+            }
+            O::BranchConditional => {
+                let c = self.val(arg(0)?)?;
+                let (t, f) = (self.block(arg(1)?)?, self.block(arg(2)?)?);
+                let mut tm = 0u128;
+                for l in lanes(mask) {
+                    if self.get(sg, c, 0, l) != 0 {
+                        tm |= 1 << l;
+                    }
+                }
+                self.end_block(sg);
+                self.goto(sg, block, t, tm)?;
+                self.goto(sg, block, f, mask & !tm)?;
+            }
+            O::Switch => {
+                let sel = self.val(arg(0)?)?;
+                let default = self.block(arg(1)?)?;
+                let wide = sel.1.scalar_of().is_some_and(|s| s.width() > 32);
+                let step = if wide { 3 } else { 2 };
+                let mut targets: Vec<(u64, u32)> = Vec::new();
+                for case in inst.args.get(2..).unwrap_or(&[]).chunks(step) {
+                    if case.len() != step {
+                        return Err(malformed("OpSwitch operands"));
+                    }
+                    let lit = if wide {
+                        u64::from(case[0]) | (u64::from(case[1]) << 32)
+                    } else {
+                        u64::from(case[0])
+                    };
+                    targets.push((lit, self.block(case[step - 1])?));
+                }
+                let mut masks: Vec<(u32, u128)> = Vec::new();
+                for l in lanes(mask) {
+                    let v = self.get(sg, sel, 0, l);
+                    let to = targets.iter().find(|t| t.0 == v).map_or(default, |t| t.1);
+                    match masks.iter_mut().find(|m| m.0 == to) {
+                        Some(m) => m.1 |= 1 << l,
+                        None => masks.push((to, 1 << l)),
+                    }
+                }
+                self.end_block(sg);
+                for (to, m) in masks {
+                    self.goto(sg, block, to, m)?;
+                }
+            }
+            O::Return => self.end_block(sg),
+            O::ReturnValue => {
+                let v = self.val(arg(0)?)?;
+                let ret = sg.frames.last().and_then(|f| f.ret);
+                if let Some(res) = ret {
+                    for l in lanes(mask) {
+                        for c in 0..v.1.leaves {
+                            let x = self.get(sg, v, c, l);
+                            self.write(sg, res, c, l, x);
+                        }
+                    }
+                }
+                self.end_block(sg);
+            }
+            O::Unreachable => {
+                return Err(unsupported("reached OpUnreachable (undefined behaviour)"))
+            }
+            O::Kill | O::TerminateInvocation => {
+                return Err(unsupported("OpKill in a compute shader"))
+            }
+            O::FunctionCall => {
+                let callee = match self.p.ids.get(arg(0)? as usize) {
+                    Some(IdKind::Func(f)) => *f,
+                    _ => return Err(malformed("OpFunctionCall of a non-function")),
+                };
+                let func = &self.p.funcs[callee as usize];
+                if func.params.len() != inst.args.len() - 1 {
+                    return Err(malformed("OpFunctionCall with the wrong argument count"));
+                }
+                if sg.frames.len() > 256 {
+                    return Err(unsupported("calls nested more than 256 deep (recursion?)"));
+                }
+                for (k, &(reg, leaves)) in func.params.iter().enumerate() {
+                    let v = self.val(inst.args[k + 1])?;
+                    for l in lanes(mask) {
+                        for c in 0..leaves {
+                            let x = self.get(sg, v, c, l);
+                            self.write(sg, reg, c, l, x);
+                        }
+                    }
+                }
+                sg.frames.push(Frame {
+                    func: callee,
+                    pending: vec![(0, mask)],
+                    cur: None,
+                    ret: (inst.res != u32::MAX).then_some(inst.res),
+                });
+            }
+            O::ControlBarrier => {
+                let scope = self.constant(arg(0)?)?;
+                if scope == spirv::Scope::Workgroup as u64 {
+                    sg.state = State::Barrier;
+                } else if scope != spirv::Scope::Subgroup as u64
+                    && scope != spirv::Scope::Invocation as u64
+                {
+                    return Err(unsupported(format!(
+                        "OpControlBarrier with execution scope {scope}"
+                    )));
+                }
+            }
+            O::MemoryBarrier => {}
+            _ => self.compute(sg, inst, op, mask)?,
+        }
+        Ok(())
+    }
+
+    fn end_block(&self, sg: &mut Sg) {
+        if let Some(f) = sg.frames.last_mut() {
+            f.cur = None;
+        }
+    }
+
+    fn block(&self, id: u32) -> Result<u32> {
+        match self.p.ids.get(id as usize) {
+            Some(IdKind::Block(_, b)) => Ok(*b),
+            _ => Err(malformed(format!("%{id} is not a block"))),
+        }
+    }
+
+    /// Writes a result for one lane.
+    pub fn put(&self, sg: &mut Sg, inst: &Inst, c: u32, lane: u32, v: u64) {
+        if inst.res != u32::MAX {
+            self.write(sg, inst.res, c, lane, v);
+        }
+    }
+}
+
+/// The index of register slot `r + c` at `lane`.
+fn slot(r: u32, c: u32, lanes: u32, lane: u32) -> usize {
+    (r as usize + c as usize) * lanes as usize + lane as usize
+}
+
+/// A stand-in type for values whose type the executor does not track (phi inputs that are undefined).
+static UNKNOWN: TypeInfo = TypeInfo {
+    shape: Shape::Void,
+    leaves: 0,
+    size: 0,
+    align: 1,
+    layout: Vec::new(),
+};
+
+/// Runs a whole dispatch.
+pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
+    let entry = match &d.entry {
+        Some(name) => p.entries.iter().find(|e| &e.name == name).ok_or_else(|| {
+            Error::new(ErrorKind::Dispatch(format!(
+                "no GLCompute entry point named `{name}`"
+            )))
+        })?,
+        None => match p.entries.as_slice() {
+            [e] => e,
+            [] => {
+                return Err(Error::new(ErrorKind::Dispatch(
+                    "the module has no GLCompute entry point".into(),
+                )))
+            }
+            _ => {
+                return Err(Error::new(ErrorKind::Dispatch(
+                    "the module has several GLCompute entry points: name one".into(),
+                )))
+            }
+        },
+    };
+    let lanes = d.subgroup_size;
+    if !(1..=128).contains(&lanes) {
+        return Err(Error::new(ErrorKind::Dispatch(format!(
+            "subgroup size {lanes} is not in 1..=128"
+        ))));
+    }
+    let local = p.workgroup_size.unwrap_or(entry.local_size);
+    let total = u64::from(local[0]) * u64::from(local[1]) * u64::from(local[2]);
+    if total == 0 || total > 1 << 16 {
+        return Err(Error::new(ErrorKind::Dispatch(format!(
+            "workgroup size {local:?} is out of range"
+        ))));
+    }
+    if u64::from(p.nregs) * u64::from(lanes) > 1 << 27 {
+        return Err(Error::new(ErrorKind::Dispatch(format!(
+            "{} registers of {lanes} lanes is too much state",
+            p.nregs
+        ))));
+    }
+    let mut m = Machine {
+        p,
+        lanes,
+        mems: Vec::new(),
+        rng: d.seed ^ 0x5eed,
+        report: d.report_undefined,
+        undefined: Vec::new(),
+        undefined_total: 0,
+        steps: 0,
+        lane_steps: 0,
+        step_limit: d.step_limit,
+        here: (0, 0, 0),
+    };
+    // Buffers and push constants: fixed objects.
+    let mut buffer_objs: Vec<((u32, u32), usize)> = Vec::new();
+    for g in &p.globals {
+        let class = g.class;
+        let is_buffer = class == spirv::StorageClass::StorageBuffer as u32
+            || class == spirv::StorageClass::Uniform as u32;
+        if is_buffer {
+            let b = g.binding.unwrap_or((0, 0));
+            if !buffer_objs.iter().any(|x| x.0 == b) {
+                let bytes = d.buffers.get(&b).cloned().unwrap_or_default();
+                buffer_objs.push((b, m.mems.len()));
+                m.mems.push(Mem {
+                    bytes,
+                    init: None,
+                    name: format!("buffer {}.{}", b.0, b.1),
+                });
+            }
+        }
+    }
+    let push_obj = m.mems.len();
+    m.mems.push(Mem {
+        bytes: d.push_constants.clone(),
+        init: None,
+        name: "push constants".into(),
+    });
+    let fixed = m.mems.len();
+    let sgs_per_wg = total.div_ceil(u64::from(lanes)) as u32;
+    for wz in 0..d.workgroups[2] {
+        for wy in 0..d.workgroups[1] {
+            for wx in 0..d.workgroups[0] {
+                m.mems.truncate(fixed);
+                let wg = [wx, wy, wz];
+                // Workgroup variables: one object each.
+                let mut wg_ptrs = Vec::new();
+                for g in &p.globals {
+                    if g.class == spirv::StorageClass::Workgroup as u32 {
+                        let size = m.ty(g.pointee)?.size;
+                        wg_ptrs.push(m.alloc(size, format!("workgroup variable %{}", g.id)));
+                    }
+                }
+                let mut sgs = Vec::new();
+                for s in 0..sgs_per_wg {
+                    let first = u64::from(s) * u64::from(lanes);
+                    let n = (total - first).min(u64::from(lanes)) as u32;
+                    let exists = if n == 128 {
+                        u128::MAX
+                    } else {
+                        (1u128 << n) - 1
+                    };
+                    let mut sg = Sg {
+                        regs: vec![0; p.nregs as usize * lanes as usize],
+                        frames: Vec::new(),
+                        state: State::Running,
+                    };
+                    let mut wgk = 0;
+                    for g in &p.globals {
+                        let class = g.class;
+                        for l in 0..lanes {
+                            let ptr = if class == spirv::StorageClass::Workgroup as u32 {
+                                wg_ptrs[wgk]
+                            } else if class == spirv::StorageClass::StorageBuffer as u32
+                                || class == spirv::StorageClass::Uniform as u32
+                            {
+                                let b = g.binding.unwrap_or((0, 0));
+                                let obj = buffer_objs.iter().find(|x| x.0 == b).map_or(0, |x| x.1);
+                                (obj as u64) << 32
+                            } else if class == spirv::StorageClass::PushConstant as u32 {
+                                (push_obj as u64) << 32
+                            } else if l >= n {
+                                u64::MAX
+                            } else {
+                                let index = first as u32 + l;
+                                m.invocation_var(
+                                    g,
+                                    index,
+                                    s,
+                                    l,
+                                    sgs_per_wg,
+                                    local,
+                                    wg,
+                                    d.workgroups,
+                                )?
+                            };
+                            if let Some(r) = sg.regs.get_mut(slot(g.reg, 0, lanes, l)) {
+                                *r = ptr;
+                            }
+                        }
+                        if class == spirv::StorageClass::Workgroup as u32 {
+                            wgk += 1;
+                        }
+                    }
+                    sg.frames.push(Frame {
+                        func: entry.func,
+                        pending: vec![(0, exists)],
+                        cur: None,
+                        ret: None,
+                    });
+                    sgs.push(sg);
+                }
+                loop {
+                    for sg in sgs.iter_mut() {
+                        m.run_sg(sg)?;
+                    }
+                    if sgs.iter().all(|s| s.state == State::Done) {
+                        break;
+                    }
+                    for sg in sgs.iter_mut() {
+                        if sg.state == State::Barrier {
+                            sg.state = State::Running;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut buffers = std::collections::BTreeMap::new();
+    for (b, obj) in buffer_objs {
+        buffers.insert(b, std::mem::take(&mut m.mems[obj].bytes));
+    }
+    for (b, bytes) in &d.buffers {
+        buffers.entry(*b).or_insert_with(|| bytes.clone());
+    }
+    Ok(Outcome {
+        buffers,
+        undefined: m.undefined,
+        undefined_total: m.undefined_total,
+        steps: m.steps,
+        lane_steps: m.lane_steps,
+    })
+}
+
+impl Machine<'_> {
+    /// The object of a Private, Function-less Input or Output variable of one invocation.
+    #[allow(clippy::too_many_arguments)]
+    fn invocation_var(
+        &mut self,
+        g: &crate::translate::Global,
+        index: u32,
+        sgid: u32,
+        lane: u32,
+        nsg: u32,
+        local: [u32; 3],
+        wg: [u32; 3],
+        nwg: [u32; 3],
+    ) -> Result<u64> {
+        let t = self.ty(g.pointee)?;
+        let ptr = self.alloc(t.size, format!("variable %{}", g.id));
+        if g.class == spirv::StorageClass::Input as u32 {
+            use spirv::BuiltIn as B;
+            let lid = [
+                index % local[0],
+                (index / local[0]) % local[1],
+                index / (local[0] * local[1]),
+            ];
+            let bit = 1u128 << lane;
+            let size_mask = if self.lanes == 128 {
+                u128::MAX
+            } else {
+                (1u128 << self.lanes) - 1
+            };
+            let comps: Vec<u128> = match g.builtin.and_then(B::from_u32) {
+                Some(B::LocalInvocationId) => lid.iter().map(|x| u128::from(*x)).collect(),
+                Some(B::WorkgroupId) => wg.iter().map(|x| u128::from(*x)).collect(),
+                Some(B::NumWorkgroups) => nwg.iter().map(|x| u128::from(*x)).collect(),
+                Some(B::WorkgroupSize) => local.iter().map(|x| u128::from(*x)).collect(),
+                Some(B::GlobalInvocationId) => (0..3)
+                    .map(|k| u128::from(wg[k].wrapping_mul(local[k]).wrapping_add(lid[k])))
+                    .collect(),
+                Some(B::LocalInvocationIndex) => vec![u128::from(index)],
+                Some(B::SubgroupSize) => vec![u128::from(self.lanes)],
+                Some(B::SubgroupLocalInvocationId) => vec![u128::from(lane)],
+                Some(B::SubgroupId) => vec![u128::from(sgid)],
+                Some(B::NumSubgroups) => vec![u128::from(nsg)],
+                Some(B::SubgroupEqMask) => vec![bit],
+                Some(B::SubgroupGeMask) => vec![!(bit - 1) & size_mask],
+                Some(B::SubgroupGtMask) => vec![!(bit - 1) & !bit & size_mask],
+                Some(B::SubgroupLeMask) => vec![(bit - 1) | bit],
+                Some(B::SubgroupLtMask) => vec![bit - 1],
+                _ => {
+                    return Err(unsupported(format!(
+                        "Input variable %{} with BuiltIn {:?}",
+                        g.id, g.builtin
+                    )))
+                }
+            };
+            let vals = split_wide(&comps, t);
+            self.store(ptr, t, &vals)?;
+        } else if g.class == spirv::StorageClass::Private as u32
+            || g.class == spirv::StorageClass::Output as u32
+        {
+            if let Some(init) = g.init {
+                let mut v = Vec::new();
+                if let Src::Const(k) = init {
+                    let range = k as usize..k as usize + t.leaves as usize;
+                    v.extend_from_slice(
+                        self.p
+                            .consts
+                            .get(range)
+                            .ok_or_else(|| malformed("initialiser of the wrong size"))?,
+                    );
+                    self.store(ptr, t, &v)?;
+                }
+            }
+        } else {
+            return Err(unsupported(format!(
+                "variables of storage class {}",
+                g.class
+            )));
+        }
+        Ok(ptr)
+    }
+}
+
+/// Spreads wide components (masks are 128-bit) over the leaves of `t` by their widths.
+pub fn split_wide(comps: &[u128], t: &TypeInfo) -> Vec<u64> {
+    if comps.len() == t.leaves as usize {
+        return comps.iter().map(|c| *c as u64).collect();
+    }
+    // One wide value over several leaves (uvec4 / uvec2 / u64 masks).
+    let mut v = comps.first().copied().unwrap_or(0);
+    t.layout
+        .iter()
+        .map(|(_, s)| {
+            let w = s.width();
+            let x = (v as u64) & crate::num::mask(w);
+            v = if w >= 128 { 0 } else { v >> w };
+            x
+        })
+        .collect()
+}

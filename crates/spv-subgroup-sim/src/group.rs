@@ -1,0 +1,488 @@
+//! Subgroup instructions with the SPIR-V spec's semantics over the active mask: basic, vote
+//! (core and KHR), ballot and its bit operations, broadcasts, shuffles, rotate, arithmetic
+//! (reduce, scans, clustered, partitioned), quad and partition.
+//! Reads from inactive or out-of-range lanes, and bit queries of empty ballots, are undefined:
+//! seeded random bits, reported.
+
+use crate::error::{malformed, unsupported, Result};
+use crate::exec::{lanes, split_wide, Machine, Sg};
+use crate::num::{fget, fput, mask as wmask, sext};
+use crate::translate::{Inst, Src};
+use crate::types::{Scalar, TypeInfo};
+
+/// Whether `op` is a subgroup instruction handled here.
+pub fn is_group(op: spirv::Op) -> bool {
+    use spirv::Op as O;
+    matches!(
+        op,
+        O::GroupNonUniformElect
+            | O::GroupNonUniformAll
+            | O::GroupNonUniformAny
+            | O::GroupNonUniformAllEqual
+            | O::GroupNonUniformBroadcast
+            | O::GroupNonUniformBroadcastFirst
+            | O::GroupNonUniformBallot
+            | O::GroupNonUniformInverseBallot
+            | O::GroupNonUniformBallotBitExtract
+            | O::GroupNonUniformBallotBitCount
+            | O::GroupNonUniformBallotFindLSB
+            | O::GroupNonUniformBallotFindMSB
+            | O::GroupNonUniformShuffle
+            | O::GroupNonUniformShuffleXor
+            | O::GroupNonUniformShuffleUp
+            | O::GroupNonUniformShuffleDown
+            | O::GroupNonUniformRotateKHR
+            | O::GroupNonUniformQuadBroadcast
+            | O::GroupNonUniformQuadSwap
+            | O::GroupNonUniformPartitionEXT
+            | O::SubgroupBallotKHR
+            | O::SubgroupFirstInvocationKHR
+            | O::SubgroupAllKHR
+            | O::SubgroupAnyKHR
+            | O::SubgroupAllEqualKHR
+            | O::SubgroupReadInvocationKHR
+    ) || arith(op).is_some()
+}
+
+/// The binary operation of a subgroup arithmetic opcode (min/max named by their comparison).
+fn arith(op: spirv::Op) -> Option<spirv::Op> {
+    use spirv::Op as O;
+    Some(match op {
+        O::GroupNonUniformIAdd => O::IAdd,
+        O::GroupNonUniformFAdd => O::FAdd,
+        O::GroupNonUniformIMul => O::IMul,
+        O::GroupNonUniformFMul => O::FMul,
+        O::GroupNonUniformSMin => O::SLessThan,
+        O::GroupNonUniformUMin => O::ULessThan,
+        O::GroupNonUniformFMin => O::FOrdLessThan,
+        O::GroupNonUniformSMax => O::SGreaterThan,
+        O::GroupNonUniformUMax => O::UGreaterThan,
+        O::GroupNonUniformFMax => O::FOrdGreaterThan,
+        O::GroupNonUniformBitwiseAnd | O::GroupNonUniformLogicalAnd => O::BitwiseAnd,
+        O::GroupNonUniformBitwiseOr | O::GroupNonUniformLogicalOr => O::BitwiseOr,
+        O::GroupNonUniformBitwiseXor | O::GroupNonUniformLogicalXor => O::BitwiseXor,
+        _ => return None,
+    })
+}
+
+/// `a op b` for subgroup arithmetic.
+fn combine(op: spirv::Op, s: Scalar, a: u64, b: u64) -> u64 {
+    use spirv::Op as O;
+    let w = s.width();
+    let m = wmask(w);
+    match (op, s) {
+        (O::IAdd, _) => a.wrapping_add(b) & m,
+        (O::IMul, _) => a.wrapping_mul(b) & m,
+        (O::FAdd, _) => fput(w, fget(w, a) + fget(w, b)),
+        (O::FMul, _) => fput(w, fget(w, a) * fget(w, b)),
+        (O::BitwiseAnd, _) => a & b,
+        (O::BitwiseOr, _) => a | b,
+        (O::BitwiseXor, _) => a ^ b,
+        (O::SLessThan, _) => {
+            if sext(w, b) < sext(w, a) {
+                b
+            } else {
+                a
+            }
+        }
+        (O::SGreaterThan, _) => {
+            if sext(w, b) > sext(w, a) {
+                b
+            } else {
+                a
+            }
+        }
+        (O::ULessThan, _) => a.min(b),
+        (O::UGreaterThan, _) => a.max(b),
+        (O::FOrdLessThan | O::FOrdGreaterThan, _) => {
+            let (x, y) = (fget(w, a), fget(w, b));
+            if x.is_nan() {
+                b
+            } else if y.is_nan() {
+                a
+            } else if (op == O::FOrdLessThan && y < x) || (op == O::FOrdGreaterThan && y > x) {
+                b
+            } else {
+                a
+            }
+        }
+        _ => a,
+    }
+}
+
+/// The identity of `op` for `s` (SPIR-V's table), for empty exclusive scans.
+fn identity(op: spirv::Op, s: Scalar) -> u64 {
+    use spirv::Op as O;
+    let w = s.width();
+    let m = wmask(w);
+    match op {
+        O::IMul => 1,
+        O::FMul => fput(w, 1.0),
+        O::BitwiseAnd => m,
+        O::SLessThan => m >> 1,
+        O::SGreaterThan => (m >> 1) + 1,
+        O::ULessThan => m,
+        O::FOrdLessThan => fput(w, f64::INFINITY),
+        O::FOrdGreaterThan => fput(w, f64::NEG_INFINITY),
+        _ => 0,
+    }
+}
+
+/// Whether two leaves are equal: floats by value (+0 == -0, NaN never), others by bits.
+fn equal(s: Scalar, a: u64, b: u64) -> bool {
+    match s {
+        Scalar::Float { width } => fget(width, a) == fget(width, b),
+        _ => a == b,
+    }
+}
+
+impl Machine<'_> {
+    fn size_mask(&self) -> u128 {
+        if self.lanes == 128 {
+            u128::MAX
+        } else {
+            (1u128 << self.lanes) - 1
+        }
+    }
+
+    /// Leaf `c` of `v` at lane `src`, undefined unless `src` is an active lane.
+    fn read_lane(
+        &mut self,
+        sg: &Sg,
+        v: (Src, &TypeInfo),
+        c: u32,
+        src: u64,
+        active: u128,
+        what: &str,
+    ) -> u64 {
+        if src < u64::from(self.lanes) && active & (1u128 << src) != 0 {
+            self.get(sg, v, c, src as u32)
+        } else {
+            let s = v.1.layout.get(c as usize).map_or(
+                Scalar::Int {
+                    width: 32,
+                    signed: false,
+                },
+                |x| x.1,
+            );
+            let why = if src < u64::from(self.lanes) {
+                "inactive"
+            } else {
+                "out-of-range"
+            };
+            self.undefined(&format!("{what} from {why} lane {src}"), s)
+        }
+    }
+
+    /// A 128-bit ballot value at `lane` (uvec4, uvec2 or u64 leaves, low first).
+    fn ballot_of(&mut self, sg: &Sg, v: (Src, &TypeInfo), lane: u32) -> u128 {
+        let mut m = 0u128;
+        let mut at = 0;
+        for c in 0..v.1.leaves {
+            let w = v.1.layout.get(c as usize).map_or(32, |x| x.1.width());
+            if at < 128 {
+                m |= u128::from(self.get(sg, v, c, lane)) << at;
+            }
+            at += w;
+        }
+        m
+    }
+
+    fn put_all(&self, sg: &mut Sg, inst: &Inst, lane: u32, vals: &[u64]) {
+        for (c, v) in vals.iter().enumerate() {
+            self.put(sg, inst, c as u32, lane, *v);
+        }
+    }
+
+    /// Executes a subgroup instruction.
+    pub fn group(&mut self, sg: &mut Sg, inst: &Inst, op: spirv::Op, mask: u128) -> Result<()> {
+        use spirv::Op as O;
+        let khr = matches!(
+            op,
+            O::SubgroupBallotKHR
+                | O::SubgroupFirstInvocationKHR
+                | O::SubgroupAllKHR
+                | O::SubgroupAnyKHR
+                | O::SubgroupAllEqualKHR
+                | O::SubgroupReadInvocationKHR
+                | O::GroupNonUniformPartitionEXT
+        );
+        let args: &[u32] = if khr {
+            &inst.args
+        } else {
+            let scope = self.constant(
+                *inst
+                    .args
+                    .first()
+                    .ok_or_else(|| malformed("missing scope"))?,
+            )?;
+            if scope != spirv::Scope::Subgroup as u64 {
+                return Err(unsupported(format!(
+                    "subgroup instruction with execution scope {scope} (only Subgroup)"
+                )));
+            }
+            inst.args.get(1..).unwrap_or(&[])
+        };
+        let a = |k: usize| {
+            args.get(k)
+                .copied()
+                .ok_or_else(|| malformed("missing operand"))
+        };
+        let rt = self.ty(inst.ty)?;
+        let first = mask.trailing_zeros();
+        match op {
+            O::GroupNonUniformElect => {
+                for l in lanes(mask) {
+                    self.put(sg, inst, 0, l, u64::from(l == first));
+                }
+            }
+            O::GroupNonUniformAll
+            | O::GroupNonUniformAny
+            | O::SubgroupAllKHR
+            | O::SubgroupAnyKHR
+            | O::GroupNonUniformBallot
+            | O::SubgroupBallotKHR => {
+                let p = self.val(a(0)?)?;
+                let mut b = 0u128;
+                for l in lanes(mask) {
+                    if self.get(sg, p, 0, l) != 0 {
+                        b |= 1 << l;
+                    }
+                }
+                let r = match op {
+                    O::GroupNonUniformAll | O::SubgroupAllKHR => vec![u64::from(b == mask)],
+                    O::GroupNonUniformAny | O::SubgroupAnyKHR => vec![u64::from(b != 0)],
+                    _ => split_wide(&[b], rt),
+                };
+                for l in lanes(mask) {
+                    self.put_all(sg, inst, l, &r);
+                }
+            }
+            O::GroupNonUniformAllEqual | O::SubgroupAllEqualKHR => {
+                let v = self.val(a(0)?)?;
+                let mut same = true;
+                for c in 0..v.1.leaves {
+                    let s = v.1.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
+                    let x0 = self.get(sg, v, c, first);
+                    for l in lanes(mask) {
+                        let x = self.get(sg, v, c, l);
+                        same &= equal(s, x0, x);
+                    }
+                }
+                for l in lanes(mask) {
+                    self.put(sg, inst, 0, l, u64::from(same));
+                }
+            }
+            O::GroupNonUniformBroadcastFirst | O::SubgroupFirstInvocationKHR => {
+                let v = self.val(a(0)?)?;
+                let vals: Vec<u64> = (0..v.1.leaves).map(|c| self.get(sg, v, c, first)).collect();
+                for l in lanes(mask) {
+                    self.put_all(sg, inst, l, &vals);
+                }
+            }
+            O::GroupNonUniformBroadcast
+            | O::SubgroupReadInvocationKHR
+            | O::GroupNonUniformShuffle
+            | O::GroupNonUniformShuffleXor
+            | O::GroupNonUniformShuffleUp
+            | O::GroupNonUniformShuffleDown
+            | O::GroupNonUniformQuadBroadcast
+            | O::GroupNonUniformQuadSwap
+            | O::GroupNonUniformRotateKHR => {
+                let v = self.val(a(0)?)?;
+                let x = self.val(a(1)?)?;
+                let cluster = match (op, args.get(2)) {
+                    (O::GroupNonUniformRotateKHR, Some(id)) => self.constant(*id)?,
+                    _ => u64::from(self.lanes),
+                };
+                let name = crate::error::op_name(inst.op);
+                let mut out = Vec::new();
+                for l in lanes(mask) {
+                    let k = self.get(sg, x, 0, l);
+                    let ll = u64::from(l);
+                    let src = match op {
+                        O::GroupNonUniformShuffleXor => ll ^ k,
+                        O::GroupNonUniformShuffleUp => ll.checked_sub(k).unwrap_or(u64::MAX),
+                        O::GroupNonUniformShuffleDown => ll.saturating_add(k),
+                        O::GroupNonUniformQuadBroadcast => (ll & !3).saturating_add(k),
+                        O::GroupNonUniformQuadSwap => ll ^ k.saturating_add(1),
+                        O::GroupNonUniformRotateKHR => {
+                            let c = cluster.max(1);
+                            ll / c * c + (ll % c + k % c) % c
+                        }
+                        _ => k,
+                    };
+                    out.clear();
+                    for c in 0..v.1.leaves {
+                        let r = self.read_lane(sg, v, c, src, mask, &name);
+                        out.push(r);
+                    }
+                    let vals = out.clone();
+                    self.put_all(sg, inst, l, &vals);
+                }
+            }
+            O::GroupNonUniformInverseBallot
+            | O::GroupNonUniformBallotBitExtract
+            | O::GroupNonUniformBallotBitCount
+            | O::GroupNonUniformBallotFindLSB
+            | O::GroupNonUniformBallotFindMSB => {
+                let (vi, gop) = if op == O::GroupNonUniformBallotBitCount {
+                    (1, a(0)?)
+                } else {
+                    (0, 0)
+                };
+                let v = self.val(a(vi)?)?;
+                let idx = if op == O::GroupNonUniformBallotBitExtract {
+                    Some(self.val(a(1)?)?)
+                } else {
+                    None
+                };
+                let size = self.size_mask();
+                let rs = rt.scalar_of().unwrap_or(Scalar::Bool);
+                for l in lanes(mask) {
+                    let b = self.ballot_of(sg, v, l) & size;
+                    let r = match op {
+                        O::GroupNonUniformInverseBallot => u64::from(b >> l & 1 != 0),
+                        O::GroupNonUniformBallotBitExtract => {
+                            let i = idx.map_or(0, |x| self.get(sg, x, 0, l));
+                            if i < u64::from(self.lanes) {
+                                u64::from(b >> i & 1 != 0)
+                            } else {
+                                self.undefined("OpGroupNonUniformBallotBitExtract of a bit beyond the subgroup size", rs)
+                            }
+                        }
+                        O::GroupNonUniformBallotBitCount => {
+                            let below = (1u128 << l) - 1;
+                            match gop {
+                                0 => u64::from(b.count_ones()),
+                                1 => u64::from((b & (below | 1 << l)).count_ones()),
+                                2 => u64::from((b & below).count_ones()),
+                                g => {
+                                    return Err(unsupported(format!(
+                                        "OpGroupNonUniformBallotBitCount with group operation {g}"
+                                    )))
+                                }
+                            }
+                        }
+                        _ if b == 0 => self.undefined(
+                            &format!("{} of an empty ballot", crate::error::op_name(inst.op)),
+                            rs,
+                        ),
+                        O::GroupNonUniformBallotFindLSB => u64::from(b.trailing_zeros()),
+                        _ => u64::from(127 - b.leading_zeros()),
+                    };
+                    self.put(sg, inst, 0, l, r);
+                }
+            }
+            O::GroupNonUniformPartitionEXT => {
+                let v = self.val(a(0)?)?;
+                let n = v.1.leaves;
+                let vals: Vec<Vec<u64>> = (0..self.lanes)
+                    .map(|l| {
+                        if mask >> l & 1 != 0 {
+                            (0..n).map(|c| self.get(sg, v, c, l)).collect()
+                        } else {
+                            Vec::new()
+                        }
+                    })
+                    .collect();
+                for l in lanes(mask) {
+                    let mut b = 1u128 << l;
+                    for k in lanes(mask) {
+                        if (0..n).all(|c| {
+                            equal(
+                                v.1.layout[c as usize].1,
+                                vals[l as usize][c as usize],
+                                vals[k as usize][c as usize],
+                            )
+                        }) {
+                            b |= 1 << k;
+                        }
+                    }
+                    let r = split_wide(&[b], rt);
+                    self.put_all(sg, inst, l, &r);
+                }
+            }
+            _ => {
+                let bop = arith(op).ok_or_else(|| unsupported("this subgroup instruction"))?;
+                let gop = a(0)?;
+                let v = self.val(a(1)?)?;
+                let extra = args.get(2).copied();
+                let cluster = if gop == 3 {
+                    let c = self.constant(
+                        extra.ok_or_else(|| malformed("ClusteredReduce without a cluster size"))?,
+                    )?;
+                    if c == 0 || !c.is_power_of_two() {
+                        return Err(malformed(format!("cluster size {c} is not a power of two")));
+                    }
+                    c.min(128) as u32
+                } else {
+                    0
+                };
+                let ballot =
+                    if (6..=8).contains(&gop) {
+                        Some(self.val(
+                            extra.ok_or_else(|| malformed("partitioned op without a ballot"))?,
+                        )?)
+                    } else {
+                        None
+                    };
+                let n = v.1.leaves;
+                let vals: Vec<Vec<u64>> = (0..self.lanes)
+                    .map(|l| {
+                        if mask >> l & 1 != 0 {
+                            (0..n).map(|c| self.get(sg, v, c, l)).collect()
+                        } else {
+                            Vec::new()
+                        }
+                    })
+                    .collect();
+                for l in lanes(mask) {
+                    let upto = if l == 127 {
+                        u128::MAX
+                    } else {
+                        (1u128 << (l + 1)) - 1
+                    };
+                    let below = (1u128 << l) - 1;
+                    let set = match gop {
+                        0 => mask,
+                        1 => mask & upto,
+                        2 => mask & below,
+                        3 => {
+                            let base = l / cluster * cluster;
+                            let cm = if cluster == 128 {
+                                u128::MAX
+                            } else {
+                                ((1u128 << cluster) - 1) << base
+                            };
+                            mask & cm
+                        }
+                        6..=8 => {
+                            let b = self.ballot_of(sg, ballot.unwrap_or((Src::None, rt)), l) & mask;
+                            match gop {
+                                6 => b,
+                                7 => b & upto,
+                                _ => b & below,
+                            }
+                        }
+                        g => return Err(unsupported(format!("group operation {g}"))),
+                    };
+                    for c in 0..n {
+                        let s = v.1.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
+                        let mut acc: Option<u64> = None;
+                        for k in lanes(set) {
+                            let x = vals[k as usize][c as usize];
+                            acc = Some(match acc {
+                                None => x,
+                                Some(a) => combine(bop, s, a, x),
+                            });
+                        }
+                        let r = acc.unwrap_or_else(|| identity(bop, s));
+                        self.put(sg, inst, c, l, r);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,566 @@
+//! Non-control instructions: memory and access chains, composites, elementwise arithmetic,
+//! GLSL.std.450 and atomics; subgroup instructions go to [`crate::group`].
+
+use crate::alu;
+use crate::error::{malformed, unsupported, Error, ErrorKind, Result};
+use crate::exec::{lanes, Machine, Sg};
+use crate::translate::{IdKind, Inst};
+use crate::types::{Scalar, Shape, TypeInfo};
+
+impl<'p> Machine<'p> {
+    /// Executes a non-control instruction for the lanes of `mask`.
+    pub fn compute(
+        &mut self,
+        sg: &mut Sg,
+        inst: &'p Inst,
+        op: spirv::Op,
+        mask: u128,
+    ) -> Result<()> {
+        use spirv::Op as O;
+        let arg = |k: usize| {
+            inst.args
+                .get(k)
+                .copied()
+                .ok_or_else(|| malformed("missing operand"))
+        };
+        let rty = if inst.ty != 0 {
+            Some(self.ty(inst.ty)?)
+        } else {
+            None
+        };
+        let rleaves = rty.map_or(0, |t| t.leaves);
+        match op {
+            O::Variable => {
+                let t = match rty.map(|t| &t.shape) {
+                    Some(Shape::Pointer { pointee, .. }) => self.ty(*pointee)?,
+                    _ => return Err(malformed("variable of a non-pointer type")),
+                };
+                let init = inst.args.get(1).map(|id| self.val(*id)).transpose()?;
+                for l in lanes(mask) {
+                    let ptr = self.alloc(t.size, format!("function variable %{}", inst.id));
+                    if let Some(v) = init {
+                        let vals: Vec<u64> = (0..t.leaves).map(|c| self.get(sg, v, c, l)).collect();
+                        self.store(ptr, t, &vals)?;
+                    }
+                    self.put(sg, inst, 0, l, ptr);
+                }
+            }
+            O::Load => {
+                let p = self.val(arg(0)?)?;
+                let t = rty.ok_or_else(|| malformed("load without a type"))?;
+                let mut buf = Vec::with_capacity(t.leaves as usize);
+                for l in lanes(mask) {
+                    buf.clear();
+                    let ptr = self.get(sg, p, 0, l);
+                    self.load(ptr, t, &mut buf)?;
+                    for (c, v) in buf.iter().enumerate() {
+                        self.put(sg, inst, c as u32, l, *v);
+                    }
+                }
+            }
+            O::Store => {
+                let p = self.val(arg(0)?)?;
+                let v = self.val(arg(1)?)?;
+                let mut buf = Vec::with_capacity(v.1.leaves as usize);
+                for l in lanes(mask) {
+                    buf.clear();
+                    for c in 0..v.1.leaves {
+                        buf.push(self.get(sg, v, c, l));
+                    }
+                    let ptr = self.get(sg, p, 0, l);
+                    self.store(ptr, v.1, &buf)?;
+                }
+            }
+            O::CopyMemory => {
+                let (dst, src) = (self.val(arg(0)?)?, self.val(arg(1)?)?);
+                let t = match &src.1.shape {
+                    Shape::Pointer { pointee, .. } => self.ty(*pointee)?,
+                    _ => return Err(malformed("OpCopyMemory of a non-pointer")),
+                };
+                let mut buf = Vec::new();
+                for l in lanes(mask) {
+                    buf.clear();
+                    let (s, d) = (self.get(sg, src, 0, l), self.get(sg, dst, 0, l));
+                    self.load(s, t, &mut buf)?;
+                    self.store(d, t, &buf)?;
+                }
+            }
+            O::AccessChain | O::InBoundsAccessChain => {
+                let base = self.val(arg(0)?)?;
+                let mut t = match &base.1.shape {
+                    Shape::Pointer { pointee, .. } => self.ty(*pointee)?,
+                    _ => return Err(malformed("access chain into a non-pointer")),
+                };
+                let mut steps: Vec<(u32, u64, (crate::translate::Src, &TypeInfo), bool)> =
+                    Vec::new();
+                for &id in inst.args.get(1..).unwrap_or(&[]) {
+                    let idx = self.val(id)?;
+                    match &t.shape {
+                        Shape::Struct { members, offsets } => {
+                            let k = self.constant(id)? as usize;
+                            let off = *offsets
+                                .get(k)
+                                .ok_or_else(|| malformed("struct member index out of range"))?;
+                            steps.push((off, 0, idx, false));
+                            t = self.ty(members[k])?;
+                        }
+                        Shape::Array {
+                            elem,
+                            n,
+                            stride,
+                            runtime,
+                        } => {
+                            steps.push((
+                                *stride,
+                                if *runtime { u64::MAX } else { u64::from(*n) },
+                                idx,
+                                true,
+                            ));
+                            t = self.ty(*elem)?;
+                        }
+                        Shape::Vector { elem, n } => {
+                            let e = self.ty(*elem)?;
+                            steps.push((e.size, u64::from(*n), idx, true));
+                            t = e;
+                        }
+                        _ => return Err(malformed("access chain index into a scalar")),
+                    }
+                }
+                for l in lanes(mask) {
+                    let ptr = self.get(sg, base, 0, l);
+                    let mut off = u64::from(ptr as u32);
+                    for &(stride, n, idx, dynamic) in &steps {
+                        if dynamic {
+                            let w = idx.1.scalar_of().map_or(32, Scalar::width);
+                            let i = crate::num::sext(w, self.get(sg, idx, 0, l));
+                            if i < 0 || (i as u64) >= n {
+                                off = u64::from(u32::MAX);
+                                break;
+                            }
+                            off = off.saturating_add((i as u64).saturating_mul(u64::from(stride)));
+                        } else {
+                            off = off.saturating_add(u64::from(stride));
+                        }
+                    }
+                    let off = off.min(u64::from(u32::MAX));
+                    self.put(sg, inst, 0, l, (ptr & !0xffff_ffff) | off);
+                }
+            }
+            O::ArrayLength => {
+                let p = self.val(arg(0)?)?;
+                let k = *inst
+                    .args
+                    .get(1)
+                    .ok_or_else(|| malformed("OpArrayLength member"))?
+                    as usize;
+                let (off, stride) = match &p.1.shape {
+                    Shape::Pointer { pointee, .. } => match &self.ty(*pointee)?.shape {
+                        Shape::Struct { members, offsets } => {
+                            let st = match self
+                                .ty(*members.get(k).ok_or_else(|| malformed("member"))?)?
+                                .shape
+                            {
+                                Shape::Array { stride, .. } => stride,
+                                _ => return Err(malformed("OpArrayLength of a non-array member")),
+                            };
+                            (offsets[k], st)
+                        }
+                        _ => return Err(malformed("OpArrayLength of a non-struct")),
+                    },
+                    _ => return Err(malformed("OpArrayLength of a non-pointer")),
+                };
+                for l in lanes(mask) {
+                    let ptr = self.get(sg, p, 0, l);
+                    let len = self
+                        .mems
+                        .get((ptr >> 32) as usize)
+                        .map_or(0, |m| m.bytes.len() as u64);
+                    let n = len.saturating_sub(u64::from(ptr as u32) + u64::from(off))
+                        / u64::from(stride.max(1));
+                    self.put(sg, inst, 0, l, n & 0xffff_ffff);
+                }
+            }
+            O::CopyObject | O::CopyLogical => {
+                let v = self.val(arg(0)?)?;
+                self.copy_leaves(sg, inst, mask, &[(v, 0, rleaves)])?;
+            }
+            O::CompositeConstruct => {
+                let mut parts = Vec::new();
+                for &id in &inst.args {
+                    let v = self.val(id)?;
+                    parts.push((v, 0, v.1.leaves));
+                }
+                self.copy_leaves(sg, inst, mask, &parts)?;
+            }
+            O::CompositeExtract => {
+                let v = self.val(arg(0)?)?;
+                let (start, _) = sub_leaf(self, v.1, inst.args.get(1..).unwrap_or(&[]))?;
+                self.copy_leaves(sg, inst, mask, &[(v, start, rleaves)])?;
+            }
+            O::CompositeInsert => {
+                let obj = self.val(arg(0)?)?;
+                let comp = self.val(arg(1)?)?;
+                let (start, t) = sub_leaf(self, obj.1, inst.args.get(2..).unwrap_or(&[]))?;
+                let n = t.leaves;
+                self.copy_leaves(
+                    sg,
+                    inst,
+                    mask,
+                    &[
+                        (obj, 0, start),
+                        (comp, 0, n),
+                        (obj, start + n, rleaves.saturating_sub(start + n)),
+                    ],
+                )?;
+            }
+            O::VectorShuffle => {
+                let (a, b) = (self.val(arg(0)?)?, self.val(arg(1)?)?);
+                let na = a.1.leaves;
+                for l in lanes(mask) {
+                    for (c, &k) in inst.args.get(2..).unwrap_or(&[]).iter().enumerate() {
+                        let v = if k == u32::MAX {
+                            let s = rty.and_then(TypeInfo::scalar_of).unwrap_or(Scalar::Int {
+                                width: 32,
+                                signed: false,
+                            });
+                            self.undefined("an OpVectorShuffle component 0xFFFFFFFF", s)
+                        } else if k < na {
+                            self.get(sg, a, k, l)
+                        } else {
+                            self.get(sg, b, k - na, l)
+                        };
+                        self.put(sg, inst, c as u32, l, v);
+                    }
+                }
+            }
+            O::VectorExtractDynamic | O::VectorInsertDynamic => {
+                let v = self.val(arg(0)?)?;
+                let ins = op == O::VectorInsertDynamic;
+                let idx = self.val(arg(if ins { 2 } else { 1 })?)?;
+                let comp = if ins { Some(self.val(arg(1)?)?) } else { None };
+                let n = v.1.leaves;
+                let s = v.1.scalar_of().unwrap_or(Scalar::Int {
+                    width: 32,
+                    signed: false,
+                });
+                for l in lanes(mask) {
+                    let i = self.get(sg, idx, 0, l);
+                    match comp {
+                        None => {
+                            let x = if i < u64::from(n) {
+                                self.get(sg, v, i as u32, l)
+                            } else {
+                                self.undefined("OpVectorExtractDynamic out of range", s)
+                            };
+                            self.put(sg, inst, 0, l, x);
+                        }
+                        Some(cv) => {
+                            for c in 0..n {
+                                let x = if u64::from(c) == i {
+                                    self.get(sg, cv, 0, l)
+                                } else {
+                                    self.get(sg, v, c, l)
+                                };
+                                self.put(sg, inst, c, l, x);
+                            }
+                        }
+                    }
+                }
+            }
+            O::Select => {
+                let (c, a, b) = (self.val(arg(0)?)?, self.val(arg(1)?)?, self.val(arg(2)?)?);
+                let per_comp = c.1.leaves > 1;
+                for l in lanes(mask) {
+                    for k in 0..rleaves {
+                        let cond = self.get(sg, c, if per_comp { k } else { 0 }, l) != 0;
+                        let x = if cond {
+                            self.get(sg, a, k, l)
+                        } else {
+                            self.get(sg, b, k, l)
+                        };
+                        self.put(sg, inst, k, l, x);
+                    }
+                }
+            }
+            O::Bitcast => {
+                let v = self.val(arg(0)?)?;
+                let t = rty.ok_or_else(|| malformed("bitcast type"))?;
+                for l in lanes(mask) {
+                    let mut bits: u128 = 0;
+                    let mut at = 0;
+                    for (c, (_, s)) in v.1.layout.iter().enumerate() {
+                        bits |= u128::from(self.get(sg, v, c as u32, l)) << at;
+                        at += s.bytes() * 8;
+                    }
+                    let mut at = 0;
+                    for (c, (_, s)) in t.layout.iter().enumerate() {
+                        let w = s.bytes() * 8;
+                        let x = ((bits >> at) as u64) & crate::num::mask(w);
+                        at += w;
+                        self.put(sg, inst, c as u32, l, x);
+                    }
+                }
+            }
+            O::Dot => {
+                let (a, b) = (self.val(arg(0)?)?, self.val(arg(1)?)?);
+                let w = a.1.scalar_of().map_or(32, Scalar::width);
+                for l in lanes(mask) {
+                    let mut acc = 0.0;
+                    for c in 0..a.1.leaves {
+                        acc += crate::num::fget(w, self.get(sg, a, c, l))
+                            * crate::num::fget(w, self.get(sg, b, c, l));
+                    }
+                    self.put(sg, inst, 0, l, crate::num::fput(w, acc));
+                }
+            }
+            O::VectorTimesScalar => {
+                let (a, b) = (self.val(arg(0)?)?, self.val(arg(1)?)?);
+                let w = a.1.scalar_of().map_or(32, Scalar::width);
+                for l in lanes(mask) {
+                    let s = crate::num::fget(w, self.get(sg, b, 0, l));
+                    for c in 0..a.1.leaves {
+                        let x = crate::num::fget(w, self.get(sg, a, c, l)) * s;
+                        self.put(sg, inst, c, l, crate::num::fput(w, x));
+                    }
+                }
+            }
+            O::Any | O::All => {
+                let v = self.val(arg(0)?)?;
+                for l in lanes(mask) {
+                    let bits: Vec<bool> = (0..v.1.leaves)
+                        .map(|c| self.get(sg, v, c, l) != 0)
+                        .collect();
+                    let r = if op == O::Any {
+                        bits.iter().any(|b| *b)
+                    } else {
+                        bits.iter().all(|b| *b)
+                    };
+                    self.put(sg, inst, 0, l, u64::from(r));
+                }
+            }
+            O::BitFieldInsert | O::BitFieldSExtract | O::BitFieldUExtract => {
+                let vals: Vec<_> = inst
+                    .args
+                    .iter()
+                    .map(|id| self.val(*id))
+                    .collect::<Result<_>>()?;
+                let w = rty.and_then(TypeInfo::scalar_of).map_or(32, Scalar::width);
+                let s = rty.and_then(TypeInfo::scalar_of).unwrap_or(Scalar::Int {
+                    width: 32,
+                    signed: false,
+                });
+                for l in lanes(mask) {
+                    for c in 0..rleaves {
+                        let xs: Vec<u64> = vals
+                            .iter()
+                            .enumerate()
+                            .map(|(k, v)| {
+                                // Offset and Count are scalars.
+                                let cc = if (op == O::BitFieldInsert && k >= 2)
+                                    || (op != O::BitFieldInsert && k >= 1)
+                                {
+                                    0
+                                } else {
+                                    c
+                                };
+                                self.get(sg, *v, cc, l)
+                            })
+                            .collect();
+                        let r = match alu::bitfield(op, w, &xs) {
+                            Some(r) => r,
+                            None => self.undefined("a bit field beyond the width", s),
+                        };
+                        self.put(sg, inst, c, l, r);
+                    }
+                }
+            }
+            O::ExtInst => {
+                if self.p.ids.get(arg(0)? as usize) != Some(&IdKind::Glsl) {
+                    return Err(unsupported("extended instructions other than GLSL.std.450"));
+                }
+                self.glsl(sg, inst, arg(1)?, mask)?;
+            }
+            O::AtomicLoad
+            | O::AtomicStore
+            | O::AtomicExchange
+            | O::AtomicCompareExchange
+            | O::AtomicIIncrement
+            | O::AtomicIDecrement
+            | O::AtomicIAdd
+            | O::AtomicISub
+            | O::AtomicSMin
+            | O::AtomicUMin
+            | O::AtomicSMax
+            | O::AtomicUMax
+            | O::AtomicAnd
+            | O::AtomicOr
+            | O::AtomicXor => self.atomic(sg, inst, op, mask)?,
+            _ if crate::group::is_group(op) => self.group(sg, inst, op, mask)?,
+            _ => self.elementwise(sg, inst, op, mask)?,
+        }
+        Ok(())
+    }
+
+    /// Copies leaf ranges of values, in order, into the result.
+    fn copy_leaves(
+        &mut self,
+        sg: &mut Sg,
+        inst: &Inst,
+        mask: u128,
+        parts: &[((crate::translate::Src, &TypeInfo), u32, u32)],
+    ) -> Result<()> {
+        for l in lanes(mask) {
+            let mut c = 0;
+            for &(v, start, n) in parts {
+                for k in 0..n {
+                    let x = self.get(sg, v, start + k, l);
+                    self.put(sg, inst, c, l, x);
+                    c += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn elementwise(&mut self, sg: &mut Sg, inst: &Inst, op: spirv::Op, mask: u128) -> Result<()> {
+        let rt = self.ty(inst.ty)?;
+        let vals: Vec<_> = inst
+            .args
+            .iter()
+            .map(|id| self.val(*id))
+            .collect::<Result<_>>()?;
+        let mut xs = Vec::with_capacity(vals.len());
+        for l in lanes(mask) {
+            for c in 0..rt.leaves {
+                xs.clear();
+                for v in &vals {
+                    let cc = if v.1.leaves > 1 { c } else { 0 };
+                    let s = v.1.layout.get(cc as usize).map_or(
+                        Scalar::Int {
+                            width: 32,
+                            signed: false,
+                        },
+                        |x| x.1,
+                    );
+                    xs.push((self.get(sg, *v, cc, l), s));
+                }
+                let rs = rt.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
+                let r = match alu::eval(op, rs, &xs) {
+                    Ok(Some(r)) => r,
+                    Ok(None) => {
+                        let what = format!("the result of {} (division by zero, shift too wide, conversion out of range)", crate::error::op_name(inst.op));
+                        self.undefined(&what, rs)
+                    }
+                    Err(()) => {
+                        return Err(unsupported(format!(
+                            "instruction {}",
+                            crate::error::op_name(inst.op)
+                        )))
+                    }
+                };
+                self.put(sg, inst, c, l, r);
+            }
+        }
+        Ok(())
+    }
+
+    fn atomic(&mut self, sg: &mut Sg, inst: &Inst, op: spirv::Op, mask: u128) -> Result<()> {
+        use spirv::Op as O;
+        let p = self.val(
+            *inst
+                .args
+                .first()
+                .ok_or_else(|| malformed("missing pointer"))?,
+        )?;
+        let t = match &p.1.shape {
+            Shape::Pointer { pointee, .. } => self.ty(*pointee)?,
+            _ => return Err(malformed("atomic on a non-pointer")),
+        };
+        let s = t
+            .scalar_of()
+            .ok_or_else(|| malformed("atomic on a composite"))?;
+        let w = s.width();
+        let value = match op {
+            O::AtomicStore => {
+                Some(self.val(*inst.args.get(3).ok_or_else(|| malformed("operand"))?)?)
+            }
+            O::AtomicCompareExchange => {
+                Some(self.val(*inst.args.get(4).ok_or_else(|| malformed("operand"))?)?)
+            }
+            O::AtomicLoad | O::AtomicIIncrement | O::AtomicIDecrement => None,
+            _ => Some(self.val(*inst.args.get(3).ok_or_else(|| malformed("operand"))?)?),
+        };
+        let cmp = if op == O::AtomicCompareExchange {
+            Some(self.val(*inst.args.get(5).ok_or_else(|| malformed("operand"))?)?)
+        } else {
+            None
+        };
+        let mut buf = Vec::new();
+        for l in lanes(mask) {
+            let ptr = self.get(sg, p, 0, l);
+            buf.clear();
+            self.load(ptr, t, &mut buf)?;
+            let old = buf.first().copied().unwrap_or(0);
+            let v = match value {
+                Some(v) => self.get(sg, v, 0, l),
+                None => 0,
+            };
+            let m = crate::num::mask(w);
+            let (a, b) = (crate::num::sext(w, old), crate::num::sext(w, v));
+            let new = match op {
+                O::AtomicLoad => None,
+                O::AtomicStore | O::AtomicExchange => Some(v),
+                O::AtomicCompareExchange => {
+                    let c = cmp.map_or(0, |c| self.get(sg, c, 0, l));
+                    (old == c).then_some(v)
+                }
+                O::AtomicIIncrement => Some(old.wrapping_add(1) & m),
+                O::AtomicIDecrement => Some(old.wrapping_sub(1) & m),
+                O::AtomicIAdd => Some(old.wrapping_add(v) & m),
+                O::AtomicISub => Some(old.wrapping_sub(v) & m),
+                O::AtomicSMin => Some(if b < a { v } else { old }),
+                O::AtomicSMax => Some(if b > a { v } else { old }),
+                O::AtomicUMin => Some(old.min(v)),
+                O::AtomicUMax => Some(old.max(v)),
+                O::AtomicAnd => Some(old & v),
+                O::AtomicOr => Some(old | v),
+                _ => Some(old ^ v),
+            };
+            if let Some(n) = new {
+                self.store(ptr, t, &[n])?;
+            }
+            self.put(sg, inst, 0, l, old);
+        }
+        Ok(())
+    }
+}
+
+/// The first leaf and type of the element a literal index path selects.
+fn sub_leaf<'p>(m: &Machine<'p>, mut t: &'p TypeInfo, path: &[u32]) -> Result<(u32, &'p TypeInfo)> {
+    let mut start = 0;
+    for &k in path {
+        match &t.shape {
+            Shape::Struct { members, .. } => {
+                if k as usize >= members.len() {
+                    return Err(malformed("composite index out of range"));
+                }
+                for mty in &members[..k as usize] {
+                    start += m.ty(*mty)?.leaves;
+                }
+                t = m.ty(members[k as usize])?;
+            }
+            Shape::Array { elem, n, .. } | Shape::Vector { elem, n } => {
+                if k >= *n {
+                    return Err(Error::new(ErrorKind::OutOfBounds(format!(
+                        "composite index {k} of {n} elements"
+                    ))));
+                }
+                let e = m.ty(*elem)?;
+                start += k * e.leaves;
+                t = e;
+            }
+            _ => return Err(malformed("composite index into a scalar")),
+        }
+    }
+    Ok((start, t))
+}

@@ -1,0 +1,233 @@
+//! Executes GLSL compute shaders (compiled by glslangValidator at test time) in the simulator at
+//! every subgroup size, with partial subgroups, and checks each output word against a model
+//! written here from the GLSL semantics; plus step limit, undefined reports and hostile input.
+
+use std::collections::BTreeMap;
+
+use spv_subgroup_sim::{Dispatch, ErrorKind, Module};
+use spv_subgroup_tests::tools;
+
+fn compile(glsl: &str) -> Vec<u32> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("t.comp");
+    std::fs::write(&path, glsl).expect("write shader");
+    tools::compile_glsl(&path, "vulkan1.1").expect("glslangValidator compiles the shader")
+}
+
+const LOCAL: u32 = 37;
+const GROUPS: u32 = 2;
+const WORDS: u32 = 8;
+
+const SHADER: &str = r#"#version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_NV_shader_subgroup_partitioned : require
+layout(local_size_x = 37) in;
+layout(set = 0, binding = 0) buffer In { uint vin[]; };
+layout(set = 0, binding = 1) buffer Out { uint vout[]; };
+shared uint sh[37];
+uint twice(uint v) { if (v > 100u) { return v; } return subgroupAdd(v) * 2u; }
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    uint g = gl_GlobalInvocationID.x;
+    uint x = vin[g];
+    uint base = g * 8u;
+    vout[base + 0u] = subgroupAdd(x);
+    vout[base + 1u] = subgroupInclusiveAdd(x);
+    uint r = 0u;
+    if ((x & 1u) == 0u) { r = subgroupAdd(x); } else { r = subgroupMax(x); }
+    vout[base + 2u] = r;
+    uvec4 p = subgroupPartitionNV(x % 3u);
+    vout[base + 3u] = subgroupPartitionedAddNV(x, p);
+    uint n = 0u;
+    for (uint k = 0u; k < x % 5u; k++) { n += subgroupBallotBitCount(subgroupBallot(true)); }
+    vout[base + 4u] = n;
+    sh[i] = x;
+    barrier();
+    vout[base + 5u] = sh[36u - i] + twice(x);
+    vout[base + 6u] = subgroupShuffleXor(x, 1u);
+    vout[base + 7u] = gl_SubgroupInvocationID + 1000u * gl_SubgroupID;
+}
+"#;
+
+fn input() -> Vec<u32> {
+    (0..LOCAL * GROUPS)
+        .map(|k| (k * 7919 + 13) % 97 + 1)
+        .collect()
+}
+
+fn bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// The expected words of invocation `i` of workgroup `wg`, or None where undefined (word 6).
+fn model(x: &[u32], size: u32, wg: u32, i: u32) -> [Option<u32>; 8] {
+    let at = |k: u32| x[(wg * LOCAL + k) as usize];
+    let sgid = i / size;
+    let members: Vec<u32> = (sgid * size..((sgid + 1) * size).min(LOCAL)).collect();
+    let me = at(i);
+    let sum = |f: &dyn Fn(u32) -> bool| {
+        members
+            .iter()
+            .filter(|k| f(**k))
+            .map(|k| at(*k))
+            .fold(0u32, u32::wrapping_add)
+    };
+    let w0 = sum(&|_| true);
+    let w1 = sum(&|k| k <= i);
+    let w2 = if me % 2 == 0 {
+        sum(&|k| at(k) % 2 == 0)
+    } else {
+        members
+            .iter()
+            .map(|k| at(*k))
+            .filter(|v| v % 2 == 1)
+            .max()
+            .unwrap_or(0)
+    };
+    let w3 = sum(&|k| at(k) % 3 == me % 3);
+    let w4 = (0..me % 5)
+        .map(|k| members.iter().filter(|m| at(**m) % 5 > k).count() as u32)
+        .sum();
+    let twice = if me > 100 {
+        me
+    } else {
+        sum(&|k| at(k) <= 100).wrapping_mul(2)
+    };
+    let w5 = at(36 - i).wrapping_add(twice);
+    let partner = i ^ 1;
+    let w6 = members.contains(&partner).then(|| at(partner));
+    let w7 = i % size + 1000 * sgid;
+    [
+        Some(w0),
+        Some(w1),
+        Some(w2),
+        Some(w3),
+        Some(w4),
+        Some(w5),
+        w6,
+        Some(w7),
+    ]
+}
+
+#[test]
+fn every_subgroup_size_matches_the_model() {
+    let module = Module::new(&compile(SHADER)).expect("translates");
+    let x = input();
+    for size in [1u32, 2, 4, 8, 16, 32, 64, 128] {
+        let mut buffers = BTreeMap::new();
+        buffers.insert((0, 0), bytes(&x));
+        buffers.insert((0, 1), vec![0u8; (LOCAL * GROUPS * WORDS * 4) as usize]);
+        let d = Dispatch {
+            subgroup_size: size,
+            workgroups: [GROUPS, 1, 1],
+            buffers,
+            report_undefined: true,
+            seed: 7,
+            ..Dispatch::default()
+        };
+        let out = module
+            .run(&d)
+            .unwrap_or_else(|e| panic!("size {size}: {e}"));
+        let words: Vec<u32> = out.buffers[&(0, 1)]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let mut undefined = 0;
+        for wg in 0..GROUPS {
+            for i in 0..LOCAL {
+                let want = model(&x, size, wg, i);
+                let g = wg * LOCAL + i;
+                for (k, w) in want.iter().enumerate() {
+                    match w {
+                        Some(w) => assert_eq!(
+                            words[(g * WORDS) as usize + k],
+                            *w,
+                            "size {size}, invocation {g}, word {k}"
+                        ),
+                        None => undefined += 1,
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            out.undefined_total, undefined,
+            "size {size}: one undefined read per shuffle from a missing lane"
+        );
+        assert!(
+            out.undefined.iter().all(|u| u.what.contains("ShuffleXor")),
+            "size {size}: {:?}",
+            out.undefined
+        );
+    }
+}
+
+#[test]
+fn an_endless_loop_stops_at_the_step_limit_naming_the_instruction() {
+    let module = Module::new(&compile(
+        "#version 450\nlayout(local_size_x = 4) in;\nlayout(binding = 0) buffer B { uint v[]; };\nvoid main() { uint i = 0u; while (v[0] == 0u) { i++; } v[1] = i; }\n",
+    ))
+    .expect("translates");
+    let mut buffers = BTreeMap::new();
+    buffers.insert((0, 0), vec![0u8; 8]);
+    let d = Dispatch {
+        subgroup_size: 4,
+        buffers,
+        step_limit: 10_000,
+        ..Dispatch::default()
+    };
+    let e = module.run(&d).expect_err("must stop");
+    assert_eq!(e.kind, ErrorKind::StepLimit(10_000));
+    assert!(e.location.opcode.is_some(), "{e}");
+}
+
+#[test]
+fn out_of_bounds_is_an_error_naming_the_instruction() {
+    let module = Module::new(&compile(
+        "#version 450\nlayout(local_size_x = 4) in;\nlayout(binding = 0) buffer B { uint v[]; };\nvoid main() { v[gl_LocalInvocationIndex + 1u] = 1u; }\n",
+    ))
+    .expect("translates");
+    let mut buffers = BTreeMap::new();
+    buffers.insert((0, 0), vec![0u8; 8]);
+    let e = module
+        .run(&Dispatch {
+            subgroup_size: 4,
+            buffers,
+            ..Dispatch::default()
+        })
+        .expect_err("out of bounds");
+    assert!(matches!(e.kind, ErrorKind::OutOfBounds(_)), "{e}");
+    assert_eq!(e.location.opcode.as_deref(), Some("OpStore"), "{e}");
+}
+
+#[test]
+fn hostile_bytes_give_errors_not_panics() {
+    let words = compile(SHADER);
+    let mut seed = 1u64;
+    for round in 0..300 {
+        let mut w = words.clone();
+        for _ in 0..1 + round % 4 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let at = 5 + (seed >> 33) as usize % (w.len() - 5);
+            w[at] ^= 1 << ((seed >> 20) % 32);
+        }
+        if round % 7 == 0 {
+            w.truncate(5 + round % (words.len() - 5));
+        }
+        if let Ok(m) = Module::new(&w) {
+            let mut buffers = BTreeMap::new();
+            buffers.insert((0, 0), vec![1u8; 64]);
+            buffers.insert((0, 1), vec![0u8; 64]);
+            let _ = m.run(&Dispatch {
+                subgroup_size: 8,
+                buffers,
+                step_limit: 100_000,
+                ..Dispatch::default()
+            });
+        }
+    }
+}

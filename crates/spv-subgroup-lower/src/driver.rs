@@ -6,29 +6,44 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use rspirv::binary::Assemble;
 use rspirv::dr::{Block, Instruction, Module, Operand};
 use spirv::Op;
 
 use crate::emit::{Code, Emitter, Id};
-use crate::{hygiene, outline, rewrite, LowerError, LowerOptions, LowerReport};
+use crate::{hygiene, loader, outline, rewrite, LowerError, LowerOptions, LowerReport};
+
+/// The largest id bound spirv-val accepts by default (SPIR-V's universal limit on result ids).
+/// An input above it is refused (it could not be valid output either), and an output that
+/// would grow past it is refused instead of written.
+pub const MAX_ID_BOUND: u32 = 0x3F_FFFF;
 
 /// Lowers a module given as SPIR-V words; returns the new words and the report.
 /// A module that needs nothing is returned word for word.
+///
+/// Memory: the words are read once by our structural check (bounded by the module's size, not
+/// its header's bound), then loaded into rspirv's instruction form (see docs/PERFORMANCE.md
+/// for the measured bytes per input byte); the id bound is at most [`MAX_ID_BOUND`], so tables
+/// indexed by id stay below 17 MB whatever the header claims.
 pub fn lower_words(
     words: &[u32],
     opts: &LowerOptions,
 ) -> Result<(Vec<u32>, LowerReport), LowerError> {
     // Our own reader first: it reports malformed input with word offsets, never panicking.
     spv_subgroup_validate::check_structure(words).map_err(|e| LowerError::Parse(e.to_string()))?;
-    let mut module = rspirv::dr::load_words(words).map_err(|e| LowerError::Parse(e.to_string()))?;
+    if let Some(&bound) = words.get(3) {
+        check_input_bound(bound, &opts.target)?;
+    }
+    let loader::Loaded {
+        mut module,
+        between_functions,
+    } = loader::load(words)?;
     let report = lower(&mut module, opts).map_err(|e| with_word_offset(e, words))?;
     if !report.changed {
         return Ok((words.to_vec(), report));
     }
-    let mut out = module.assemble();
-    // rspirv's loader stamps its own generator word; the input's is kept (as are its version
-    // unless raised, and the reserved schema word).
+    let mut out = loader::assemble(module, &between_functions);
+    // The input's generator word is kept (as are its version unless raised, and the reserved
+    // schema word).
     if let (Some(o), Some(&g)) = (out.get_mut(2), words.get(2)) {
         *o = g;
     }
@@ -36,6 +51,23 @@ pub fn lower_words(
         *o = r;
     }
     Ok((out, report))
+}
+
+/// Refuses an input whose id bound is past [`MAX_ID_BOUND`]: its output would be past it too.
+fn check_input_bound(bound: u32, target: &crate::Target) -> Result<(), LowerError> {
+    if bound <= MAX_ID_BOUND {
+        return Ok(());
+    }
+    Err(LowerError::Unsupported {
+        result_id: 0,
+        opcode: "the module header".to_owned(),
+        word_offset: 3,
+        target: target.name.clone(),
+        missing: format!(
+            "an id bound of {bound} (the header's word 3); SPIR-V's universal limit, \
+             which spirv-val enforces, is {MAX_ID_BOUND}"
+        ),
+    })
 }
 
 /// Fills in the word offset of the instruction an error names.
@@ -98,6 +130,9 @@ fn find_definition(words: &[u32], id: u32) -> Option<usize> {
 /// Lowers a module in place for `opts.target`.
 pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, LowerError> {
     let target = &opts.target;
+    if let Some(h) = module.header.as_ref() {
+        check_input_bound(h.bound, target)?;
+    }
     let max_lanes = opts
         .subgroup_size
         .unwrap_or(target.max_subgroup_size)
@@ -151,6 +186,21 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
     finish_globals(module, &mut em, &rewritten);
     let removed = rewrite::finish(module, target);
     hygiene::fix_requirements(module, &em, opts)?;
+    // The input bound is at most 2^22, so counting new ids cannot wrap before memory runs out;
+    // the output must still stay within the limit consumers are sure to accept.
+    if em.bound() > MAX_ID_BOUND {
+        return Err(LowerError::Unsupported {
+            result_id: 0,
+            opcode: "the module header".to_owned(),
+            word_offset: 3,
+            target: target.name.clone(),
+            missing: format!(
+                "room for the new ids: the lowered module would need an id bound of {}, \
+                 past SPIR-V's universal limit of {MAX_ID_BOUND} that spirv-val enforces",
+                em.bound()
+            ),
+        });
+    }
     if let Some(h) = module.header.as_mut() {
         h.bound = em.bound();
     }

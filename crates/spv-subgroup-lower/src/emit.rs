@@ -164,6 +164,22 @@ pub(crate) struct Emitter<'t> {
     int64_words: bool,
 }
 
+/// How many instructions the module has (each defines at most one id).
+fn instruction_count(module: &rspirv::dr::Module) -> usize {
+    module.types_global_values.len()
+        + module
+            .functions
+            .iter()
+            .map(|f| {
+                2 + f.parameters.len()
+                    + f.blocks
+                        .iter()
+                        .map(|b| 1 + b.instructions.len())
+                        .sum::<usize>()
+            })
+            .sum::<usize>()
+}
+
 impl<'t> Emitter<'t> {
     /// Indexes the module's types, constants, built-ins and value types.
     pub(crate) fn new(module: &rspirv::dr::Module, target: &'t Target, max_lanes: u32) -> Self {
@@ -186,7 +202,10 @@ impl<'t> Emitter<'t> {
             new_ext_import: None,
             caps: BTreeSet::new(),
             exts: BTreeSet::new(),
-            value_types: vec![0; bound as usize],
+            // Sized by the module's instructions, not its header's bound (which may lie):
+            // `set_value_type` grows it for the ids actually used, all below the bound the
+            // driver has capped at `MAX_ID_BOUND`.
+            value_types: vec![0; (bound as usize).min(instruction_count(module) + 1)],
             classes: Vec::new(),
             used_builtins: BTreeSet::new(),
             float_partition: FloatPartition::default(),

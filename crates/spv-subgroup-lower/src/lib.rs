@@ -73,7 +73,9 @@ pub enum LowerError {
 mod driver;
 mod emit;
 mod hygiene;
+mod loader;
 mod outline;
 mod rewrite;
 
-pub use driver::{lower, lower_words};
+pub use driver::{lower, lower_words, MAX_ID_BOUND};
+pub use loader::{assemble, load, Loaded};

@@ -3,7 +3,6 @@
 //! The output is verified with our validator (unless `--no-verify`) before anything is written,
 //! and written atomically. A module that needs no change is written back byte for byte.
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use spv_subgroup_lower::{lower_words, FloatPartition, LowerError, LowerOptions, LowerReport};
 use spv_subgroup_validate::{render_human, validate, words_from_bytes, Severity, ValidateOptions};
@@ -114,7 +113,38 @@ impl Opts {
             }
         };
         #[cfg(debug_assertions)]
-        let lowered = break_output_for_tests(lowered);
+        let lowered = if report.changed {
+            break_output_for_tests(lowered)
+        } else {
+            lowered
+        };
+        // Every output is judged against the target, also one written back unchanged: "nothing
+        // to lower" must not pass off a module the target cannot run.
+        if !self.no_verify {
+            let vopts = ValidateOptions {
+                target_env: Some(target.target_env.clone()),
+                target: Some(target.clone()),
+            };
+            let out_report = match validate(&lowered, &vopts) {
+                Ok(r) => r,
+                Err(e) if !report.changed => {
+                    // Cannot happen after `lower_words` read it, but the input is to blame then.
+                    eprintln!("error: `{name}` is not a valid SPIR-V module: {e}");
+                    return Ok(EXIT_FINDINGS);
+                }
+                Err(e) => {
+                    eprintln!(
+                        "error: internal error, please report it at https://github.com/spv-subgroup/spv-subgroup/issues: \
+                         the lowered module does not parse: {e}\nnote: `{}` was not written",
+                        self.output.output.display()
+                    );
+                    return Ok(EXIT_INTERNAL);
+                }
+            };
+            if out_report.has_errors() {
+                return Ok(self.verify_failed(&name, &words, &out_report, &vopts, report.changed));
+            }
+        }
         if !report.changed {
             // Written back exactly as read (same bytes, same endianness).
             write_atomically(&self.output.output, &bytes)?;
@@ -126,33 +156,6 @@ impl Opts {
             }
             return Ok(EXIT_OK);
         }
-        if !self.no_verify {
-            let vopts = ValidateOptions {
-                target_env: Some(target.target_env.clone()),
-                target: Some(target.clone()),
-            };
-            let out_report = validate(&lowered, &vopts)
-                .map_err(|e| anyhow::anyhow!("the lowered module does not parse: {e}"))
-                .context("internal error, please report it at https://github.com/spv-subgroup/spv-subgroup/issues");
-            let out_report = match out_report {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!(
-                        "{}\nnote: `{}` was not written",
-                        crate::io::error_chain(&e),
-                        self.output.output.display()
-                    );
-                    return Ok(EXIT_INTERNAL);
-                }
-            };
-            if out_report
-                .diagnostics
-                .iter()
-                .any(|d| d.severity == Severity::Error)
-            {
-                return Ok(self.verify_failed(&name, &words, &out_report, &vopts));
-            }
-        }
         let out_bytes: Vec<u8> = lowered.iter().flat_map(|w| w.to_le_bytes()).collect();
         write_atomically(&self.output.output, &out_bytes)?;
         if !self.quiet {
@@ -162,44 +165,82 @@ impl Opts {
     }
 
     /// Explains a failed verification: the input's own fault (exit 1) or ours (exit 3).
+    ///
+    /// The input is judged with the same target: an output error is ours only when the input
+    /// does not already have as many errors of that rule (ids and offsets move in a rewrite, the
+    /// rule a construct breaks does not).
     fn verify_failed(
         &self,
         name: &str,
         input: &[u32],
         out_report: &spv_subgroup_validate::Report,
         vopts: &ValidateOptions,
+        changed: bool,
     ) -> u8 {
-        let mut errors_only = out_report.clone();
-        errors_only
-            .diagnostics
-            .retain(|d| d.severity == Severity::Error);
-        let findings = render_human(&errors_only, &format!("{name} (lowered)"));
-        let input_is_invalid = validate(
-            input,
-            &ValidateOptions {
-                target_env: vopts.target_env.clone(),
-                target: None,
-            },
-        )
-        .map(|r| r.diagnostics.iter().any(|d| d.severity == Severity::Error))
-        .unwrap_or(true);
         let out = self.output.output.display();
-        if input_is_invalid {
-            eprintln!(
-                "error: the input `{name}` is itself invalid and its lowered form does not validate either; \
-                 run `spv-subgroup validate {name}` (or pass --no-verify to write it anyway)\n{findings}\
-                 note: `{out}` was not written"
-            );
-            EXIT_FINDINGS
+        let input_report = if changed {
+            validate(input, vopts).ok()
         } else {
-            eprintln!(
-                "error: internal error, please report it at https://github.com/spv-subgroup/spv-subgroup/issues \
-                 (with the input module and this command line): the lowered module fails validation\n{findings}\
-                 note: `{out}` was not written; --no-verify writes it anyway"
-            );
-            EXIT_INTERNAL
+            Some(out_report.clone())
+        };
+        let new_errors = match &input_report {
+            Some(inp) => errors_not_in(out_report, inp),
+            None => errors_only(out_report),
+        };
+        match input_report {
+            Some(inp) if new_errors.diagnostics.is_empty() => {
+                let findings = render_human(&errors_only(&inp), name);
+                eprintln!(
+                    "error: `{name}` cannot be lowered for target `{}`: it has constructs the target \
+                     lacks that `lower` does not rewrite (or is itself invalid)\n{findings}\
+                     note: `{out}` was not written",
+                    self.target
+                );
+                EXIT_FINDINGS
+            }
+            _ => {
+                let findings = render_human(&new_errors, &format!("{name} (lowered)"));
+                eprintln!(
+                    "error: internal error, please report it at https://github.com/spv-subgroup/spv-subgroup/issues \
+                     (with the input module and this command line): the lowered module fails validation\n{findings}\
+                     note: `{out}` was not written; --no-verify writes it anyway"
+                );
+                EXIT_INTERNAL
+            }
         }
     }
+}
+
+/// The report's error-level findings.
+fn errors_only(report: &spv_subgroup_validate::Report) -> spv_subgroup_validate::Report {
+    let mut r = report.clone();
+    r.diagnostics.retain(|d| d.severity == Severity::Error);
+    r
+}
+
+/// The output's errors beyond what the input already has, counted per rule.
+fn errors_not_in(
+    output: &spv_subgroup_validate::Report,
+    input: &spv_subgroup_validate::Report,
+) -> spv_subgroup_validate::Report {
+    let mut budget: std::collections::HashMap<spv_subgroup_validate::Rule, usize> =
+        std::collections::HashMap::new();
+    for d in input
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+    {
+        *budget.entry(d.rule).or_insert(0) += 1;
+    }
+    let mut r = errors_only(output);
+    r.diagnostics.retain(|d| match budget.get_mut(&d.rule) {
+        Some(n) if *n > 0 => {
+            *n -= 1;
+            false
+        }
+        _ => true,
+    });
+    r
 }
 
 /// Debug builds only: `SPV_SUBGROUP_TEST_BREAK_OUTPUT=1` corrupts the lowered module (its magic

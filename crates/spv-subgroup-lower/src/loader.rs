@@ -1,0 +1,180 @@
+//! Our own module loader: rspirv's parser decodes the operands, this module places instructions
+//! into the sections of a `dr::Module`.
+//!
+//! rspirv 0.13's `dr::Loader` decides the section from the opcode alone and refuses what it does
+//! not know (`OpExecutionModeId`, `OpExtInst` of a non-semantic set at global scope) as "not
+//! inside block". Here the section comes from where the instruction stands: outside a function
+//! everything that is not one of the preamble's opcodes belongs to the types/globals section, in
+//! its order, and instructions between two functions (non-semantic ext-insts may stand there)
+//! are kept aside with the number of functions before them, so [`assemble`] puts them back.
+
+use rspirv::binary::{Assemble, Consumer, ParseAction};
+use rspirv::dr::{Block, Function, Instruction, Module, ModuleHeader};
+use spirv::Op;
+
+use crate::LowerError;
+
+/// A loaded module and what the `dr::Module` has no place for.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The module, its sections in input order.
+    pub module: Module,
+    /// Instructions standing between functions: (how many functions precede it, instruction).
+    pub between_functions: Vec<(usize, Instruction)>,
+}
+
+/// Loads SPIR-V words into sections, accepting every instruction the grammar knows wherever a
+/// valid module may hold it. Errors name the instruction's index and what is wrong.
+pub fn load(words: &[u32]) -> Result<Loaded, LowerError> {
+    let mut placer = Placer::default();
+    rspirv::binary::parse_words(words, &mut placer)
+        .map_err(|e| LowerError::Parse(e.to_string()))?;
+    if let Some(err) = placer.error {
+        return Err(LowerError::Parse(err));
+    }
+    Ok(placer.loaded)
+}
+
+/// Assembles a loaded module, the between-function instructions back in their places.
+pub fn assemble(mut module: Module, between: &[(usize, Instruction)]) -> Vec<u32> {
+    if between.is_empty() {
+        return module.assemble();
+    }
+    let functions = std::mem::take(&mut module.functions);
+    let mut out = module.assemble();
+    let mut pending = between.iter().peekable();
+    for (i, f) in functions.iter().enumerate() {
+        while let Some((_, inst)) = pending.next_if(|(at, _)| *at <= i) {
+            inst.assemble_into(&mut out);
+        }
+        f.assemble_into(&mut out);
+    }
+    for (_, inst) in pending {
+        inst.assemble_into(&mut out);
+    }
+    out
+}
+
+#[derive(Default)]
+struct Placer {
+    loaded: Loaded,
+    function: Option<Function>,
+    block: Option<Block>,
+    /// Instructions inside a function before its first label (OpLine, non-semantic ext-insts):
+    /// they open the first block, the only place a `dr::Function` can hold them.
+    before_label: Vec<Instruction>,
+    /// The first misplaced instruction (parse actions cannot carry our message).
+    error: Option<String>,
+    index: usize,
+}
+
+impl Placer {
+    fn fail(&mut self, message: String) -> ParseAction {
+        self.error = Some(format!("instruction {}: {message}", self.index));
+        ParseAction::Stop
+    }
+
+    fn place_global(&mut self, inst: Instruction) {
+        let m = &mut self.loaded.module;
+        match inst.class.opcode {
+            Op::Capability => m.capabilities.push(inst),
+            Op::Extension => m.extensions.push(inst),
+            Op::ExtInstImport => m.ext_inst_imports.push(inst),
+            Op::MemoryModel => m.memory_model = Some(inst),
+            Op::EntryPoint => m.entry_points.push(inst),
+            Op::ExecutionMode | Op::ExecutionModeId => m.execution_modes.push(inst),
+            Op::String | Op::SourceExtension | Op::Source | Op::SourceContinued => {
+                m.debug_string_source.push(inst)
+            }
+            Op::Name | Op::MemberName => m.debug_names.push(inst),
+            Op::ModuleProcessed => m.debug_module_processed.push(inst),
+            op if op.is_annotation() => m.annotations.push(inst),
+            // After the first function only non-semantic ext-insts (and debug lines) may stand
+            // outside one; they keep their place between the functions.
+            _ if !m.functions.is_empty() => {
+                let at = m.functions.len();
+                self.loaded.between_functions.push((at, inst));
+            }
+            // Types, constants, global variables, OpUndef, OpLine, global OpExtInst, and any
+            // future global-scope opcode: the one section that holds them, in order.
+            _ => m.types_global_values.push(inst),
+        }
+    }
+}
+
+impl Consumer for Placer {
+    fn initialize(&mut self) -> ParseAction {
+        ParseAction::Continue
+    }
+
+    fn finalize(&mut self) -> ParseAction {
+        if self.function.is_some() || self.block.is_some() {
+            return self.fail("the module ends inside a function (no OpFunctionEnd)".to_owned());
+        }
+        ParseAction::Continue
+    }
+
+    fn consume_header(&mut self, header: ModuleHeader) -> ParseAction {
+        self.loaded.module.header = Some(header);
+        ParseAction::Continue
+    }
+
+    fn consume_instruction(&mut self, inst: Instruction) -> ParseAction {
+        self.index += 1;
+        let op = inst.class.opcode;
+        let Some(function) = self.function.as_mut() else {
+            if op == Op::Function {
+                let mut f = Function::new();
+                f.def = Some(inst);
+                self.function = Some(f);
+            } else if op == Op::FunctionEnd
+                || op == Op::FunctionParameter
+                || op == Op::Label
+                || rspirv::grammar::reflect::is_block_terminator(op)
+            {
+                return self.fail(format!("Op{op:?} outside a function"));
+            } else {
+                self.place_global(inst);
+            }
+            return ParseAction::Continue;
+        };
+        match op {
+            Op::Function => return self.fail("OpFunction inside a function".to_owned()),
+            Op::FunctionParameter if self.block.is_none() => function.parameters.push(inst),
+            Op::FunctionEnd => {
+                if self.block.is_some() {
+                    return self.fail("OpFunctionEnd inside a block".to_owned());
+                }
+                if !self.before_label.is_empty() {
+                    return self.fail("a function without blocks holds instructions".to_owned());
+                }
+                function.end = Some(inst);
+                if let Some(f) = self.function.take() {
+                    self.loaded.module.functions.push(f);
+                }
+            }
+            Op::Label => {
+                if self.block.is_some() {
+                    return self.fail("OpLabel inside a block".to_owned());
+                }
+                let mut block = Block::new();
+                block.label = Some(inst);
+                block.instructions = std::mem::take(&mut self.before_label);
+                self.block = Some(block);
+            }
+            op if rspirv::grammar::reflect::is_block_terminator(op) => {
+                let Some(mut block) = self.block.take() else {
+                    return self.fail(format!("Op{op:?} outside a block"));
+                };
+                block.instructions.push(inst);
+                function.blocks.push(block);
+            }
+            _ => match self.block.as_mut() {
+                Some(block) => block.instructions.push(inst),
+                None if function.blocks.is_empty() => self.before_label.push(inst),
+                None => return self.fail(format!("Op{op:?} between two blocks")),
+            },
+        }
+        ParseAction::Continue
+    }
+}

@@ -10,7 +10,7 @@ use rspirv::dr::{Block, Instruction, Module, Operand};
 use spirv::Op;
 
 use crate::emit::{Code, Emitter, Id};
-use crate::{hygiene, loader, outline, rewrite, LowerError, LowerOptions, LowerReport};
+use crate::{hygiene, loader, outline, rewrite, stages, LowerError, LowerOptions, LowerReport};
 
 /// The largest id bound spirv-val accepts by default (SPIR-V's universal limit on result ids).
 /// An input above it is refused (it could not be valid output either), and an output that
@@ -70,6 +70,56 @@ fn check_input_bound(bound: u32, target: &crate::Target) -> Result<(), LowerErro
     })
 }
 
+/// Refuses a module whose memory model or `Kernel` capability the target's environment does not
+/// allow: an OpenCL kernel "lowered for vulkan1.1" would be output Vulkan cannot consume.
+fn check_environment(module: &Module, target: &crate::Target) -> Result<(), LowerError> {
+    if !target.target_env.starts_with("vulkan") {
+        return Ok(());
+    }
+    let refuse = |opcode: &str, missing: String| LowerError::Unsupported {
+        result_id: 0,
+        opcode: opcode.to_owned(),
+        word_offset: 0,
+        target: target.name.clone(),
+        missing,
+    };
+    for c in &module.capabilities {
+        if let Some(Operand::Capability(
+            cap @ (spirv::Capability::Kernel | spirv::Capability::Addresses),
+        )) = c.operands.first()
+        {
+            return Err(refuse(
+                "OpCapability",
+                format!(
+                    "capability {cap:?}, which the target's environment ({}) does not allow \
+                     (an OpenCL module cannot be lowered for a Vulkan target)",
+                    target.target_env
+                ),
+            ));
+        }
+    }
+    if let Some(mm) = &module.memory_model {
+        if let [Operand::AddressingModel(a), Operand::MemoryModel(m)] = mm.operands.as_slice() {
+            let addressing_ok = matches!(
+                a,
+                spirv::AddressingModel::Logical | spirv::AddressingModel::PhysicalStorageBuffer64
+            );
+            let memory_ok = matches!(m, spirv::MemoryModel::GLSL450 | spirv::MemoryModel::Vulkan);
+            if !addressing_ok || !memory_ok {
+                return Err(refuse(
+                    "OpMemoryModel",
+                    format!(
+                        "the {a:?} addressing model and {m:?} memory model, which the target's \
+                         environment ({}) does not allow",
+                        target.target_env
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Fills in the word offset of the instruction an error names.
 fn with_word_offset(err: LowerError, words: &[u32]) -> LowerError {
     match err {
@@ -81,7 +131,20 @@ fn with_word_offset(err: LowerError, words: &[u32]) -> LowerError {
             word_offset,
         } => {
             let word_offset = if result_id == 0 {
-                word_offset
+                match opcode.as_str() {
+                    // The environment checks name the first instruction that breaks them.
+                    "OpCapability" => find_instruction(words, |op, w| {
+                        op == spirv::Op::Capability as u32
+                            && matches!(w.get(1), Some(&c) if c == spirv::Capability::Kernel as u32
+                                || c == spirv::Capability::Addresses as u32)
+                    })
+                    .unwrap_or(word_offset),
+                    "OpMemoryModel" => {
+                        find_instruction(words, |op, _| op == spirv::Op::MemoryModel as u32)
+                            .unwrap_or(word_offset)
+                    }
+                    _ => word_offset,
+                }
             } else {
                 find_definition(words, result_id).unwrap_or(0)
             };
@@ -95,6 +158,23 @@ fn with_word_offset(err: LowerError, words: &[u32]) -> LowerError {
         }
         other => other,
     }
+}
+
+/// Word offset of the first instruction `pick(opcode, its words)` chooses.
+fn find_instruction(words: &[u32], pick: impl Fn(u32, &[u32]) -> bool) -> Option<usize> {
+    let mut at = 5;
+    while at < words.len() {
+        let count = (words[at] >> 16) as usize;
+        let inst = words.get(at..at + count)?;
+        if count == 0 {
+            return None;
+        }
+        if pick(words[at] & 0xffff, inst) {
+            return Some(at);
+        }
+        at += count;
+    }
+    None
 }
 
 /// Word offset of the instruction defining `id` (result id in the second or third word).
@@ -133,6 +213,7 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
     if let Some(h) = module.header.as_ref() {
         check_input_bound(h.bound, target)?;
     }
+    check_environment(module, target)?;
     let max_lanes = opts
         .subgroup_size
         .unwrap_or(target.max_subgroup_size)
@@ -375,41 +456,6 @@ fn rename(code: &mut Code, mark: (usize, usize), value: Id, orig: Id) {
     }
 }
 
-/// Function id -> the functions it calls.
-fn call_graph(module: &Module) -> HashMap<Id, Vec<Id>> {
-    let mut calls: HashMap<Id, Vec<Id>> = HashMap::new();
-    for f in &module.functions {
-        let Some(id) = f.def.as_ref().and_then(|d| d.result_id) else {
-            continue;
-        };
-        let callees = calls.entry(id).or_default();
-        for inst in f.blocks.iter().flat_map(|b| &b.instructions) {
-            if inst.class.opcode == Op::FunctionCall {
-                if let Some(Operand::IdRef(callee)) = inst.operands.first() {
-                    callees.push(*callee);
-                }
-            }
-        }
-    }
-    calls
-}
-
-/// Whether the call tree from `root` holds one of `targets`.
-fn reaches(calls: &HashMap<Id, Vec<Id>>, root: Id, targets: &BTreeSet<Id>) -> bool {
-    let mut seen: BTreeSet<Id> = BTreeSet::new();
-    let mut stack = vec![root];
-    while let Some(f) = stack.pop() {
-        if !seen.insert(f) {
-            continue;
-        }
-        if targets.contains(&f) {
-            return true;
-        }
-        stack.extend(calls.get(&f).into_iter().flatten().copied());
-    }
-    false
-}
-
 fn name_error(err: LowerError, inst: &Instruction) -> LowerError {
     match err {
         LowerError::Unsupported {
@@ -431,22 +477,41 @@ fn name_error(err: LowerError, inst: &Instruction) -> LowerError {
 /// Appends new types, constants, variables, decorations and imports, and lists the built-ins the
 /// new code loads in the interface of every entry point whose call tree holds rewritten code.
 fn finish_globals(module: &mut Module, em: &mut Emitter, rewritten: &BTreeSet<Id>) {
+    // Functions shared by a fragment and another stage are split first (it adds globals).
+    let (twins, clones) = stages::split(module, em);
+    let mut rewritten = rewritten.clone();
+    rewritten.extend(
+        rewritten
+            .iter()
+            .filter_map(|f| clones.get(f))
+            .copied()
+            .collect::<Vec<_>>(),
+    );
     module.types_global_values.append(&mut em.new_globals);
     module.annotations.append(&mut em.new_annotations);
     if let Some(import) = em.new_ext_import.take() {
         module.ext_inst_imports.push(import);
     }
     // Listing them is required from SPIR-V 1.4 on and allowed before; an entry point that never
-    // reaches the new code does not get them (a vertex stage must not list a `Flat` input).
-    let calls = call_graph(module);
+    // reaches the new code does not get them, and one that is not a fragment shader gets the
+    // undecorated twin of a `Flat` built-in (a vertex stage must not list a `Flat` input).
+    let calls = stages::call_graph(module);
     for ep in &mut module.entry_points {
-        let Some(Operand::IdRef(root)) = ep.operands.get(1) else {
+        let (Some(Operand::ExecutionModel(model)), Some(Operand::IdRef(root))) =
+            (ep.operands.first(), ep.operands.get(1))
+        else {
             continue;
         };
-        if !reaches(&calls, *root, rewritten) {
+        if !stages::reaches_any(&calls, *root, &rewritten) {
             continue;
         }
+        let fragment = *model == spirv::ExecutionModel::Fragment;
         for &var in &em.used_builtins {
+            let var = if fragment {
+                var
+            } else {
+                twins.get(&var).copied().unwrap_or(var)
+            };
             if !ep
                 .operands
                 .iter()

@@ -76,6 +76,7 @@ mod hygiene;
 mod loader;
 mod outline;
 mod rewrite;
+mod stages;
 
 pub use driver::{lower, lower_words, MAX_ID_BOUND};
 pub use loader::{assemble, load, Loaded};

@@ -1,0 +1,244 @@
+//! Regression tests of `lower` from the reliability probe (issue 12, the lowering half; each
+//! test names its problem, `Pnn`, from `shared/repro/reliability/README.md`).
+//!
+//! Inputs are built at test time from our fixtures (`fixtures/examples`, `fixtures/reliability`)
+//! with glslang and spirv-as, as the probe's scripts build them; outputs are checked with
+//! spirv-val for the target's environment.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use spv_subgroup_tests::tools;
+
+const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
+
+fn fixture(rel: &str) -> PathBuf {
+    tools::workspace_root().join(rel)
+}
+
+fn to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// Compiles a GLSL fixture with extra glslang flags (`-gV` for NonSemantic debug info).
+fn glslang(rel: &str, env: &str, flags: &[&str]) -> Vec<u32> {
+    tools::require("glslangValidator");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.spv");
+    let o = Command::new("glslangValidator")
+        .arg("-V")
+        .args(flags)
+        .args(["--target-env", env, "-o"])
+        .arg(&out)
+        .arg(fixture(rel))
+        .output()
+        .expect("glslangValidator runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    tools::read_words(&out)
+}
+
+fn spvasm(rel: &str, env: &str) -> Vec<u32> {
+    let text = std::fs::read_to_string(fixture(rel)).expect("fixture reads");
+    tools::assemble(&text, env).expect("fixture assembles")
+}
+
+/// `lower IN -o OUT ARGS...` in `dir`, with the input's words; returns the run and the output's
+/// words if one was written.
+fn lower(dir: &Path, words: &[u32], args: &[&str]) -> (Output, Option<Vec<u32>>) {
+    lower_with(dir, words, args, "")
+}
+
+/// As [`lower`], run through `sh` after `prelude` (a `ulimit`).
+fn lower_with(
+    dir: &Path,
+    words: &[u32],
+    args: &[&str],
+    prelude: &str,
+) -> (Output, Option<Vec<u32>>) {
+    let input = dir.join("in.spv");
+    let output = dir.join("out.spv");
+    let _ = std::fs::remove_file(&output);
+    std::fs::write(&input, to_bytes(words)).expect("input writes");
+    let script = format!("{prelude} exec \"$0\" lower in.spv -o out.spv \"$@\"");
+    let o = Command::new("sh")
+        .args(["-c", &script, EXE])
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs");
+    let out = output.exists().then(|| tools::read_words(&output));
+    (o, out)
+}
+
+fn code(o: &Output) -> i32 {
+    o.status
+        .code()
+        .unwrap_or_else(|| panic!("killed by a signal: {o:?}"))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn valid(words: &[u32], env: &str) {
+    if let Err(e) = tools::spirv_val(words, env) {
+        panic!("spirv-val --target-env {env} rejects the output:\n{e}");
+    }
+}
+
+#[test]
+fn p03_local_size_id_modules_are_lowered_and_keep_the_mode() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = glslang("fixtures/examples/partitioned_vote.comp", "vulkan1.3", &[]);
+    assert!(tools::disassemble(&input).contains("OpExecutionModeId"));
+    for target in ["lavapipe", "nvidia"] {
+        let (o, out) = lower(dir.path(), &input, &["--target", target]);
+        assert_eq!(code(&o), 0, "--target {target}: {}", stderr(&o));
+        let out = out.expect("written");
+        valid(&out, "vulkan1.3");
+        let text = tools::disassemble(&out);
+        assert!(
+            text.lines()
+                .any(|l| l.contains("OpExecutionModeId") && l.contains("LocalSizeId")),
+            "{target}: {text}"
+        );
+    }
+}
+
+#[test]
+fn p03_nonsemantic_debug_info_is_lowered_and_kept_in_order() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = glslang(
+        "fixtures/examples/partitioned_vote.comp",
+        "vulkan1.1",
+        &["-gV"],
+    );
+    let debug_globals = |words: &[u32]| -> Vec<String> {
+        tools::disassemble(words)
+            .lines()
+            // The debug-info ext-insts other than the per-instruction scopes and lines.
+            .filter(|l| {
+                l.contains(" Debug")
+                    && !["DebugScope", "DebugLine", "DebugNoScope", "DebugNoLine"]
+                        .iter()
+                        .any(|s| l.contains(s))
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    let before = debug_globals(&input);
+    assert!(
+        before.iter().any(|l| l.contains("DebugCompilationUnit")),
+        "glslang -gV emits NonSemantic debug info"
+    );
+    for target in ["vulkan1.1", "lavapipe", "naga"] {
+        let (o, out) = lower(dir.path(), &input, &["--target", target]);
+        assert_eq!(code(&o), 0, "--target {target}: {}", stderr(&o));
+        let out = out.expect("written");
+        valid(&out, "vulkan1.1");
+        assert_eq!(debug_globals(&out), before, "{target}: debug info changed");
+    }
+}
+
+#[test]
+fn p06_p07_huge_id_bounds_are_refused_in_bounded_memory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = glslang("fixtures/examples/partitioned_vote.comp", "vulkan1.1", &[]);
+    for bound in [0xFFFF_FFF0u32, 0xFFFF_FFFC, 0xFFFF_FFFF, 0x1000_0000] {
+        let mut words = input.clone();
+        words[3] = bound;
+        // 1 GB of address space: the old `vec![0; bound]` aborted here.
+        let (o, out) = lower_with(dir.path(), &words, &[], "ulimit -v 1000000;");
+        assert_eq!(code(&o), 1, "bound {bound:#x}: {}", stderr(&o));
+        assert!(stderr(&o).contains("id bound"), "{}", stderr(&o));
+        assert!(stderr(&o).contains("4194303"), "{}", stderr(&o));
+        assert!(out.is_none(), "nothing is written");
+    }
+}
+
+#[test]
+fn p08_output_past_the_id_bound_limit_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut words = glslang("fixtures/examples/partitioned_vote.comp", "vulkan1.1", &[]);
+    words[3] = 0x3F_FFFF;
+    valid(&words, "vulkan1.1");
+    let (o, out) = lower(dir.path(), &words, &[]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("would need an id bound"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(out.is_none(), "nothing is written");
+}
+
+#[test]
+fn p02_function_shared_by_vertex_and_fragment_gets_flat_only_in_fragment() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = spvasm(
+        "fixtures/reliability/vertex_fragment_shared.spvasm",
+        "vulkan1.1",
+    );
+    valid(&input, "vulkan1.1");
+    for (target, env) in [
+        ("vulkan1.1", "vulkan1.1"),
+        ("naga", "vulkan1.1"),
+        ("lavapipe", "vulkan1.3"),
+    ] {
+        let (o, out) = lower(dir.path(), &input, &["--target", target]);
+        assert_eq!(code(&o), 0, "--target {target}: {}", stderr(&o));
+        valid(&out.expect("written"), env);
+    }
+}
+
+#[test]
+fn p04_nothing_to_lower_is_still_judged_against_the_target() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = glslang("fixtures/reliability/core_vote.comp", "vulkan1.1", &[]);
+    // Core vote ops are nothing to rewrite, but khr-ballot has no core subgroup operations.
+    let (o, out) = lower(dir.path(), &input, &["--target", "khr-ballot"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("OpGroupNonUniformAll"), "{err}");
+    assert!(err.contains("GroupNonUniformVote"), "{err}");
+    assert!(out.is_none(), "nothing is written");
+    // The same module for a target that runs it is still written unchanged.
+    let (o, out) = lower(dir.path(), &input, &["--target", "vulkan1.1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(out.as_deref(), Some(&input[..]));
+}
+
+#[test]
+fn p05_input_constructs_the_target_lacks_are_exit_1_with_location() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = glslang(
+        "fixtures/reliability/clustered_partition.comp",
+        "vulkan1.1",
+        &[],
+    );
+    valid(&input, "vulkan1.1");
+    let (o, out) = lower(dir.path(), &input, &["--target", "lavapipe"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(!err.contains("internal error"), "{err}");
+    assert!(err.contains("GroupNonUniformClustered"), "{err}");
+    assert!(err.contains("OpGroupNonUniformIAdd"), "{err}");
+    assert!(err.contains(":word "), "names the word offset: {err}");
+    assert!(out.is_none(), "nothing is written");
+}
+
+#[test]
+fn p09_opencl_kernels_are_refused_for_vulkan_targets() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = spvasm("fixtures/reliability/opencl_kernel_vote.spvasm", "spv1.0");
+    for target in ["vulkan1.1", "lavapipe", "naga"] {
+        let (o, out) = lower(dir.path(), &input, &["--target", target]);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 1, "--target {target}: {err}");
+        assert!(err.contains("OpenCL"), "{err}");
+        assert!(err.contains("at word 5"), "{err}");
+        assert!(out.is_none(), "nothing is written");
+    }
+}

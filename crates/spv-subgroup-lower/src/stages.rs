@@ -191,9 +191,7 @@ fn clone_function(f: &Function, em: &mut Emitter, ids: &mut HashMap<Id, Id>) -> 
     let mut c = f.clone();
     for inst in all_instructions(&mut c) {
         if let Some(r) = inst.result_id {
-            if !ids.contains_key(&r) {
-                ids.insert(r, em.id());
-            }
+            ids.entry(r).or_insert_with(|| em.id());
         }
     }
     for inst in all_instructions(&mut c) {

@@ -4,7 +4,7 @@
 use spirv::{Capability as C, Op};
 
 use crate::module::Cx;
-use crate::rules::common::opname;
+use crate::rules::common::{opname, scope_value};
 use crate::rules::Rule;
 use crate::Sink;
 
@@ -49,7 +49,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
     };
     let m = &cx.m;
     let Some(scope) = m.word(i, k) else { return };
-    if m.const_u32(scope) != Some(3) {
+    if scope_value(cx, scope) != Some(3) {
         return;
     }
     if [C::SubgroupVoteKHR, C::GroupNonUniform, C::SubgroupBallotKHR]

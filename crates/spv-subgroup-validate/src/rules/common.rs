@@ -213,3 +213,14 @@ fn suffix(width: u32) -> String {
         width.to_string()
     }
 }
+
+/// The value of a Scope <id> operand when it is an `OpConstant` of 32-bit integer type, as
+/// scopes must be (spirv-val: "expected scope to be a 32-bit int"; "Scope ids must be OpConstant
+/// when Shader capability is present"); `None` otherwise.
+pub(crate) fn scope_value(cx: &Cx<'_>, id: u32) -> Option<u32> {
+    let t = cx.m.type_of(id)?;
+    match cx.m.scalar(t)? {
+        Scalar::Int { width: 32, .. } => cx.m.const_u32(id),
+        _ => None,
+    }
+}

@@ -7,7 +7,7 @@ use spirv::{Capability as C, Op};
 use crate::module::{Cx, Scalar};
 use crate::rules::common::{
     describe, family, family_text, fits, group_op_name, is_unsigned, needs_unsigned, opname,
-    scope_name,
+    scope_name, scope_value,
 };
 use crate::rules::Rule;
 use crate::Sink;
@@ -116,11 +116,11 @@ fn check_scope(cx: &Cx<'_>, i: usize, name: &str, out: &mut Sink) {
     let Some(scope) = cx.m.word(i, 3) else { return };
     // The Vulkan narrowing to Subgroup applies to shaders; kernels keep Workgroup or Subgroup.
     let vulkan = cx.vulkan && !cx.m.is_kernel();
-    let ok = match cx.m.const_u32(scope) {
+    let ok = match scope_value(cx, scope) {
         Some(3) => return,
         Some(2) if !vulkan => return,
         Some(v) => format!("found {}", scope_name(v)),
-        None => format!("%{scope} is not an OpConstant"),
+        None => format!("%{scope} is not an OpConstant of 32-bit integer type"),
     };
     let want = if vulkan {
         "the constant Subgroup (3) in a Vulkan environment"
@@ -547,6 +547,18 @@ mod tests {
             let dev = inst.replacen("%uint_3", "%uint_1", 1);
             check(&shader(&header, &dev), "spv1.3", Expect::Has("SG0602"));
         }
+    }
+
+    /// A scope is an OpConstant of 32-bit integer type; a 64-bit constant 3 is not one.
+    #[test]
+    fn scope_is_a_32_bit_constant() {
+        let h = "OpCapability GroupNonUniform\nOpCapability Int64";
+        let body = "%r = OpGroupNonUniformElect %bool %sg64";
+        let src = shader(h, body).replace(
+            "%uint_3 = OpConstant %uint 3\n",
+            "%uint_3 = OpConstant %uint 3\n%ulong = OpTypeInt 64 0\n%sg64 = OpConstant %ulong 3\n",
+        );
+        check(&src, "spv1.3", Expect::Has("SG0602"));
     }
 
     #[test]

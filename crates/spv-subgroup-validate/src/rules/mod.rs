@@ -315,7 +315,8 @@ GroupNonUniformClustered; QuadBroadcast/QuadSwap GroupNonUniformQuad.";
         vuid: "VUID-StandaloneSpirv-None-04642"
         explain: "SPIR-V 3.56.24: \"Execution is a Scope <id>. It must be either Workgroup or Subgroup\", \
 and the Vulkan environment narrows it: \"Scope for group operations must be limited to Subgroup\" \
-(VUID-StandaloneSpirv-None-04642). The scope must be a constant instruction. Workgroup is accepted outside \
+(VUID-StandaloneSpirv-None-04642). The scope must be an OpConstant of 32-bit integer type (as spirv-val \
+requires of every Scope <id> in a Shader module). Workgroup is accepted outside \
 Vulkan, as the spec versions before 1.6 revision 2 allow it (and spirv-val 2023.1 does).";
     "SG0603" CoreOperandType "core-operand-type" Error Invalid
         doc: "A core non-uniform instruction's result or operand type does not match the spec."

@@ -7,7 +7,7 @@
 use crate::module::Cx;
 use crate::rules::common::{
     describe, family, family_text, fits, group_op_text, is_unsigned, needs_unsigned, opname,
-    require_capability, scope_name,
+    require_capability, scope_name, scope_value,
 };
 use crate::rules::Rule;
 use crate::Sink;
@@ -26,7 +26,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
     );
     // Execution scope.
     if let Some(scope) = m.word(i, 3) {
-        match m.const_u32(scope) {
+        match scope_value(cx, scope) {
             Some(3) => {}
             v => out.emit(
                 cx,
@@ -34,7 +34,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
                 i,
                 match v {
                     Some(v) => format!("`Op{name}` with `{g}`: Execution must be the constant Subgroup (3), found {}", scope_name(v)),
-                    None => format!("`Op{name}` with `{g}`: Execution %{scope} must be an OpConstant holding Subgroup (3)"),
+                    None => format!("`Op{name}` with `{g}`: Execution %{scope} must be an OpConstant of 32-bit integer type holding Subgroup (3)"),
                 },
                 vec!["a partition ballot names invocations of one subgroup".into()],
             ),

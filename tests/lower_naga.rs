@@ -30,7 +30,11 @@ fn unsupported_input_capability(words: &[u32]) -> Option<&'static str> {
 
 /// Whether naga's error is its refusal of an 8/16-bit type (front end or validator).
 fn refuses_narrow_type(e: &str) -> bool {
-    (e.starts_with("spv front end") && NAGA_UNSUPPORTED.iter().any(|c| e.contains(c)))
+    (e.starts_with("spv front end")
+        && (NAGA_UNSUPPORTED.iter().any(|c| e.contains(c))
+            // An 8- or 16-bit type itself (width in bytes), before any capability is looked at.
+            || e.contains("InvalidTypeWidth(1)")
+            || e.contains("InvalidTypeWidth(2)")))
         || (e.starts_with("validator")
             && (e.contains("WidthError(Invalid(Sint, 1))")
                 || e.contains("WidthError(Invalid(Uint, 1))")

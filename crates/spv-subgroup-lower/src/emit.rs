@@ -996,7 +996,7 @@ impl<'e, 't> Code<'e, 't> {
     }
 
     /// Word `w` of the mask with the low `count` bits set (count from 0 to 128).
-    fn low_bits_word(&mut self, count: Id, w: u32) -> Result<Id, LowerError> {
+    pub(crate) fn low_bits_word(&mut self, count: Id, w: u32) -> Result<Id, LowerError> {
         let base = self.em.u32(32 * w);
         let top = self.em.u32(32 * w + 32);
         let ones = self.em.u32(u32::MAX);

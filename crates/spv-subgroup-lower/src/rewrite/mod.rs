@@ -11,6 +11,8 @@
 //! | shuffles and broadcasts of bools | them (naga) | `bool_move` |
 //! | loads of the mask built-ins | them (naga) | `masks` |
 //! | `OpSubgroupBallotKHR`/`FirstInvocationKHR`/`ReadInvocationKHR` | `SPV_KHR_shader_ballot` | `khr_ballot` |
+//! | broadcasts, shuffles, quad ops, KHR reads of 8/16/64-bit values | extended types | `wide_move` |
+//! | reduce/scans of 8/16/64-bit values, clustered reduce | extended types, `clustered` | `wide_arith` |
 //!
 //! What the target lacks for an instruction comes from one table, [`fit::missing`], which the
 //! validator's target-fit rules read too: an instruction needs a rewrite exactly when the
@@ -35,6 +37,8 @@ mod partition;
 mod partitioned_arith;
 mod scan;
 mod vote;
+mod wide_arith;
+mod wide_move;
 
 /// The partitioned group operation of `inst`, if it has one.
 pub(crate) fn partitioned_group_op(inst: &Instruction) -> Option<GroupOperation> {
@@ -161,6 +165,7 @@ pub(crate) fn needs_rewrite(inst: &Instruction, em: &Emitter) -> bool {
 pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, LowerError> {
     let target = code.em.target;
     let result = inst.result_type.and_then(|t| code.em.ty_of_id(t));
+    let lacks = missing(inst, code.em);
     match inst.class.opcode {
         op if is_khr_vote(op) => vote::lower(code, inst),
         _ if masks::needs(inst, code.em) => masks::lower(code, inst),
@@ -169,6 +174,8 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
         _ if ballot_bits::needs(inst, target) => ballot_bits::lower(code, inst),
         _ if vote::needs_core_all_equal(inst, target) => vote::lower_core_all_equal(code, inst),
         _ if scan::needs(inst, target) => scan::lower(code, inst),
+        _ if wide_move::needs(inst, &lacks) => wide_move::lower(code, inst),
+        _ if wide_arith::needs(inst, &lacks) => wide_arith::lower(code, inst),
         Op::GroupNonUniformPartitionEXT => partition::lower(code, inst),
         _ if partitioned_arith::is_partitioned_arith(inst) => partitioned_arith::lower(code, inst),
         op if is_partitioned(inst) => Err(invalid(

@@ -131,6 +131,11 @@ impl Arith {
     }
 }
 
+/// Whether `op` is one of the 16 arithmetic ops.
+pub(crate) fn is_arith_op(op: Op) -> bool {
+    Arith::of(op).is_some()
+}
+
 /// Whether `inst` is one of the 16 arithmetic ops with a partitioned group operation.
 pub(crate) fn is_partitioned_arith(inst: &Instruction) -> bool {
     Arith::of(inst.class.opcode).is_some()

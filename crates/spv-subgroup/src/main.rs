@@ -11,6 +11,7 @@ mod io;
 mod lower;
 mod output;
 mod run;
+mod sarif;
 mod signals;
 mod targets;
 mod validate;

@@ -2,7 +2,14 @@
 //!
 //! Human output is the validator's own rendering ([`render_human`]); `--format json` prints one
 //! JSON document for the whole run (documented in `docs/cli.md`):
-//! `{"version":1,"files":[{"file","ok","error","findings"}],"summary":{..}}`.
+//! `{"version":1,"files":[{"file","ok","error","findings"}],"summary":{..}}`; `--format sarif`
+//! one SARIF 2.1.0 log ([`crate::sarif`]).
+//!
+//! Files are checked in parallel on all cores ([`check_all`]); their outcomes are printed in the
+//! order of the inputs as soon as every earlier one is done, so the output is the same as serial.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -25,6 +32,8 @@ pub enum Format {
     Human,
     /// One JSON document for the whole run.
     Json,
+    /// One SARIF 2.1.0 log for the whole run (GitHub code scanning and other CI viewers).
+    Sarif,
 }
 
 const AFTER_HELP: &str = "\
@@ -33,6 +42,7 @@ Examples:
   spv-subgroup validate shaders/ --target-env vulkan1.2 --target lavapipe
   spv-subgroup validate --target dev.json --format json shader.spv
       (dev.json from `vulkaninfo --json -o dev.json`)
+  spv-subgroup validate shaders/ --format sarif > findings.sarif   (GitHub code scanning)
   cat shader.spv | spv-subgroup validate
 
 Exit status:
@@ -60,8 +70,8 @@ pub struct Opts {
 
 /// The outcome for one input.
 enum Outcome {
-    /// The module was read and checked.
-    Checked(spv_subgroup_validate::Report),
+    /// The module was read and checked; the word count of each finding's instruction.
+    Checked(spv_subgroup_validate::Report, Vec<u32>),
     /// The bytes are not a SPIR-V module.
     Malformed(spv_subgroup_validate::ParseError),
     /// The input could not be read.
@@ -91,12 +101,12 @@ impl Opts {
         let color = self.general.color.enabled();
         let mut summary = Summary::default();
         let mut files_json = Vec::new();
-        for source in &sources {
+        let (mut sarif_results, mut sarif_notes) = (Vec::new(), Vec::new());
+        check_all(&sources, &opts, |source, outcome| {
             let name = source.display_name();
-            let outcome = check(source, &opts);
             summary.files += 1;
             match &outcome {
-                Outcome::Checked(report) => {
+                Outcome::Checked(report, _) => {
                     let count = |s: Severity| {
                         report
                             .diagnostics
@@ -118,9 +128,36 @@ impl Opts {
             match self.format {
                 Format::Human => self.print_human(&outcome, &name, color)?,
                 Format::Json => files_json.push(file_json(&outcome, &name)),
+                Format::Sarif => {
+                    let artifact = crate::sarif::artifact(match source {
+                        Source::File(p) => Some(p.as_path()),
+                        Source::Stdin => None,
+                    });
+                    match &outcome {
+                        Outcome::Checked(report, words) => {
+                            sarif_results.extend(crate::sarif::results(report, &artifact, words))
+                        }
+                        Outcome::Malformed(e) => sarif_notes.push(crate::sarif::notification(
+                            &artifact,
+                            &format!("`{name}` is not a valid SPIR-V module: {e}"),
+                            Some(e.word_offset),
+                        )),
+                        Outcome::Io(e) => sarif_notes.push(crate::sarif::notification(
+                            &artifact,
+                            &format!("{e:#}"),
+                            None,
+                        )),
+                    }
+                }
             }
-        }
+            Ok(())
+        })?;
         match self.format {
+            Format::Sarif => {
+                let log = crate::sarif::log(sarif_results, sarif_notes, summary.unreadable == 0);
+                let text = serde_json::to_string_pretty(&log)?;
+                print_stdout(&format!("{text}\n"))?;
+            }
             Format::Json => {
                 let doc = JsonDoc {
                     version: JSON_VERSION,
@@ -155,7 +192,7 @@ impl Opts {
 
     fn print_human(&self, outcome: &Outcome, name: &str, color: bool) -> anyhow::Result<()> {
         match outcome {
-            Outcome::Checked(report) => {
+            Outcome::Checked(report, _) => {
                 let text = if self.general.quiet {
                     let mut only_errors = report.clone();
                     only_errors
@@ -194,10 +231,74 @@ fn check(source: &Source, opts: &ValidateOptions) -> Outcome {
         Ok(b) => b,
         Err(e) => return Outcome::Io(e),
     };
-    match words_from_bytes(&bytes).and_then(|words| validate(&words, opts)) {
-        Ok(report) => Outcome::Checked(report),
+    let checked = words_from_bytes(&bytes).and_then(|words| {
+        let report = validate(&words, opts)?;
+        let inst_words = report
+            .diagnostics
+            .iter()
+            .map(|d| {
+                words
+                    .get(d.location.word_offset)
+                    .map_or(1, |w| (w >> 16).max(1))
+            })
+            .collect();
+        Ok((report, inst_words))
+    });
+    match checked {
+        Ok((report, inst_words)) => Outcome::Checked(report, inst_words),
         Err(e) => Outcome::Malformed(e),
     }
+}
+
+/// Checks every source on all cores and hands the outcomes to `emit` in the order of `sources`,
+/// each as soon as all earlier ones are done. Workers take the next unchecked input from a shared
+/// counter, so one large module does not hold up a fixed share of the rest; only outcomes that
+/// finished ahead of their turn wait in memory. An error from `emit` stops the run.
+fn check_all(
+    sources: &[Source],
+    opts: &ValidateOptions,
+    mut emit: impl FnMut(&Source, Outcome) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(sources.len());
+    if threads <= 1 {
+        for s in sources {
+            emit(s, check(s, opts))?;
+        }
+        return Ok(());
+    }
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Outcome)>();
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(source) = sources.get(i) else { break };
+                // The receiver is gone only when `emit` failed; stop taking work then.
+                if tx.send((i, check(source, opts))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut waiting = BTreeMap::new();
+        let mut turn = 0;
+        for (i, outcome) in rx {
+            waiting.insert(i, outcome);
+            while let Some(outcome) = waiting.remove(&turn) {
+                if let Err(e) = emit(&sources[turn], outcome) {
+                    // Make the workers stop at their next input.
+                    next.store(sources.len(), Ordering::Relaxed);
+                    return Err(e);
+                }
+                turn += 1;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// The JSON document (keys in this order; the findings are the validator's `render_json` objects).
@@ -236,7 +337,7 @@ struct JsonSummary {
 
 fn file_json(outcome: &Outcome, name: &str) -> JsonFile {
     let (ok, error, findings) = match outcome {
-        Outcome::Checked(report) => {
+        Outcome::Checked(report, _) => {
             let findings = match render_json(report, name) {
                 Value::Array(items) => items,
                 other => vec![other],

@@ -1,0 +1,203 @@
+//! `validate --format sarif` (issue 11 item 3): the log is valid against the SARIF 2.1.0 schema
+//! (`fixtures/sarif/`, draft 4, checked with the `jsonschema` crate), carries every rule of the
+//! table with its help text, and places each finding at its instruction's bytes with the
+//! disassembly as the snippet, agreeing with the JSON format's word offsets.
+//! Also: `validate` checks files in parallel but prints in input order (issue 11 item 2).
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use spv_subgroup_tests::tools;
+
+const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
+
+fn run(args: &[&str], cwd: &Path) -> Output {
+    Command::new(EXE)
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// A directory with a valid module, one with findings (the vote extension removed), one whose
+/// name needs percent-encoding, and a malformed one.
+fn inputs() -> tempfile::TempDir {
+    let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+    let words = tools::compile_glsl(&src, "vulkan1.1").expect("the example compiles");
+    let text = tools::disassemble(&words);
+    let line = "OpExtension \"SPV_KHR_subgroup_vote\"";
+    assert!(text.contains(line));
+    let bad = tools::assemble(&text.replace(line, ""), "vulkan1.1").expect("assembles");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("shaders");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("a_ok.spv"), to_bytes(&words)).unwrap();
+    std::fs::write(d.join("b_bad.spv"), to_bytes(&bad)).unwrap();
+    std::fs::write(d.join("c bad#1.spv"), to_bytes(&bad)).unwrap();
+    std::fs::write(d.join("d_junk.spv"), b"#version 450\n").unwrap();
+    dir
+}
+
+fn schema_errors(log: &Value) -> Vec<String> {
+    let path = tools::workspace_root().join("fixtures/sarif/sarif-schema-2.1.0.json");
+    let schema: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let validator = jsonschema::draft4::new(&schema).expect("the SARIF schema compiles");
+    validator
+        .iter_errors(log)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}
+
+#[test]
+fn sarif_log_is_valid_and_places_findings() {
+    let dir = inputs();
+    let o = run(&["validate", "--format", "sarif", "shaders"], dir.path());
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let log: Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    let errors = schema_errors(&log);
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+    assert_eq!(log["version"], "2.1.0");
+    let run0 = &log["runs"][0];
+
+    // Every rule of the table, with its explain text as help.
+    let rules = run0["tool"]["driver"]["rules"].as_array().unwrap();
+    let o = run(&["explain"], dir.path());
+    let listed = String::from_utf8_lossy(&o.stdout).lines().count();
+    assert_eq!(rules.len(), listed, "one SARIF rule per rule of `explain`");
+    for r in rules {
+        let code = r["id"].as_str().unwrap();
+        let o = run(&["explain", code], dir.path());
+        let explain = String::from_utf8_lossy(&o.stdout).into_owned();
+        let help = r["help"]["text"].as_str().unwrap();
+        let first = help.lines().next().unwrap();
+        assert!(
+            explain
+                .split_whitespace()
+                .collect::<String>()
+                .contains(&first.split_whitespace().take(8).collect::<String>()),
+            "{code}: help {help:?} vs explain {explain:?}"
+        );
+    }
+
+    // The same findings as the JSON format, at 4 x their word offsets, with the disassembly.
+    let o = run(&["validate", "--format", "json", "shaders"], dir.path());
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut expected = Vec::new();
+    for f in doc["files"].as_array().unwrap() {
+        for finding in f["findings"].as_array().unwrap() {
+            expected.push((
+                f["file"].as_str().unwrap().to_owned(),
+                finding["code"].as_str().unwrap().to_owned(),
+                finding["word_offset"].as_u64().unwrap() * 4,
+                finding["instruction"].clone(),
+            ));
+        }
+    }
+    let results = run0["results"].as_array().unwrap();
+    let got: Vec<_> = results
+        .iter()
+        .map(|r| {
+            let loc = &r["locations"][0]["physicalLocation"];
+            (
+                loc["artifactLocation"]["uri"].as_str().unwrap().to_owned(),
+                r["ruleId"].as_str().unwrap().to_owned(),
+                loc["region"]["byteOffset"].as_u64().unwrap(),
+                loc["region"]["snippet"]["text"].clone(),
+            )
+        })
+        .collect();
+    let expected: Vec<_> = expected
+        .into_iter()
+        .map(|(f, c, b, i)| (f.replace(' ', "%20").replace('#', "%23"), c, b, i))
+        .collect();
+    assert!(!got.is_empty());
+    assert_eq!(got, expected);
+    for r in results {
+        let idx = r["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[idx]["id"], r["ruleId"]);
+        assert!(r["locations"][0]["physicalLocation"]["region"]["byteLength"].as_u64() >= Some(4));
+    }
+
+    // The malformed module is a notification with its offset.
+    let notes = run0["invocations"][0]["toolExecutionNotifications"]
+        .as_array()
+        .unwrap();
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    let loc = &notes[0]["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], "shaders/d_junk.spv");
+    assert!(notes[0]["message"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("not a valid SPIR-V module"));
+}
+
+#[test]
+fn sarif_log_of_a_clean_run_is_valid_and_empty() {
+    let dir = inputs();
+    let o = run(
+        &["validate", "--format", "sarif", "shaders/a_ok.spv"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let log: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(schema_errors(&log), Vec::<String>::new());
+    assert_eq!(log["runs"][0]["results"], serde_json::json!([]));
+    assert_eq!(
+        log["runs"][0]["invocations"][0]["executionSuccessful"],
+        true
+    );
+}
+
+#[test]
+fn parallel_validate_keeps_the_input_order() {
+    // Many files of different sizes, so workers finish out of order; the output must not.
+    let dir = inputs();
+    let d = dir.path().join("shaders");
+    let bad = std::fs::read(d.join("b_bad.spv")).unwrap();
+    let ok = std::fs::read(d.join("a_ok.spv")).unwrap();
+    let many = dir.path().join("many");
+    std::fs::create_dir(&many).unwrap();
+    for i in 0..60 {
+        let bytes: &[u8] = match i % 3 {
+            0 => &bad,
+            1 => &ok,
+            _ => b"junk",
+        };
+        std::fs::write(many.join(format!("m{i:03}.spv")), bytes).unwrap();
+    }
+    let o = run(&["validate", "many"], dir.path());
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let mut named: Vec<usize> = Vec::new();
+    for line in out.lines() {
+        if let Some(pos) = line.find("many/m") {
+            let n: usize = line[pos + 6..pos + 9].parse().unwrap();
+            if named.last() != Some(&n) {
+                named.push(n);
+            }
+        }
+    }
+    let expected: Vec<usize> = (0..60).filter(|i| i % 3 != 1).collect();
+    assert_eq!(named, expected, "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("checked 60 files: 20 ok, 20 with errors, 20 malformed"),
+        "{err}"
+    );
+}

@@ -3,15 +3,17 @@
 //! For each pair the output must pass `spirv-val` for the target's environment and our own
 //! validator with that target (no error findings), use nothing the target lacks, lower again to
 //! `changed == false`, and be byte-identical when lowered twice from the same input. A target
-//! that cannot take the module must fail with a clear `Unsupported` error, which the snapshot
-//! records. The snapshot holds, per target, the rewrites (or the error) and, for `vulkan1.1` and
-//! `naga`, the lowered disassembly.
+//! that cannot take the module must fail with a clear `Unsupported` error (asserted: never
+//! `Invalid` or another error for these valid inputs), which the snapshot records. The snapshot
+//! holds, per target, the rewrites (or the error) and, for `vulkan1.1` and `naga`, the lowered
+//! disassembly.
 
 mod lower_common;
 
 use std::fmt::Write as _;
 
 use lower_common::{build, lower, misfits, presets, wants, PATTERN};
+use spv_subgroup_lower::LowerError;
 use spv_subgroup_tests::tools;
 use spv_subgroup_validate::{validate, Severity, ValidateOptions};
 
@@ -32,6 +34,13 @@ fn lower_fixtures() {
             let (out, report) = match lower(&input, &target) {
                 Ok(r) => r,
                 Err(e) => {
+                    // A valid input is lowered or refused for what the target lacks: never
+                    // `Invalid`, a parse error or an internal one.
+                    assert!(
+                        matches!(e, LowerError::Unsupported { .. }),
+                        "{} for {name}: a valid input must be lowered or refused as Unsupported, got: {e}",
+                        path.display()
+                    );
                     writeln!(snap, "== {name}: error: {e}").unwrap();
                     continue;
                 }

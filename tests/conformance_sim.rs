@@ -1,0 +1,208 @@
+//! The conformance suite in the simulator (`spv-subgroup-sim`): every case's native module, and
+//! its lowered forms for each preset whose subgroup-size range includes the size, at subgroup
+//! sizes 1 to 128 (`SPV_SIM_SIZES`, default all eight), every local size of the case (full and
+//! partial subgroups), two input seeds and two seeds of undefined values; each run is checked
+//! against the host model (`conformance_model.rs`).
+//! Lowered modules must never read an undefined value (`report_undefined` finds none).
+//! `SPV_CONFORMANCE_FILTER` selects cases by substring, as in `conformance.rs`.
+
+#![allow(clippy::print_stdout)] // A test harness: its report is what it prints.
+
+#[path = "conformance_inputs.rs"]
+mod inputs;
+#[path = "conformance_model.rs"]
+#[allow(dead_code)] // Shared with the lavapipe harness, which uses all of it.
+mod model;
+#[path = "conformance_shaders.rs"]
+#[allow(dead_code)]
+mod shaders;
+
+use std::collections::BTreeMap;
+
+use model::KeyEq;
+use shaders::{Case, Family};
+use spv_subgroup_lower::{lower_words, FloatPartition, LowerOptions, Target};
+use spv_subgroup_sim::{Dispatch, Module};
+use spv_subgroup_tests::tools;
+
+/// Workgroups per dispatch.
+const GROUPS: u32 = 4;
+/// Input seeds per (case, variant, local size, subgroup size).
+const SEEDS: [u64; 2] = [1, 2];
+/// Presets the lowered modules are made for (a case may name its own list).
+const PRESETS: [&str; 3] = ["vulkan1.1", "lavapipe", "naga"];
+
+fn compile(glsl: &str, env: &str) -> Vec<u32> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("case.comp");
+    std::fs::write(&path, glsl).expect("write");
+    tools::compile_glsl(&path, env).unwrap_or_else(|e| panic!("glslang: {e}"))
+}
+
+fn sizes() -> Vec<u32> {
+    match std::env::var("SPV_SIM_SIZES") {
+        Ok(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
+        Err(_) => vec![1, 2, 4, 8, 16, 32, 64, 128],
+    }
+}
+
+/// Simulator work done: lane-instructions and the time spent in `Module::run`.
+#[derive(Default)]
+struct Work {
+    lane_steps: u64,
+    time: std::time::Duration,
+}
+
+/// Runs one module of a case at one size; returns failures.
+fn run_variant(
+    case: &Case,
+    words: &[u32],
+    size: u32,
+    lowered: bool,
+    what: &str,
+    work: &mut Work,
+) -> Vec<String> {
+    let mut fails = Vec::new();
+    for &local in &case.local_sizes {
+        let spec = BTreeMap::from([(0u32, u64::from(local))]);
+        let module = match Module::with_spec_constants(words, &spec) {
+            Ok(m) => m,
+            Err(e) => return vec![format!("{what}: translation: {e}")],
+        };
+        for seed in SEEDS {
+            let inp = inputs::gen_inputs(case, local, seed, GROUPS);
+            let n = (GROUPS * local) as usize;
+            let out_words = case.layout.out_words(n);
+            let mut buffers = BTreeMap::new();
+            buffers.insert((0, 0), inp.iter().flat_map(|w| w.to_le_bytes()).collect());
+            buffers.insert((0, 1), vec![0u8; out_words * 4]);
+            let d = Dispatch {
+                subgroup_size: size,
+                workgroups: [GROUPS, 1, 1],
+                buffers,
+                seed: seed * 7919 + u64::from(size),
+                report_undefined: lowered,
+                ..Dispatch::default()
+            };
+            let t = std::time::Instant::now();
+            let result = module.run(&d);
+            work.time += t.elapsed();
+            let out = match result {
+                Ok(o) => {
+                    work.lane_steps += o.lane_steps;
+                    o
+                }
+                Err(e) => {
+                    fails.push(format!("{what} local {local} seed {seed}: {e}"));
+                    continue;
+                }
+            };
+            let bytes = &out.buffers[&(0, 1)];
+            let words: Vec<u32> = bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let recs = case.layout.decode(&words);
+            let outcome = model::check(&case.layout, &recs, KeyEq::Spec);
+            if outcome.mismatches != 0 || outcome.records == 0 {
+                fails.push(format!(
+                    "{what} local {local} seed {seed}: {} mismatches of {} ({:?}); records {}\n    {}",
+                    outcome.mismatches,
+                    outcome.checked,
+                    outcome.by_result,
+                    outcome.records,
+                    outcome.details.join("\n    ")
+                ));
+            }
+            if lowered && out.undefined_total != 0 {
+                fails.push(format!(
+                    "{what} local {local} seed {seed}: the lowered module read {} undefined values, first: {:?}",
+                    out.undefined_total,
+                    out.undefined.first()
+                ));
+            }
+        }
+    }
+    fails
+}
+
+#[test]
+fn conformance_suite_in_the_simulator() {
+    let filter = std::env::var("SPV_CONFORMANCE_FILTER").unwrap_or_default();
+    let sizes = sizes();
+    let mut fails = Vec::new();
+    let mut runs = 0usize;
+    let mut work = Work::default();
+    let start = std::time::Instant::now();
+    for case in shaders::all_cases()
+        .iter()
+        .filter(|c| c.name.contains(&filter))
+    {
+        let native = compile(&case.glsl, case.env);
+        let presets: Vec<&str> = case.presets.clone().unwrap_or_else(|| PRESETS.to_vec());
+        let mut lowered = Vec::new();
+        if !matches!(case.family, Family::CoreArith | Family::CoreVote) {
+            for p in presets {
+                let Some(target) = Target::preset(p) else {
+                    fails.push(format!("{}: no preset `{p}`", case.name));
+                    continue;
+                };
+                let (min, max) = (target.min_subgroup_size, target.max_subgroup_size);
+                let opts = LowerOptions {
+                    target,
+                    subgroup_size: None,
+                    float_partition: FloatPartition::Spec,
+                };
+                match lower_words(&native, &opts) {
+                    Ok((w, _)) => lowered.push((p, min, max, w)),
+                    Err(e) => {
+                        fails.push(format!("{} [lowered:{p}]: lowering failed: {e}", case.name))
+                    }
+                }
+            }
+        }
+        for &size in &sizes {
+            fails.extend(run_variant(
+                case,
+                &native,
+                size,
+                false,
+                &format!("{} [native] size {size}", case.name),
+                &mut work,
+            ));
+            runs += 1;
+            for (p, min, max, w) in &lowered {
+                if (*min..=*max).contains(&size) {
+                    fails.extend(run_variant(
+                        case,
+                        w,
+                        size,
+                        true,
+                        &format!("{} [lowered:{p}] size {size}", case.name),
+                        &mut work,
+                    ));
+                    runs += 1;
+                }
+            }
+        }
+    }
+    println!(
+        "simulator conformance: {runs} (case, variant, size) runs at sizes {sizes:?} in {:.1?}",
+        start.elapsed()
+    );
+    println!(
+        "simulator throughput: {} lane-instructions in {:.2?} of Module::run = {:.1} million lane-instructions/s",
+        work.lane_steps,
+        work.time,
+        work.lane_steps as f64 / work.time.as_secs_f64().max(1e-9) / 1e6
+    );
+    for f in fails.iter().take(40) {
+        println!("FAIL {f}");
+    }
+    assert!(
+        fails.is_empty(),
+        "{} failures (first ones above)",
+        fails.len()
+    );
+    assert!(runs > 0, "no case matched the filter");
+}

@@ -106,7 +106,7 @@ impl std::fmt::Debug for Machine<'_> {
 }
 
 /// Most undefined events kept in the outcome (the total is always counted).
-const MAX_REPORTS: usize = 1000;
+const MAX_REPORTS: usize = 100_000;
 
 impl<'p> Machine<'p> {
     /// Fresh random bits (splitmix64).

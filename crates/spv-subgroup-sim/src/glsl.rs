@@ -17,6 +17,40 @@ impl Machine<'_> {
             .iter()
             .map(|id| self.val(*id))
             .collect::<Result<_>>()?;
+        // Packing: vectors to and from one wider scalar.
+        if matches!(ext, 58 | 59 | 62 | 65) && !vals.is_empty() {
+            for l in lanes(mask) {
+                let v = vals[0];
+                match ext {
+                    // PackHalf2x16: vec2 -> uint of two halves.
+                    58 => {
+                        let lo = u64::from(crate::num::f64_to_f16(fget(32, self.get(sg, v, 0, l))));
+                        let hi = u64::from(crate::num::f64_to_f16(fget(32, self.get(sg, v, 1, l))));
+                        self.put(sg, inst, 0, l, lo | (hi << 16));
+                    }
+                    // PackDouble2x32: uvec2 -> double, low word first.
+                    59 => {
+                        let (lo, hi) = (self.get(sg, v, 0, l), self.get(sg, v, 1, l));
+                        self.put(sg, inst, 0, l, (lo & 0xffff_ffff) | (hi << 32));
+                    }
+                    // UnpackHalf2x16: uint -> vec2.
+                    62 => {
+                        let x = self.get(sg, v, 0, l);
+                        for c in 0..2u32 {
+                            let h = crate::num::f16_to_f64((x >> (16 * c)) as u16);
+                            self.put(sg, inst, c, l, fput(32, h));
+                        }
+                    }
+                    // UnpackDouble2x32: double -> uvec2.
+                    _ => {
+                        let x = self.get(sg, v, 0, l);
+                        self.put(sg, inst, 0, l, x & 0xffff_ffff);
+                        self.put(sg, inst, 1, l, x >> 32);
+                    }
+                }
+            }
+            return Ok(());
+        }
         // Geometric functions reduce vectors to scalars.
         if (66..=69).contains(&ext) && !vals.is_empty() {
             let w = vals[0].1.scalar_of().map_or(32, Scalar::width);

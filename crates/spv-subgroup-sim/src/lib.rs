@@ -85,7 +85,7 @@ pub struct Undefined {
 pub struct Outcome {
     /// Every bound buffer's contents after the dispatch.
     pub buffers: BTreeMap<(u32, u32), Vec<u8>>,
-    /// Undefined values produced (the first 1000, when reporting).
+    /// Undefined values produced (the first 100000, when reporting).
     pub undefined: Vec<Undefined>,
     /// How many undefined values were produced.
     pub undefined_total: u64,

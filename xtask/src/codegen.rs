@@ -1,7 +1,13 @@
-//! `cargo xtask codegen [--check]`: write `docs/rules.md` from the validator's rule table.
+//! `cargo xtask codegen [--check]`: write the generated files.
 //!
-//! The text comes from `spv_subgroup_validate::rules::markdown()`, so the table in the code stays
-//! the single source of truth. `--check` fails (without writing) when the file is out of date.
+//! - `docs/rules.md` from the validator's rule table (`spv_subgroup_validate::rules::markdown()`),
+//!   so the table in the code stays the single source of truth;
+//! - `crates/spv-subgroup-capi/include/spv_subgroup.h`, the C header, by cbindgen from the C
+//!   interface's `src/lib.rs` with that crate's `cbindgen.toml`.
+//!
+//! `--check` fails (without writing) when a file is out of date.
+
+use std::path::Path;
 
 use anyhow::{bail, Context};
 
@@ -12,20 +18,47 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         [a] if a == "--check" => true,
         _ => bail!("usage: cargo xtask codegen [--check]"),
     };
-    let path = crate::workspace_root().join("docs/rules.md");
-    let want = spv_subgroup_validate::rules::markdown();
-    let have = std::fs::read_to_string(&path).unwrap_or_default();
-    if have == want {
-        eprintln!("codegen: {} is up to date", path.display());
-        return Ok(());
+    let root = crate::workspace_root();
+    let capi = root.join("crates/spv-subgroup-capi");
+    let files = [
+        (
+            root.join("docs/rules.md"),
+            spv_subgroup_validate::rules::markdown(),
+        ),
+        (capi.join("include/spv_subgroup.h"), c_header(&capi)?),
+    ];
+    let mut stale = Vec::new();
+    for (path, want) in files {
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        if have == want {
+            eprintln!("codegen: {} is up to date", path.display());
+        } else if check {
+            stale.push(path.display().to_string());
+        } else {
+            std::fs::write(&path, want)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!("codegen: wrote {}", path.display());
+        }
     }
-    if check {
+    if !stale.is_empty() {
         bail!(
-            "{} is out of date: run `cargo xtask codegen` and commit the result",
-            path.display()
+            "out of date: {}; run `cargo xtask codegen` and commit the result",
+            stale.join(", ")
         );
     }
-    std::fs::write(&path, want).with_context(|| format!("cannot write {}", path.display()))?;
-    eprintln!("codegen: wrote {}", path.display());
     Ok(())
+}
+
+/// The C header as cbindgen makes it (the crate's own test, `tests/header.rs`, does the same).
+fn c_header(capi: &Path) -> anyhow::Result<String> {
+    let config = cbindgen::Config::from_file(capi.join("cbindgen.toml"))
+        .map_err(|e| anyhow::anyhow!("cannot read cbindgen.toml: {e}"))?;
+    let bindings = cbindgen::Builder::new()
+        .with_config(config)
+        .with_src(capi.join("src/lib.rs"))
+        .generate()
+        .context("cbindgen cannot generate the C header")?;
+    let mut out = Vec::new();
+    bindings.write(&mut out);
+    String::from_utf8(out).context("the C header is not UTF-8")
 }

@@ -16,6 +16,8 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("mesa-vulkan-drivers", "lavapipe (the Vulkan CPU driver)"),
     ("libvulkan1", "the Vulkan loader"),
     ("vulkan-tools", "vulkaninfo"),
+    ("gcc", "cc (the C interface test compiles a C program)"),
+    ("g++", "c++ (the C interface test compiles the header as C++)"),
 ];
 
 /// Installs whatever is missing, or fails saying how to.

@@ -17,7 +17,10 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("libvulkan1", "the Vulkan loader"),
     ("vulkan-tools", "vulkaninfo"),
     ("gcc", "cc (the C interface test compiles a C program)"),
-    ("g++", "c++ (the C interface test compiles the header as C++)"),
+    (
+        "g++",
+        "c++ (the C interface test compiles the header as C++)",
+    ),
 ];
 
 /// Installs whatever is missing, or fails saying how to.

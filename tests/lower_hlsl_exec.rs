@@ -1,0 +1,172 @@
+//! Real HLSL compiler output, run: the Slang-compiled fixtures in `fixtures/lower/hlsl/` (WaveMatch,
+//! WaveMultiPrefix*, WaveActiveAllEqual and friends) are lowered for each preset lavapipe can run
+//! and executed on lavapipe at subgroup sizes 4, 8 and 16; natively too where lavapipe has the ops.
+//!
+//! Each shader computes its results with the ops under test and, beside them, a brute-force
+//! reference from `WaveActiveBallot` and `WaveReadLaneAt` over the active lanes. A record of 24
+//! words per invocation holds `n` (how many results the lane checks; 0 when it sat out), the
+//! results in words `1..1+n` and the reference in words `12..12+n`; every pair must agree.
+
+#![allow(clippy::print_stdout)] // A test harness: its report is what it prints.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use spv_subgroup_lower::{lower_words, LowerOptions, Target};
+use spv_subgroup_tests::{lavapipe, tools};
+use spv_subgroup_validate::{validate, ValidateOptions};
+use spv_subgroup_vk::{PipelineOptions, Runner};
+
+const LOCAL: u32 = 64;
+const GROUPS: u32 = 4;
+const RECORD: usize = 24;
+/// Presets whose output lavapipe runs (the others need another device or SPIR-V 1.0 input).
+const PRESETS: [&str; 3] = ["vulkan1.1", "lavapipe", "naga"];
+
+fn fixtures() -> Vec<PathBuf> {
+    let dir = tools::workspace_root().join("fixtures/lower/hlsl");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "spvasm"))
+        .collect();
+    found.sort();
+    assert!(
+        found.len() >= 3,
+        "the HLSL fixtures are missing in {}",
+        dir.display()
+    );
+    found
+}
+
+/// Keys for one dispatch: few distinct values, so subsets have several members; float fixtures
+/// get float bits including +0.0, -0.0 and a NaN.
+fn keys(float: bool, seed: u32) -> Vec<u32> {
+    let floats = [0.0f32, -0.0, 1.0, 2.5, -1.0, f32::NAN].map(f32::to_bits);
+    (0..LOCAL * GROUPS)
+        .map(|i| {
+            let h = (i ^ seed.wrapping_mul(0x9e37_79b9)).wrapping_mul(0x85eb_ca6b) >> 7;
+            if float {
+                floats[(h % floats.len() as u32) as usize]
+            } else {
+                h % 5
+            }
+        })
+        .collect()
+}
+
+/// Runs `words` once per seed and checks every record; returns how many results were compared.
+fn run_checked(runner: &Runner, words: &[u32], float: bool, what: &str) -> usize {
+    let opts = PipelineOptions {
+        buffers: 2,
+        ..PipelineOptions::default()
+    };
+    let pipeline = runner
+        .pipeline(words, &opts)
+        .unwrap_or_else(|e| panic!("{what}: lavapipe refuses the module: {e}"));
+    let mut compared = 0;
+    for seed in 1..=3 {
+        let mut buffers = vec![
+            keys(float, seed),
+            vec![0xdead_beef; (LOCAL * GROUPS) as usize * RECORD],
+        ];
+        runner
+            .run(
+                &pipeline,
+                &mut buffers,
+                [GROUPS, 1, 1],
+                Duration::from_secs(120),
+            )
+            .unwrap_or_else(|e| panic!("{what}: dispatch failed: {e}"));
+        for (inv, rec) in buffers[1].chunks(RECORD).enumerate() {
+            let n = rec[0] as usize;
+            assert!(
+                n <= 11,
+                "{what}: invocation {inv} wrote no record (n = {n:#x})"
+            );
+            for j in 0..n {
+                assert_eq!(
+                    rec[1 + j],
+                    rec[12 + j],
+                    "{what}, seed {seed}, invocation {inv}: result {j} differs from the reference (record {rec:x?})"
+                );
+            }
+            compared += n;
+        }
+    }
+    compared
+}
+
+/// The suite at one subgroup size; runs only inside `lavapipe_subgroup_size_*`.
+#[test]
+fn child_suite() {
+    if std::env::var("SPV_HLSL_CHILD").is_err() {
+        return;
+    }
+    let runner = Runner::new().unwrap_or_else(|e| panic!("no Vulkan device: {e}"));
+    println!("subgroup size: {}", runner.info().subgroup_size);
+    for path in fixtures() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let input = tools::assemble(&text, "vulkan1.1").unwrap_or_else(|e| panic!("{name}: {e}"));
+        let float = name.contains("float");
+        let partitioned = text.contains("OpGroupNonUniformPartitionNV");
+        if !partitioned {
+            // lavapipe runs the core ops natively: the reference must agree there too.
+            let n = run_checked(&runner, &input, float, &format!("{name} native"));
+            println!("{name} native: {n} results agree");
+        }
+        for preset in PRESETS {
+            let target = Target::preset(preset).expect("preset");
+            let size = runner.info().subgroup_size;
+            let opts = LowerOptions {
+                target: target.clone(),
+                ..LowerOptions::default()
+            };
+            let (out, _) = lower_words(&input, &opts)
+                .unwrap_or_else(|e| panic!("{name} for {preset}: lowering fails: {e}"));
+            let vopts = ValidateOptions {
+                target_env: None,
+                target: Some(target.clone()),
+            };
+            let report = validate(&out, &vopts).expect("the output parses");
+            assert!(
+                !report.has_errors(),
+                "{name} for {preset}: the output has findings: {report:?}"
+            );
+            let n = run_checked(
+                &runner,
+                &out,
+                float,
+                &format!("{name} lowered:{preset} at {size}"),
+            );
+            assert!(n > 0, "{name} for {preset}: no lane checked anything");
+            println!("{name} lowered:{preset}: {n} results agree");
+        }
+    }
+}
+
+fn at_size(size: u32) {
+    let text = lavapipe::run_child(
+        "child_suite",
+        size,
+        &[("SPV_HLSL_CHILD", "1")],
+        Duration::from_secs(900),
+    );
+    println!("{text}");
+}
+
+#[test]
+fn lavapipe_subgroup_size_4() {
+    at_size(4);
+}
+
+#[test]
+fn lavapipe_subgroup_size_8() {
+    at_size(8);
+}
+
+#[test]
+fn lavapipe_subgroup_size_16() {
+    at_size(16);
+}

@@ -1,0 +1,74 @@
+//! Running part of a test binary again under lavapipe at a chosen subgroup size.
+//!
+//! lavapipe's subgroup size follows `LP_NATIVE_VECTOR_WIDTH` (128 bits: 4 lanes, 256: 8,
+//! 512: 16), which it reads when the driver loads, so each size needs a process of its own:
+//! [`run_child`] re-runs one test of the current binary with that variable set.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `LP_NATIVE_VECTOR_WIDTH` that gives subgroup `size`, for the sizes lavapipe really runs.
+pub fn vector_width(size: u32) -> u32 {
+    match size {
+        4 => 128,
+        8 => 256,
+        16 => 512,
+        _ => panic!("lavapipe runs subgroups of 4, 8 or 16 lanes, not {size}"),
+    }
+}
+
+/// Re-runs the test `child_test` of this binary on lavapipe with subgroup `size`, with
+/// `SPV_CHILD_EXPECT_SIZE=size` and the extra variables `env`, waits at most `limit`, and returns
+/// what it printed; panics when it fails or runs too long. The child should print
+/// `subgroup size: N` (the driver's report), which is checked against `size`.
+pub fn run_child(child_test: &str, size: u32, env: &[(&str, &str)], limit: Duration) -> String {
+    // `/proc/self/exe` still runs this binary if a concurrent `cargo test` has replaced the file.
+    let proc_exe = std::path::Path::new("/proc/self/exe");
+    let exe = if proc_exe.exists() {
+        proc_exe.to_path_buf()
+    } else {
+        std::env::current_exe().expect("the test binary's path")
+    };
+    let mut child = Command::new(exe)
+        .args(["--exact", child_test, "--nocapture", "--test-threads", "1"])
+        .envs(env.iter().copied())
+        .env("SPV_CHILD_EXPECT_SIZE", size.to_string())
+        .env("LP_NATIVE_VECTOR_WIDTH", vector_width(size).to_string())
+        // Mesa's shader cache key ignores LP_NATIVE_VECTOR_WIDTH: a shader cached at one width
+        // must not run at another.
+        .env("MESA_SHADER_CACHE_DISABLE", "true")
+        .env("SPV_SUBGROUP_VK_DEVICE", "llvmpipe")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("re-running the test binary");
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if start.elapsed() > limit => {
+                let _ = child.kill();
+                panic!(
+                    "`{child_test}` at subgroup size {size} ran past {limit:?} (a hung shader?)"
+                );
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("waiting for the child: {e}"),
+        }
+    }
+    let out = child.wait_with_output().expect("child output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("subgroup size: {size}\n")),
+        "`{child_test}` did not report subgroup size {size}:\n{text}"
+    );
+    assert!(
+        out.status.success(),
+        "`{child_test}` failed at subgroup size {size}:\n{text}"
+    );
+    text
+}

@@ -9,51 +9,16 @@
 
 #![allow(clippy::print_stdout)] // A test harness: its report is what it prints.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use spv_subgroup_lower::{lower_words, LowerOptions, Target};
+use spv_subgroup_tests::hlsl::{check_records, fixtures, keys, GROUPS, LOCAL, RECORD};
 use spv_subgroup_tests::{lavapipe, tools};
 use spv_subgroup_validate::{validate, ValidateOptions};
 use spv_subgroup_vk::{PipelineOptions, Runner};
 
-const LOCAL: u32 = 64;
-const GROUPS: u32 = 4;
-const RECORD: usize = 24;
 /// Presets whose output lavapipe runs (the others need another device or SPIR-V 1.0 input).
 const PRESETS: [&str; 3] = ["vulkan1.1", "lavapipe", "naga"];
-
-fn fixtures() -> Vec<PathBuf> {
-    let dir = tools::workspace_root().join("fixtures/lower/hlsl");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "spvasm"))
-        .collect();
-    found.sort();
-    assert!(
-        found.len() >= 3,
-        "the HLSL fixtures are missing in {}",
-        dir.display()
-    );
-    found
-}
-
-/// Keys for one dispatch: few distinct values, so subsets have several members; float fixtures
-/// get float bits including +0.0, -0.0 and a NaN.
-fn keys(float: bool, seed: u32) -> Vec<u32> {
-    let floats = [0.0f32, -0.0, 1.0, 2.5, -1.0, f32::NAN].map(f32::to_bits);
-    (0..LOCAL * GROUPS)
-        .map(|i| {
-            let h = (i ^ seed.wrapping_mul(0x9e37_79b9)).wrapping_mul(0x85eb_ca6b) >> 7;
-            if float {
-                floats[(h % floats.len() as u32) as usize]
-            } else {
-                h % 5
-            }
-        })
-        .collect()
-}
 
 /// Runs `words` once per seed and checks every record; returns how many results were compared.
 fn run_checked(runner: &Runner, words: &[u32], float: bool, what: &str) -> usize {
@@ -78,21 +43,7 @@ fn run_checked(runner: &Runner, words: &[u32], float: bool, what: &str) -> usize
                 Duration::from_secs(120),
             )
             .unwrap_or_else(|e| panic!("{what}: dispatch failed: {e}"));
-        for (inv, rec) in buffers[1].chunks(RECORD).enumerate() {
-            let n = rec[0] as usize;
-            assert!(
-                n <= 11,
-                "{what}: invocation {inv} wrote no record (n = {n:#x})"
-            );
-            for j in 0..n {
-                assert_eq!(
-                    rec[1 + j],
-                    rec[12 + j],
-                    "{what}, seed {seed}, invocation {inv}: result {j} differs from the reference (record {rec:x?})"
-                );
-            }
-            compared += n;
-        }
+        compared += check_records(&buffers[1], &format!("{what}, seed {seed}"));
     }
     compared
 }

@@ -13,15 +13,11 @@
 #![allow(clippy::print_stdout)] // A test harness: its report is what it prints.
 
 use std::borrow::Cow;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use spv_subgroup_lower::{lower_words, LowerOptions, Target};
+use spv_subgroup_tests::hlsl::{check_records, fixtures, keys, GROUPS, LOCAL, RECORD};
 use spv_subgroup_tests::{lavapipe, tools};
-
-const LOCAL: u32 = 64;
-const GROUPS: u32 = 4;
-const RECORD: usize = 24;
 
 /// A wgpu device on lavapipe with subgroup operations.
 struct Gpu {
@@ -156,37 +152,6 @@ fn dispatch(gpu: &Gpu, words: &[u32], inputs: &[Vec<u32>], what: &str) -> Vec<Ve
         .collect()
 }
 
-fn fixtures() -> Vec<PathBuf> {
-    let dir = tools::workspace_root().join("fixtures/lower/hlsl");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "spvasm"))
-        .collect();
-    found.sort();
-    assert!(
-        found.len() >= 3,
-        "the HLSL fixtures are missing in {}",
-        dir.display()
-    );
-    found
-}
-
-/// Keys with few distinct values (float bits including +0.0, -0.0 and a NaN for float fixtures).
-fn keys(float: bool, seed: u32) -> Vec<u32> {
-    let floats = [0.0f32, -0.0, 1.0, 2.5, -1.0, f32::NAN].map(f32::to_bits);
-    (0..LOCAL * GROUPS)
-        .map(|i| {
-            let h = (i ^ seed.wrapping_mul(0x9e37_79b9)).wrapping_mul(0x85eb_ca6b) >> 7;
-            if float {
-                floats[(h % floats.len() as u32) as usize]
-            } else {
-                h % 5
-            }
-        })
-        .collect()
-}
-
 /// The suite at one subgroup size; runs only inside `lavapipe_subgroup_size_*`.
 #[test]
 fn child_suite() {
@@ -215,18 +180,7 @@ fn child_suite() {
             ];
             let what = format!("{name} lowered:naga, seed {seed}");
             let results = dispatch(&gpu, &out, &inputs, &what);
-            for (inv, rec) in results[1].chunks(RECORD).enumerate() {
-                let n = rec[0] as usize;
-                assert!(n <= 11, "{what}: invocation {inv} wrote no record");
-                for j in 0..n {
-                    assert_eq!(
-                        rec[1 + j],
-                        rec[12 + j],
-                        "{what}, invocation {inv}: result {j} differs from the reference (record {rec:x?})"
-                    );
-                }
-                compared += n;
-            }
+            compared += check_records(&results[1], &what);
         }
         assert!(compared > 0, "{name}: no lane checked anything");
         println!("{name} lowered:naga through wgpu: {compared} results agree");

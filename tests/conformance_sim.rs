@@ -115,15 +115,7 @@ fn run_variant(
                     outcome.details.join("\n    ")
                 ));
             }
-            // Open finding (reported to the lowering): the vulkan1.1 partitioned-arithmetic sequence
-            // computes OpGroupNonUniformBallotFindMSB of an empty ballot; it is tolerated here,
-            // by name, so every other undefined read still fails the run.
-            let known = |u: &spv_subgroup_sim::Undefined| {
-                what.contains("[lowered:vulkan1.1]")
-                    && u.what == "OpGroupNonUniformBallotFindMSB of an empty ballot"
-            };
-            let unknown = out.undefined.iter().filter(|u| !known(u)).count();
-            if lowered && (unknown != 0 || out.undefined_total > out.undefined.len() as u64) {
+            if lowered && out.undefined_total != 0 {
                 fails.push(format!(
                     "{what} local {local} seed {seed}: the lowered module read {} undefined values, first: {:?}",
                     out.undefined_total,

@@ -507,12 +507,20 @@ impl<'t> Emitter<'t> {
 
     /// A constant of `ty` with every component equal to the scalar `bits`.
     pub(crate) fn splat(&mut self, ty: Ty, bits: u64) -> Id {
-        let c = self.constant(ty.component(), bits);
+        self.vector(ty, &vec![bits; usize::from(ty.n)])
+    }
+
+    /// A constant of `ty` whose components are `bits` (one per component, `ty.n` of them).
+    pub(crate) fn vector(&mut self, ty: Ty, bits: &[u64]) -> Id {
+        debug_assert_eq!(bits.len(), usize::from(ty.n));
+        let comps: Vec<Id> = bits
+            .iter()
+            .map(|&b| self.constant(ty.component(), b))
+            .collect();
         if ty.n == 1 {
-            return c;
+            return comps[0];
         }
         let t = self.ty(ty);
-        let comps = vec![c; usize::from(ty.n)];
         if let Some(&id) = self.composites.get(&(t, comps.clone())) {
             return id;
         }
@@ -1104,12 +1112,13 @@ impl<'e, 't> Code<'e, 't> {
         }
     }
 
-    /// Index of the lowest set bit of a mask; undefined (but no fault) when the mask is zero.
+    /// Index of the lowest set bit of a mask. Never an undefined value: when the mask is zero it
+    /// is some fixed index (callers that can see an empty mask select on `mask_nonzero`).
     pub(crate) fn find_lsb(&mut self, m: Id) -> Result<Id, LowerError> {
         self.find_bit(m, false)
     }
 
-    /// Index of the highest set bit of a mask; undefined (but no fault) when the mask is zero.
+    /// Index of the highest set bit of a mask; as `find_lsb`, defined when the mask is zero.
     pub(crate) fn find_msb(&mut self, m: Id) -> Result<Id, LowerError> {
         self.find_bit(m, true)
     }
@@ -1122,12 +1131,18 @@ impl<'e, 't> Code<'e, 't> {
         }
         if self.em.has_core_ballot() && !self.em.target.restrictions.no_ballot_bit_ops {
             let scope = self.em.subgroup_scope();
-            let op = if msb {
-                Op::GroupNonUniformBallotFindMSB
+            // The core ops leave an empty ballot's result undefined (the spec's "undefined
+            // value"), and the pointer-jumping scans ask before knowing the mask is non-empty.
+            // A guard bit at the far end cannot change the answer for a non-empty mask, so it
+            // makes the result defined for an empty one at the cost of one OR.
+            let (op, guard) = if msb {
+                (Op::GroupNonUniformBallotFindMSB, [1, 0, 0, 0])
             } else {
-                Op::GroupNonUniformBallotFindLSB
+                (Op::GroupNonUniformBallotFindLSB, [0, 0, 0, 1 << 31])
             };
-            return Ok(self.op(op, Ty::U32, &[scope, m]));
+            let guard = self.em.vector(Ty::U32.with_n(4), &guard);
+            let guarded = self.mask_or(m, guard);
+            return Ok(self.op(op, Ty::U32, &[scope, guarded]));
         }
         // Per word, then pick the lowest (highest) non-zero word with a select chain.
         let zero = self.em.u32(0);

@@ -680,7 +680,14 @@ fn child_suite() {
 }
 
 /// Re-runs this binary's `child_suite` with `LP_NATIVE_VECTOR_WIDTH` set, with a wall-clock limit.
-fn run_child(width: u32, size: u32) {
+/// Whether lavapipe runs its LLVM optimisation passes on the pipelines of a child.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Optimise {
+    On,
+    Off,
+}
+
+fn run_child(width: u32, size: u32, optimise: Optimise) {
     // `/proc/self/exe` still runs this binary if a concurrent `cargo test` has replaced the file.
     let proc_exe = std::path::Path::new("/proc/self/exe");
     let exe = if proc_exe.exists() {
@@ -703,6 +710,14 @@ fn run_child(width: u32, size: u32) {
         // must not run at another.
         .env("MESA_SHADER_CACHE_DISABLE", "true")
         .env("SPV_SUBGROUP_VK_DEVICE", "llvmpipe")
+        .env(
+            "GALLIVM_PERF",
+            if optimise == Optimise::Off {
+                "nopt"
+            } else {
+                ""
+            },
+        )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -737,19 +752,22 @@ fn run_child(width: u32, size: u32) {
     );
 }
 
+// Sizes 4 and 16 run with lavapipe's LLVM optimisation passes off (`GALLIVM_PERF=nopt`): a third
+// less CPU, since compiling the pipelines dominates the suite; size 8 runs with them on, as users'
+// lavapipe does, so a shape the optimiser gets wrong is still seen (docs/conformance.md).
 #[test]
 fn lavapipe_subgroup_size_4() {
-    run_child(128, 4);
+    run_child(128, 4, Optimise::Off);
 }
 
 #[test]
 fn lavapipe_subgroup_size_8() {
-    run_child(256, 8);
+    run_child(256, 8, Optimise::On);
 }
 
 #[test]
 fn lavapipe_subgroup_size_16() {
-    run_child(512, 16);
+    run_child(512, 16, Optimise::Off);
 }
 
 #[test]

@@ -12,7 +12,7 @@
 //!   of the ballot) and asserts the suite sees it;
 //! - `model_*` test the host model itself.
 //!
-//! Environment of the child: `SPV_CONFORMANCE_CHILD=1`, `SPV_CONFORMANCE_EXPECT_SIZE`,
+//! Environment of the child: `SPV_CONFORMANCE_CHILD=1`, `SPV_CHILD_EXPECT_SIZE`,
 //! `SPV_CONFORMANCE_PRESETS` (comma list; default `lavapipe,naga`, or `vulkan1.1,naga` on a device
 //! with native partitioned ops), `SPV_CONFORMANCE_FILTER` (substring of case names),
 //! `SPV_CONFORMANCE_BENCH=1` (also time native vs lowered), `SPV_CONFORMANCE_OUT` (a folder for
@@ -35,6 +35,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use spv_subgroup_tests::lavapipe;
 
 use model::{KeyEq, Layout, Rng, Scalar, Ty};
 use shaders::{Case, Family};
@@ -620,7 +622,7 @@ fn child_suite() {
     let info = runner.info().clone();
     println!("{}", info.summary());
     println!("subgroup size: {}", info.subgroup_size);
-    if let Ok(expect) = std::env::var("SPV_CONFORMANCE_EXPECT_SIZE") {
+    if let Ok(expect) = std::env::var("SPV_CHILD_EXPECT_SIZE") {
         assert_eq!(
             info.subgroup_size.to_string(),
             expect,
@@ -687,69 +689,22 @@ enum Optimise {
     Off,
 }
 
-fn run_child(width: u32, size: u32, optimise: Optimise) {
-    // `/proc/self/exe` still runs this binary if a concurrent `cargo test` has replaced the file.
-    let proc_exe = std::path::Path::new("/proc/self/exe");
-    let exe = if proc_exe.exists() {
-        proc_exe.to_path_buf()
+fn run_child(size: u32, optimise: Optimise) {
+    let gallivm_perf = if optimise == Optimise::Off {
+        "nopt"
     } else {
-        std::env::current_exe().expect("the test binary's path")
+        ""
     };
-    let mut child = Command::new(exe)
-        .args([
-            "--exact",
-            "child_suite",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env("SPV_CONFORMANCE_CHILD", "1")
-        .env("SPV_CONFORMANCE_EXPECT_SIZE", size.to_string())
-        .env("LP_NATIVE_VECTOR_WIDTH", width.to_string())
-        // Mesa's shader cache key ignores LP_NATIVE_VECTOR_WIDTH: a shader cached at one width
-        // must not run at another.
-        .env("MESA_SHADER_CACHE_DISABLE", "true")
-        .env("SPV_SUBGROUP_VK_DEVICE", "llvmpipe")
-        .env(
-            "GALLIVM_PERF",
-            if optimise == Optimise::Off {
-                "nopt"
-            } else {
-                ""
-            },
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("re-running the test binary");
-    let start = Instant::now();
-    let limit = Duration::from_secs(900);
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
-                panic!("the size-{size} suite ran past {limit:?} (a hung shader?)");
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(100)),
-            Err(e) => panic!("waiting for the child: {e}"),
-        }
-    }
-    let out = child.wait_with_output().expect("child output");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let text = lavapipe::run_child(
+        "child_suite",
+        size,
+        &[
+            ("SPV_CONFORMANCE_CHILD", "1"),
+            ("GALLIVM_PERF", gallivm_perf),
+        ],
+        Duration::from_secs(900),
     );
     println!("{text}");
-    assert!(
-        text.contains(&format!("subgroup size: {size}\n")),
-        "the child did not report subgroup size {size}"
-    );
-    assert!(
-        out.status.success(),
-        "the conformance suite failed at subgroup size {size}"
-    );
 }
 
 // Sizes 4 and 16 run with lavapipe's LLVM optimisation passes off (`GALLIVM_PERF=nopt`): a third
@@ -757,17 +712,17 @@ fn run_child(width: u32, size: u32, optimise: Optimise) {
 // lavapipe does, so a shape the optimiser gets wrong is still seen (docs/conformance.md).
 #[test]
 fn lavapipe_subgroup_size_4() {
-    run_child(128, 4, Optimise::Off);
+    run_child(4, Optimise::Off);
 }
 
 #[test]
 fn lavapipe_subgroup_size_8() {
-    run_child(256, 8, Optimise::On);
+    run_child(8, Optimise::On);
 }
 
 #[test]
 fn lavapipe_subgroup_size_16() {
-    run_child(512, 16, Optimise::Off);
+    run_child(16, Optimise::Off);
 }
 
 #[test]

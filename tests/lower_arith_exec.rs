@@ -13,11 +13,10 @@
 
 #![allow(clippy::print_stdout, reason = "a test harness")]
 
-use std::process::Command;
 use std::time::Duration;
 
 use spv_subgroup_lower::{lower_words, LowerOptions, Target};
-use spv_subgroup_tests::tools;
+use spv_subgroup_tests::{lavapipe, tools};
 use spv_subgroup_vk::{PipelineOptions, Runner};
 
 const LANES: usize = 64;
@@ -85,7 +84,8 @@ fn child() {
     let runner =
         Runner::new().expect("a Vulkan device (lavapipe: apt-get install mesa-vulkan-drivers)");
     let size = runner.info().subgroup_size as usize;
-    if let Some(expect) = std::env::var("ARITH_EXEC_EXPECT_SIZE")
+    println!("subgroup size: {size}");
+    if let Some(expect) = std::env::var("SPV_CHILD_EXPECT_SIZE")
         .ok()
         .and_then(|s| s.parse::<usize>().ok())
     {
@@ -187,22 +187,13 @@ fn run_variant(
 
 #[test]
 fn lavapipe_sizes() {
-    let exe = std::env::current_exe().expect("test binary");
-    for (width, size) in [(128, 4), (256, 8), (512, 16)] {
-        let out = Command::new(&exe)
-            .args(["child", "--exact", "--nocapture", "--test-threads=1"])
-            .env("ARITH_EXEC_CHILD", "1")
-            .env("ARITH_EXEC_EXPECT_SIZE", size.to_string())
-            .env("LP_NATIVE_VECTOR_WIDTH", width.to_string())
-            .env("MESA_SHADER_CACHE_DISABLE", "true")
-            .output()
-            .expect("re-running the test binary");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+    for size in [4, 8, 16] {
+        let text = lavapipe::run_child(
+            "child",
+            size,
+            &[("ARITH_EXEC_CHILD", "1")],
+            Duration::from_secs(600),
         );
-        assert!(out.status.success(), "subgroup size {size} failed:\n{text}");
         assert!(
             text.contains("variants x 3 seeds"),
             "the child did not run at size {size}:\n{text}"

@@ -19,11 +19,10 @@
 #![allow(clippy::print_stdout, reason = "a test harness")]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use spv_subgroup_lower::{lower_words, LowerOptions, Target};
-use spv_subgroup_tests::tools;
+use spv_subgroup_tests::{lavapipe, tools};
 use spv_subgroup_vk::{PipelineOptions, Runner};
 
 /// The presets whose outputs run.
@@ -195,10 +194,11 @@ fn child() {
     let runner = Runner::with_device(Some("llvmpipe"))
         .expect("lavapipe (apt-get install mesa-vulkan-drivers)");
     let size = runner.info().subgroup_size;
-    let expect: u32 = std::env::var("LOWER_EXEC_EXPECT_SIZE")
+    println!("subgroup size: {size}");
+    let expect: u32 = std::env::var("SPV_CHILD_EXPECT_SIZE")
         .ok()
         .and_then(|s| s.parse().ok())
-        .expect("the parent sets LOWER_EXEC_EXPECT_SIZE");
+        .expect("the parent sets SPV_CHILD_EXPECT_SIZE");
     assert_eq!(
         size, expect,
         "the driver runs another subgroup size than asked"
@@ -228,22 +228,13 @@ fn child() {
 
 #[test]
 fn lavapipe_sizes() {
-    let exe = std::env::current_exe().expect("test binary");
-    for (width, size) in [(128, 4), (256, 8), (512, 16)] {
-        let out = Command::new(&exe)
-            .args(["child", "--exact", "--nocapture", "--test-threads=1"])
-            .env("LOWER_EXEC_CHILD", "1")
-            .env("LOWER_EXEC_EXPECT_SIZE", size.to_string())
-            .env("LP_NATIVE_VECTOR_WIDTH", width.to_string())
-            .env("MESA_SHADER_CACHE_DISABLE", "true")
-            .output()
-            .expect("re-running the test binary");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+    for size in [4, 8, 16] {
+        let text = lavapipe::run_child(
+            "child",
+            size,
+            &[("LOWER_EXEC_CHILD", "1")],
+            Duration::from_secs(600),
         );
-        assert!(out.status.success(), "subgroup size {size} failed:\n{text}");
         assert!(
             text.contains("words equal to native"),
             "the child did not run at size {size}:\n{text}"

@@ -24,14 +24,10 @@
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use spv_subgroup_lower::{FloatPartition, LowerError, LowerOptions};
+use spv_subgroup_lower::{lower_and_verify, FloatPartition, LowerError, LowerOptions, VerifyError};
 use spv_subgroup_validate::target::Target;
 use spv_subgroup_validate::target::TARGET_ENVS;
 use spv_subgroup_validate::{validate, Diagnostic, Severity, ValidateOptions};
-
-mod outcome;
-
-use outcome::{lower_verified, LowerFailure};
 
 /// What a call did. Non-negative values are successes; negative values are errors, and a
 /// diagnostic (when the caller asked for one) says more.
@@ -471,7 +467,7 @@ pub unsafe extern "C" fn spvsg_lower(
             float_partition: ctx.float_partition,
         };
         let (out, report) =
-            lower_verified(words, &opts, ctx.target_env.as_deref()).map_err(failure_of)?;
+            lower_and_verify(words, &opts, ctx.target_env.as_deref()).map_err(failure_of)?;
         let rewritten = report.rewrites.iter().map(|(_, n)| n).sum();
         let code = Box::into_raw(out.into_boxed_slice());
         let built = Box::into_raw(Box::new(spvsg_binary_t {
@@ -563,31 +559,30 @@ fn check_size_fits(target: &Target, size: u32) -> Result<(), Failure> {
     Ok(())
 }
 
-fn failure_of(f: LowerFailure) -> Failure {
+fn failure_of(f: VerifyError) -> Failure {
     let (code, word_offset, result_id) = match &f {
-        LowerFailure::Lower(LowerError::Parse(_)) => (SPVSG_ERROR_INVALID_BINARY, 0, 0),
-        LowerFailure::Lower(LowerError::Unsupported {
+        VerifyError::Lower(LowerError::Parse(_)) => (SPVSG_ERROR_INVALID_BINARY, 0, 0),
+        VerifyError::Lower(LowerError::Unsupported {
             word_offset,
             result_id,
             ..
         }) => (SPVSG_ERROR_UNSUPPORTED, *word_offset, *result_id),
-        LowerFailure::Lower(LowerError::Invalid { result_id, .. }) => {
+        VerifyError::Lower(LowerError::Invalid { result_id, .. }) => {
             (SPVSG_ERROR_INVALID_MODULE, 0, *result_id)
         }
-        LowerFailure::Binary(e) => (SPVSG_ERROR_INVALID_BINARY, e.word_offset, 0),
-        LowerFailure::InvalidInput(d) | LowerFailure::TargetLacks(d) => {
-            let code = if matches!(f, LowerFailure::InvalidInput(_)) {
+        VerifyError::Binary(e) => (SPVSG_ERROR_INVALID_BINARY, e.word_offset, 0),
+        VerifyError::Input { .. } => {
+            let code = if f.input_is_invalid() {
                 SPVSG_ERROR_INVALID_MODULE
             } else {
                 SPVSG_ERROR_UNSUPPORTED
             };
-            (
-                code,
-                d.location.word_offset,
-                d.location.result_id.unwrap_or(0),
-            )
+            let (at, id) = f.first_finding().map_or((0, 0), |d| {
+                (d.location.word_offset, d.location.result_id.unwrap_or(0))
+            });
+            (code, at, id)
         }
-        LowerFailure::Internal(_) => (SPVSG_ERROR_INTERNAL, 0, 0),
+        VerifyError::Internal { .. } => (SPVSG_ERROR_INTERNAL, 0, 0),
     };
     Failure {
         code,

@@ -4,6 +4,8 @@
 //! [`Target`] has: `OpSubgroupAllKHR`/`AnyKHR`/`AllEqualKHR` become core vote ops or ballots,
 //! `OpGroupNonUniformPartitionNV/EXT` becomes a match sequence, and partitioned reduce/scan
 //! becomes pointer-jumping shuffles. [`lower_words`] is the same over SPIR-V words.
+//! [`lower_and_verify`] also validates the output for the target and blames a failure on the
+//! input or on the pass, as the CLI and the C interface report it.
 //! The pass never prints, never does IO and never panics on any input.
 #![deny(missing_docs)]
 
@@ -77,6 +79,8 @@ mod loader;
 mod outline;
 mod rewrite;
 mod stages;
+mod verify;
 
 pub use driver::{lower, lower_words, MAX_ID_BOUND};
 pub use loader::{assemble, load, Loaded};
+pub use verify::{describe, lower_and_verify, verify_lowered, VerifyError};

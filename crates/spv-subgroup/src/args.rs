@@ -109,14 +109,6 @@ pub struct InputArgs {
     pub inputs: Vec<PathBuf>,
 }
 
-/// One required input, or `-` for stdin.
-#[derive(Debug, Args)]
-pub struct InputArg {
-    /// The SPIR-V binary to read, `-` for stdin.
-    #[arg(value_name = "INPUT")]
-    pub input: PathBuf,
-}
-
 /// `-o OUT`, `-` for stdout.
 #[derive(Debug, Args)]
 pub struct OutputArg {

@@ -102,7 +102,7 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
             out.push(Source::Stdin);
         } else if p.is_dir() {
             let mut found = Vec::new();
-            find_spv(p, &mut found)
+            find_spv(p, None, &mut found)
                 .with_context(|| format!("cannot search directory `{}`", show_path(p)))?;
             if found.is_empty() {
                 bail!("no `*.spv` files found under `{}`", show_path(p));
@@ -119,13 +119,17 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
 /// Collects `*.spv` entries below `dir`; symbolic links to directories are not followed (no cycles).
 /// A `*.spv` symbolic link that leads nowhere (dangling, or a loop) is collected too, so reading it
 /// fails and the run reports it as unreadable rather than passing over a missing build product.
-fn find_spv(dir: &Path, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// `skip` (a canonical path) is a directory not to enter: `lower`'s output inside its input.
+pub fn find_spv(dir: &Path, skip: Option<&Path>, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
         let ty = entry.file_type()?;
         if ty.is_dir() {
-            find_spv(&path, found)?;
+            if skip.is_some_and(|s| std::fs::canonicalize(&path).is_ok_and(|c| c == s)) {
+                continue;
+            }
+            find_spv(&path, skip, found)?;
         } else if path.extension().is_some_and(|e| e == "spv") && !path.is_dir() {
             found.push(path);
         }

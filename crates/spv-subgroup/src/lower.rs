@@ -2,13 +2,18 @@
 //!
 //! The output is verified with our validator (unless `--no-verify`) before anything is written,
 //! and written atomically. A module that needs no change is written back byte for byte.
+//! [`Job::lower`] does one module; several inputs or a directory go to [`crate::lower_tree`].
 
 use clap::{Args, ValueEnum};
-use spv_subgroup_lower::{lower_words, FloatPartition, LowerError, LowerOptions, LowerReport};
-use spv_subgroup_validate::{render_human, validate, words_from_bytes, Severity, ValidateOptions};
+use std::path::PathBuf;
 
-use crate::args::{load_target, parse_subgroup_size, InputArg, OutputArg};
-use crate::io::{source_of, write_atomically, Source};
+use spv_subgroup_lower::{
+    lower_words, verify_lowered, FloatPartition, LowerError, LowerOptions, LowerReport, VerifyError,
+};
+use spv_subgroup_validate::{render_human, words_from_bytes};
+
+use crate::args::{load_target, parse_subgroup_size, OutputArg};
+use crate::io::{show_path, source_of, write_atomically, Source};
 use crate::{EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK};
 
 const AFTER_HELP: &str = "\
@@ -17,13 +22,16 @@ Examples:
   spv-subgroup lower in.spv -o out.spv --target naga      what naga's SPIR-V front end accepts
   spv-subgroup lower in.spv -o out.spv --target dev.json --subgroup-size 32
   spv-subgroup lower - -o - < in.spv > out.spv            stdin to stdout
+  spv-subgroup lower shaders/ -o lowered/                 every *.spv below shaders/, mirrored
+  spv-subgroup lower a.spv b.spv -o lowered/              into lowered/a.spv and lowered/b.spv
 
 Exit status:
   0  lowered (or nothing to lower) and written
   1  the input is malformed, or cannot be lowered for the target (the message names the
      instruction and the missing feature)
   2  usage error or IO error
-  3  internal error: the lowered module failed verification; nothing was written (please report it)";
+  3  internal error: the lowered module failed verification; nothing was written (please report it)
+  With several inputs, the highest status any module calls for (3, then 2, then 1).";
 
 /// How partition keys of float type are compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -38,8 +46,10 @@ pub enum FloatPartitionArg {
 #[derive(Debug, Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Opts {
-    #[command(flatten)]
-    input: InputArg,
+    /// The SPIR-V binary to read (`-` for stdin), or several files and directories: then `-o`
+    /// names a directory that mirrors them (every `*.spv` below a directory, lowered in parallel).
+    #[arg(value_name = "INPUT", required = true)]
+    inputs: Vec<PathBuf>,
     #[command(flatten)]
     output: OutputArg,
     /// The device to lower for: a preset (see `spv-subgroup targets`) or a JSON file
@@ -77,41 +87,116 @@ impl Opts {
                 );
             }
         }
-        let source = source_of(&self.input.input);
+        let job = Job {
+            opts: LowerOptions {
+                target: target.clone(),
+                subgroup_size: self.subgroup_size,
+                float_partition: match self.float_partition {
+                    FloatPartitionArg::Spec => FloatPartition::Spec,
+                    FloatPartitionArg::Bitwise => FloatPartition::Bitwise,
+                },
+            },
+            target_arg: self.target.clone(),
+            verify: !self.no_verify,
+        };
+        if crate::lower_tree::is_tree(&self.inputs) {
+            return crate::lower_tree::run(&self.inputs, &self.output.output, &job, self.quiet);
+        }
+        let source = source_of(&self.inputs[0]);
         if source == Source::Stdin {
             crate::io::check_stdin_not_terminal()?;
         }
         let name = source.display_name();
         let bytes = source.read()?;
-        let words = match words_from_bytes(&bytes) {
-            Ok(w) => w,
-            Err(e) => {
-                eprintln!("error: `{name}` is not a valid SPIR-V module: {e}");
-                return Ok(EXIT_FINDINGS);
-            }
-        };
-        let opts = LowerOptions {
-            target: target.clone(),
-            subgroup_size: self.subgroup_size,
-            float_partition: match self.float_partition {
-                FloatPartitionArg::Spec => FloatPartition::Spec,
-                FloatPartitionArg::Bitwise => FloatPartition::Bitwise,
-            },
-        };
-        let (lowered, report) = match lower_words(&words, &opts) {
-            Ok(r) => r,
-            Err(e) => {
-                match e {
-                    LowerError::Parse(_) => {
-                        eprintln!("error: `{name}` is not a module that can be lowered: {e}")
+        let out = &self.output.output;
+        match job.lower(&name, &bytes, &show_path(out)) {
+            Ok(done) => {
+                write_atomically(out, done.bytes(&bytes))?;
+                if !self.quiet {
+                    match &done {
+                        Done::Unchanged => eprintln!(
+                            "nothing to lower for target {}: module written unchanged",
+                            target.name
+                        ),
+                        Done::Lowered(_, report) => eprintln!("{}", summary(report, &target.name)),
                     }
-                    // The message already says "cannot be lowered for target ..." and names the instruction.
-                    LowerError::Unsupported { .. } => eprintln!("error: `{name}`: {e}"),
-                    _ => eprintln!("error: `{name}` cannot be lowered: {e}"),
                 }
-                return Ok(EXIT_FINDINGS);
+                Ok(EXIT_OK)
             }
+            Err(refused) => {
+                eprintln!("{}", refused.message);
+                Ok(refused.exit)
+            }
+        }
+    }
+}
+
+/// What every module of a run is lowered with.
+pub struct Job {
+    /// The lowering options (target, subgroup size, float partition).
+    pub opts: LowerOptions,
+    /// `--target` as given, for messages.
+    pub target_arg: String,
+    /// Whether to verify the output (`--no-verify` clears it).
+    pub verify: bool,
+}
+
+/// A module lowered and verified, ready to write.
+pub enum Done {
+    /// Nothing to lower: the input's own bytes are the output (same byte order).
+    Unchanged,
+    /// The lowered module's bytes (little-endian) and what was rewritten.
+    Lowered(Vec<u8>, LowerReport),
+}
+
+impl Done {
+    /// The bytes to write, given the input's bytes.
+    pub fn bytes<'a>(&'a self, input: &'a [u8]) -> &'a [u8] {
+        match self {
+            Done::Unchanged => input,
+            Done::Lowered(bytes, _) => bytes,
+        }
+    }
+}
+
+/// Why a module was not lowered: the exit status it calls for, the message to print (which ends
+/// with the note that `OUT` was not written where that helps), and its kind for a tree's summary.
+pub struct Refused {
+    /// `EXIT_FINDINGS` (the input's fault) or `EXIT_INTERNAL` (ours).
+    pub exit: u8,
+    /// What to print on stderr, `error: ...`, possibly several lines.
+    pub message: String,
+    /// One word for the summary: `malformed`, `invalid`, `unsupported` or `internal`.
+    pub kind: &'static str,
+}
+
+impl Job {
+    /// Lowers one module read from `name`, to be written to `out` (both as messages show them).
+    pub fn lower(&self, name: &str, bytes: &[u8], out: &str) -> Result<Done, Refused> {
+        let refuse = |kind, message: String| Refused {
+            exit: EXIT_FINDINGS,
+            message,
+            kind,
         };
+        let words = words_from_bytes(bytes).map_err(|e| {
+            refuse(
+                "malformed",
+                format!("error: `{name}` is not a valid SPIR-V module: {e}"),
+            )
+        })?;
+        let (lowered, report) = lower_words(&words, &self.opts).map_err(|e| match e {
+            LowerError::Parse(_) => refuse(
+                "malformed",
+                format!("error: `{name}` is not a module that can be lowered: {e}"),
+            ),
+            // The message already says "cannot be lowered for target ..." and names the instruction.
+            LowerError::Unsupported { .. } => {
+                refuse("unsupported", format!("error: `{name}`: {e}"))
+            }
+            LowerError::Invalid { .. } => {
+                refuse("invalid", format!("error: `{name}` cannot be lowered: {e}"))
+            }
+        })?;
         #[cfg(debug_assertions)]
         let lowered = if report.changed {
             break_output_for_tests(lowered)
@@ -120,127 +205,71 @@ impl Opts {
         };
         // Every output is judged against the target, also one written back unchanged: "nothing
         // to lower" must not pass off a module the target cannot run.
-        if !self.no_verify {
-            let vopts = ValidateOptions {
-                target_env: Some(target.target_env.clone()),
-                target: Some(target.clone()),
-            };
-            let out_report = match validate(&lowered, &vopts) {
-                Ok(r) => r,
-                Err(e) if !report.changed => {
-                    // Cannot happen after `lower_words` read it, but the input is to blame then.
-                    eprintln!("error: `{name}` is not a valid SPIR-V module: {e}");
-                    return Ok(EXIT_FINDINGS);
-                }
-                Err(e) => {
-                    eprintln!(
-                        "error: internal error, please report it at https://github.com/spv-subgroup/spv-subgroup/issues: \
-                         the lowered module does not parse: {e}\nnote: `{}` was not written",
-                        self.output.output.display()
-                    );
-                    return Ok(EXIT_INTERNAL);
-                }
-            };
-            if out_report.has_errors() {
-                return Ok(self.verify_failed(&name, &words, &out_report, &vopts, report.changed));
-            }
+        if self.verify {
+            verify_lowered(&words, &lowered, report.changed, &self.opts, None)
+                .map_err(|e| self.verify_failed(name, out, e))?;
         }
-        if !report.changed {
-            // Written back exactly as read (same bytes, same endianness).
-            write_atomically(&self.output.output, &bytes)?;
-            if !self.quiet {
-                eprintln!(
-                    "nothing to lower for target {}: module written unchanged",
-                    target.name
-                );
-            }
-            return Ok(EXIT_OK);
-        }
-        let out_bytes: Vec<u8> = lowered.iter().flat_map(|w| w.to_le_bytes()).collect();
-        write_atomically(&self.output.output, &out_bytes)?;
-        if !self.quiet {
-            eprintln!("{}", summary(&report, &target.name));
-        }
-        Ok(EXIT_OK)
+        Ok(if report.changed {
+            Done::Lowered(
+                lowered.iter().flat_map(|w| w.to_le_bytes()).collect(),
+                report,
+            )
+        } else {
+            Done::Unchanged
+        })
     }
 
     /// Explains a failed verification: the input's own fault (exit 1) or ours (exit 3).
-    ///
-    /// The input is judged with the same target: an output error is ours only when the input
-    /// does not already have as many errors of that rule (ids and offsets move in a rewrite, the
-    /// rule a construct breaks does not).
-    fn verify_failed(
-        &self,
-        name: &str,
-        input: &[u32],
-        out_report: &spv_subgroup_validate::Report,
-        vopts: &ValidateOptions,
-        changed: bool,
-    ) -> u8 {
-        let out = self.output.output.display();
-        let input_report = if changed {
-            validate(input, vopts).ok()
-        } else {
-            Some(out_report.clone())
-        };
-        let new_errors = match &input_report {
-            Some(inp) => errors_not_in(out_report, inp),
-            None => errors_only(out_report),
-        };
-        match input_report {
-            Some(inp) if new_errors.diagnostics.is_empty() => {
-                let findings = render_human(&errors_only(&inp), name);
-                eprintln!(
+    fn verify_failed(&self, name: &str, out: &str, e: VerifyError) -> Refused {
+        const REPORT: &str = "internal error, please report it at https://github.com/spv-subgroup/spv-subgroup/issues";
+        match e {
+            VerifyError::Binary(parse) => Refused {
+                exit: EXIT_FINDINGS,
+                message: format!("error: `{name}` is not a valid SPIR-V module: {parse}"),
+                kind: "malformed",
+            },
+            // `verify_lowered` does not lower; kept apart so a new case cannot be mistaken for ours.
+            VerifyError::Lower(_) => Refused {
+                exit: EXIT_FINDINGS,
+                message: format!("error: `{name}` cannot be lowered: {e}"),
+                kind: "invalid",
+            },
+            VerifyError::Input { ref errors } => Refused {
+                exit: EXIT_FINDINGS,
+                message: format!(
                     "error: `{name}` cannot be lowered for target `{}`: it has constructs the target \
-                     lacks that `lower` does not rewrite (or is itself invalid)\n{findings}\
+                     lacks that `lower` does not rewrite (or is itself invalid)\n{}\
                      note: `{out}` was not written",
-                    self.target
-                );
-                EXIT_FINDINGS
-            }
-            _ => {
-                let findings = render_human(&new_errors, &format!("{name} (lowered)"));
-                eprintln!(
-                    "error: internal error, please report it at https://github.com/spv-subgroup/spv-subgroup/issues \
-                     (with the input module and this command line): the lowered module fails validation\n{findings}\
-                     note: `{out}` was not written; --no-verify writes it anyway"
-                );
-                EXIT_INTERNAL
-            }
+                    self.target_arg,
+                    render_human(errors, name)
+                ),
+                kind: if e.input_is_invalid() {
+                    "invalid"
+                } else {
+                    "unsupported"
+                },
+            },
+            VerifyError::Internal {
+                unreadable: Some(parse),
+                ..
+            } => Refused {
+                exit: EXIT_INTERNAL,
+                message: format!(
+                    "error: {REPORT}: the lowered module does not parse: {parse}\nnote: `{out}` was not written"
+                ),
+                kind: "internal",
+            },
+            VerifyError::Internal { errors, .. } => Refused {
+                exit: EXIT_INTERNAL,
+                message: format!(
+                    "error: {REPORT} (with the input module and this command line): the lowered module fails validation\n{}\
+                     note: `{out}` was not written; --no-verify writes it anyway",
+                    render_human(&errors, &format!("{name} (lowered)"))
+                ),
+                kind: "internal",
+            },
         }
     }
-}
-
-/// The report's error-level findings.
-fn errors_only(report: &spv_subgroup_validate::Report) -> spv_subgroup_validate::Report {
-    let mut r = report.clone();
-    r.diagnostics.retain(|d| d.severity == Severity::Error);
-    r
-}
-
-/// The output's errors beyond what the input already has, counted per rule.
-fn errors_not_in(
-    output: &spv_subgroup_validate::Report,
-    input: &spv_subgroup_validate::Report,
-) -> spv_subgroup_validate::Report {
-    let mut budget: std::collections::HashMap<spv_subgroup_validate::Rule, usize> =
-        std::collections::HashMap::new();
-    for d in input
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-    {
-        *budget.entry(d.rule).or_insert(0) += 1;
-    }
-    let mut r = errors_only(output);
-    r.diagnostics.retain(|d| match budget.get_mut(&d.rule) {
-        Some(n) if *n > 0 => {
-            *n -= 1;
-            false
-        }
-        _ => true,
-    });
-    r
 }
 
 /// Debug builds only: `SPV_SUBGROUP_TEST_BREAK_OUTPUT=1` corrupts the lowered module (its magic

@@ -1,19 +1,20 @@
 //! The temporary file of an atomic write, removed on drop and on SIGINT, SIGTERM and SIGHUP.
 //!
 //! `tempfile` removes its file when dropped, but a signal ends the process without running
-//! destructors. So the one temporary file a run has at a time is also recorded here, and a thread
-//! waiting for those signals (`signal-hook`'s iterator, installed on the first write) removes it and
-//! then lets the signal take its default course, so the exit status still says which signal it was.
-//! A mutex orders that thread against creating, renaming and dropping the file.
+//! destructors. So every temporary file of the run (one per output being written; a tree is
+//! written by several threads at once) is also recorded here, and a thread waiting for those
+//! signals (`signal-hook`'s iterator, installed on the first write) removes them and then lets the
+//! signal take its default course, so the exit status still says which signal it was.
+//! A mutex orders that thread against creating, renaming and dropping the files.
 
 use std::fs::{File, Permissions};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, Once};
 
-/// The temporary file of the write in progress, if any.
-static CURRENT: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The temporary files of the writes in progress.
+static CURRENT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-fn current() -> MutexGuard<'static, Option<PathBuf>> {
+fn current() -> MutexGuard<'static, Vec<PathBuf>> {
     // A panic elsewhere while holding the lock leaves a path that is still right to remove.
     CURRENT.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -29,8 +30,9 @@ fn install() {
         };
         std::thread::spawn(move || {
             if let Some(sig) = signals.forever().next() {
+                // Held until the process ends, so no write renames or creates a file meanwhile.
                 let cur = current();
-                if let Some(path) = cur.as_ref() {
+                for path in cur.iter() {
                     let _ = std::fs::remove_file(path);
                 }
                 // Re-raise with the default action (the process ends by that signal); the exit
@@ -59,7 +61,7 @@ impl TempGuard {
             builder.permissions(p);
         }
         let tmp = builder.tempfile_in(dir)?;
-        *cur = Some(tmp.path().to_owned());
+        cur.push(tmp.path().to_owned());
         Ok(TempGuard { tmp: Some(tmp) })
     }
 
@@ -75,10 +77,12 @@ impl TempGuard {
     pub fn persist(mut self, path: &Path) -> std::io::Result<()> {
         let mut cur = current();
         let result = match self.tmp.take() {
-            Some(t) => t.persist(path).map(drop).map_err(|e| e.error),
+            Some(t) => {
+                forget(&mut cur, t.path());
+                t.persist(path).map(drop).map_err(|e| e.error)
+            }
             None => Ok(()),
         };
-        *cur = None;
         result
     }
 }
@@ -86,7 +90,15 @@ impl TempGuard {
 impl Drop for TempGuard {
     fn drop(&mut self) {
         let mut cur = current();
-        drop(self.tmp.take());
-        *cur = None;
+        if let Some(t) = self.tmp.take() {
+            forget(&mut cur, t.path());
+        }
+    }
+}
+
+/// Takes `path` off the list (the caller holds the lock until the file is renamed or removed).
+fn forget(cur: &mut Vec<PathBuf>, path: &Path) {
+    if let Some(i) = cur.iter().position(|p| p == path) {
+        cur.swap_remove(i);
     }
 }

@@ -8,9 +8,6 @@
 //! Files are checked in parallel on all cores ([`check_all`]); their outcomes are printed in the
 //! order of the inputs as soon as every earlier one is done, so the output is the same as serial.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
@@ -250,55 +247,14 @@ fn check(source: &Source, opts: &ValidateOptions) -> Outcome {
     }
 }
 
-/// Checks every source on all cores and hands the outcomes to `emit` in the order of `sources`,
-/// each as soon as all earlier ones are done. Workers take the next unchecked input from a shared
-/// counter, so one large module does not hold up a fixed share of the rest; only outcomes that
-/// finished ahead of their turn wait in memory. An error from `emit` stops the run.
+/// Checks every source on all cores and hands the outcomes to `emit` in the order of `sources`
+/// ([`crate::parallel::for_each_ordered`]).
 fn check_all(
     sources: &[Source],
     opts: &ValidateOptions,
-    mut emit: impl FnMut(&Source, Outcome) -> anyhow::Result<()>,
+    emit: impl FnMut(&Source, Outcome) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(sources.len());
-    if threads <= 1 {
-        for s in sources {
-            emit(s, check(s, opts))?;
-        }
-        return Ok(());
-    }
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, Outcome)>();
-        for _ in 0..threads {
-            let tx = tx.clone();
-            let next = &next;
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(source) = sources.get(i) else { break };
-                // The receiver is gone only when `emit` failed; stop taking work then.
-                if tx.send((i, check(source, opts))).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let mut waiting = BTreeMap::new();
-        let mut turn = 0;
-        for (i, outcome) in rx {
-            waiting.insert(i, outcome);
-            while let Some(outcome) = waiting.remove(&turn) {
-                if let Err(e) = emit(&sources[turn], outcome) {
-                    // Make the workers stop at their next input.
-                    next.store(sources.len(), Ordering::Relaxed);
-                    return Err(e);
-                }
-                turn += 1;
-            }
-        }
-        Ok(())
-    })
+    crate::parallel::for_each_ordered(sources, |s| check(s, opts), emit)
 }
 
 /// The JSON document (keys in this order; the findings are the validator's `render_json` objects).

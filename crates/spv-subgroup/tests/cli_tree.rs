@@ -1,0 +1,425 @@
+//! `spv-subgroup lower DIR -o OUTDIR` and `lower A B -o DIR`: the tree is mirrored, each output
+//! verified and written atomically, failures reported per file in input order with one summary,
+//! and the exit status the highest any file calls for (docs/cli.md, "Lowering a tree").
+//!
+//! Modules are compiled from GLSL with `glslangValidator` at test time (a missing tool fails the
+//! test with an install hint); outputs are checked with `spirv-val`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use spv_subgroup_tests::tools;
+
+const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
+
+fn to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// The README example: uses both extensions, so it changes when lowered for Vulkan 1.1.
+fn example() -> Vec<u8> {
+    let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+    to_bytes(&tools::compile_glsl(&src, "vulkan1.1").expect("the example compiles"))
+}
+
+/// A compute shader without any subgroup operation (nothing to lower).
+fn plain() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("plain.comp");
+    std::fs::write(
+        &src,
+        "#version 450\nlayout(local_size_x = 8) in;\nlayout(std430, binding = 0) buffer B { uint v[]; };\n\
+         void main() { v[gl_GlobalInvocationID.x] += 1u; }\n",
+    )
+    .unwrap();
+    to_bytes(&tools::compile_glsl(&src, "vulkan1.1").expect("plain shader compiles"))
+}
+
+fn put(root: &Path, rel: &str, bytes: &[u8]) -> PathBuf {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+fn run(args: &[&str], cwd: &Path) -> Output {
+    Command::new(EXE)
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the binary runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Every regular file below `dir`, as sorted relative paths.
+fn files_below(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+fn words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// A tree of nested directories with lowered, unchanged and ignored files.
+fn tree(root: &Path) -> (Vec<u8>, Vec<u8>) {
+    let (ex, pl) = (example(), plain());
+    put(root, "in/a.spv", &ex);
+    put(root, "in/plain.spv", &pl);
+    put(root, "in/sub/b.spv", &ex);
+    put(root, "in/sub/deeper/still/c.spv", &ex);
+    put(root, "in/notes.txt", b"not a module");
+    put(root, "in/sub/shader.comp", b"#version 450\n");
+    (ex, pl)
+}
+
+#[test]
+fn a_tree_is_mirrored_lowered_and_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ex, pl) = tree(dir.path());
+    let o = run(&["lower", "in", "-o", "out"], dir.path());
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    // Only modules are written; other files are not copied.
+    assert_eq!(
+        files_below(&dir.path().join("out")),
+        ["a.spv", "plain.spv", "sub/b.spv", "sub/deeper/still/c.spv"]
+    );
+    // The same bytes a single-file run writes; an unchanged module is its input byte for byte.
+    let single = run(&["lower", "in/a.spv", "-o", "single.spv"], dir.path());
+    assert_eq!(code(&single), 0, "{}", show(&single));
+    let single = std::fs::read(dir.path().join("single.spv")).unwrap();
+    assert_ne!(single, ex, "the example changes when lowered");
+    for rel in ["a.spv", "sub/b.spv", "sub/deeper/still/c.spv"] {
+        let out = std::fs::read(dir.path().join("out").join(rel)).unwrap();
+        assert_eq!(out, single, "{rel}");
+        tools::spirv_val(&words(&out), "vulkan1.1").unwrap_or_else(|e| panic!("{rel}: {e}"));
+    }
+    assert_eq!(std::fs::read(dir.path().join("out/plain.spv")).unwrap(), pl);
+    // One summary line, no per-file chatter.
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("4 files into `out` (target vulkan1.1): 3 lowered (")
+            && err.trim_end().ends_with(", 1 unchanged"),
+        "{err}"
+    );
+    // No temporary file is left anywhere.
+    assert!(
+        !files_below(dir.path()).iter().any(|f| f.contains(".tmp")),
+        "{:?}",
+        files_below(dir.path())
+    );
+    // --quiet: nothing at all.
+    let o = run(&["lower", "--quiet", "in", "-o", "out"], dir.path());
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(o.stderr.is_empty(), "{}", show(&o));
+}
+
+#[test]
+fn several_files_go_into_a_directory_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    let o = run(
+        &[
+            "lower",
+            "in/a.spv",
+            "in/sub/b.spv",
+            "in/plain.spv",
+            "-o",
+            "flat",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert_eq!(
+        files_below(&dir.path().join("flat")),
+        ["a.spv", "b.spv", "plain.spv"]
+    );
+    // A directory and a file together: the directory's files keep their relative paths.
+    let o = run(&["lower", "in/sub", "in/a.spv", "-o", "mixed"], dir.path());
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert_eq!(
+        files_below(&dir.path().join("mixed")),
+        ["a.spv", "b.spv", "deeper/still/c.spv"]
+    );
+}
+
+#[test]
+fn refused_files_are_reported_in_order_and_the_rest_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ex, _) = tree(dir.path());
+    // Malformed modules sort before, between and after the good ones.
+    put(dir.path(), "in/0junk.spv", b"junk");
+    put(dir.path(), "in/m/junk.spv", &[0u8; 20]);
+    put(dir.path(), "in/zz.spv", &ex[..ex.len() - 4]);
+    let o = run(&["lower", "in", "-o", "out"], dir.path());
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let err = stderr(&o);
+    let named: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .map(|l| l.split('`').nth(1).unwrap_or(l))
+        .collect();
+    assert_eq!(
+        named,
+        ["in/0junk.spv", "in/m/junk.spv", "in/zz.spv"],
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .last()
+            .is_some_and(|l| l.contains("3 lowered") && l.ends_with("3 refused (3 malformed)")),
+        "{err}"
+    );
+    assert_eq!(
+        files_below(&dir.path().join("out")),
+        ["a.spv", "plain.spv", "sub/b.spv", "sub/deeper/still/c.spv"]
+    );
+}
+
+#[test]
+fn a_target_that_cannot_take_a_module_refuses_it_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    // A target without any subgroup feature: the example cannot be lowered for it, the plain
+    // shader can (nothing to do).
+    std::fs::write(
+        dir.path().join("bare.json"),
+        br#"{"name": "bare", "spirv_version": [1, 3], "ops": {}}"#,
+    )
+    .unwrap();
+    let o = run(
+        &["lower", "--target", "bare.json", "in", "-o", "out"],
+        dir.path(),
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("`in/a.spv`") && err.contains("bare"), "{err}");
+    assert!(
+        err.contains("0 lowered") && err.contains("3 refused ("),
+        "{err}"
+    );
+    assert_eq!(files_below(&dir.path().join("out")), ["plain.spv"]);
+}
+
+#[test]
+fn unreadable_inputs_and_unwritable_outputs_exit_2_and_the_rest_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    // A `*.spv` link to nowhere is a missing build product, not something to skip.
+    std::os::unix::fs::symlink("missing.spv", dir.path().join("in/dangling.spv")).unwrap();
+    // `out/sub` is a file, so nothing can be written below it.
+    put(dir.path(), "out/sub", b"in the way");
+    let o = run(&["lower", "in", "-o", "out"], dir.path());
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("cannot read `in/dangling.spv`"), "{err}");
+    assert!(err.contains("out/sub/b.spv"), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .is_some_and(|l| l.ends_with("3 IO errors")),
+        "{err}"
+    );
+    assert_eq!(
+        files_below(&dir.path().join("out")),
+        ["a.spv", "plain.spv", "sub"]
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("out/sub")).unwrap(),
+        b"in the way"
+    );
+}
+
+#[test]
+fn links_to_modules_are_lowered_links_to_directories_are_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    std::os::unix::fs::symlink("a.spv", dir.path().join("in/alias.spv")).unwrap();
+    std::os::unix::fs::symlink("sub", dir.path().join("in/loop")).unwrap();
+    std::os::unix::fs::symlink(".", dir.path().join("in/sub/self")).unwrap();
+    let o = run(&["lower", "in", "-o", "out"], dir.path());
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let out = dir.path().join("out");
+    assert_eq!(
+        files_below(&out),
+        [
+            "a.spv",
+            "alias.spv",
+            "plain.spv",
+            "sub/b.spv",
+            "sub/deeper/still/c.spv"
+        ]
+    );
+    // The link's output is a file of its own, with the lowered module.
+    let alias = out.join("alias.spv");
+    assert!(!alias.symlink_metadata().unwrap().file_type().is_symlink());
+    assert_eq!(
+        std::fs::read(&alias).unwrap(),
+        std::fs::read(out.join("a.spv")).unwrap()
+    );
+}
+
+#[test]
+fn an_output_inside_the_input_is_not_lowered_again() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    for _ in 0..2 {
+        let o = run(&["lower", "in", "-o", "in/lowered"], dir.path());
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        assert!(stderr(&o).starts_with("4 files into"), "{}", show(&o));
+    }
+    assert_eq!(
+        files_below(&dir.path().join("in/lowered")),
+        ["a.spv", "plain.spv", "sub/b.spv", "sub/deeper/still/c.spv"]
+    );
+    // Named through another path (`./in/../in/lowered`), it is still recognised.
+    let o = run(&["lower", "in", "-o", "./in/../in/lowered"], dir.path());
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(stderr(&o).starts_with("4 files into"), "{}", show(&o));
+}
+
+#[test]
+fn an_existing_output_directory_is_updated_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    put(dir.path(), "out/a.spv", b"stale");
+    put(dir.path(), "out/keep.txt", b"someone else's");
+    let o = run(&["lower", "in", "-o", "out"], dir.path());
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let out = dir.path().join("out");
+    assert_ne!(std::fs::read(out.join("a.spv")).unwrap(), b"stale");
+    assert_eq!(
+        std::fs::read(out.join("keep.txt")).unwrap(),
+        b"someone else's"
+    );
+    // A file where the directory should be is a usage error; nothing is touched.
+    put(dir.path(), "file", b"x");
+    let o = run(&["lower", "in", "-o", "file"], dir.path());
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(stderr(&o).contains("names a directory"), "{}", show(&o));
+    assert_eq!(std::fs::read(dir.path().join("file")).unwrap(), b"x");
+}
+
+#[test]
+fn plans_that_would_lose_work_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    put(dir.path(), "other/a.spv", &plain());
+    let cases: &[(&[&str], &str)] = &[
+        // Two inputs for one output.
+        (
+            &["lower", "in/a.spv", "other/a.spv", "-o", "out"],
+            "would both be written",
+        ),
+        // An output that is another input, read in parallel.
+        (
+            &["lower", "other/a.spv", "out/a.spv", "-o", "out"],
+            "another input",
+        ),
+        (&["lower", "-", "in", "-o", "out"], "stdin"),
+        (&["lower", "in", "-o", "-"], "names a directory"),
+        (&["lower", "empty", "-o", "out"], "no `*.spv` files"),
+    ];
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    put(dir.path(), "out/a.spv", b"before");
+    for (args, says) in cases {
+        let o = run(args, dir.path());
+        assert_eq!(code(&o), 2, "{args:?}: {}", show(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", show(&o));
+        assert_eq!(files_below(&dir.path().join("out")), ["a.spv"], "{args:?}");
+        assert_eq!(
+            std::fs::read(dir.path().join("out/a.spv")).unwrap(),
+            b"before"
+        );
+    }
+}
+
+/// Needs the debug-build fault hook of `lower` (release builds of the binary do not have it).
+#[cfg(debug_assertions)]
+#[test]
+fn an_internal_error_wins_over_the_other_statuses() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    put(dir.path(), "in/junk.spv", b"junk");
+    std::os::unix::fs::symlink("missing.spv", dir.path().join("in/dangling.spv")).unwrap();
+    let o = Command::new(EXE)
+        .args(["lower", "in", "-o", "out"])
+        .current_dir(dir.path())
+        .env("SPV_SUBGROUP_TEST_BREAK_OUTPUT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 3, "{}", show(&o));
+    let err = stderr(&o);
+    assert_eq!(
+        err.matches("internal error, please report it").count(),
+        3,
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .last()
+            .is_some_and(|l| l.ends_with("3 internal errors")),
+        "{err}"
+    );
+    // Only the module that needed no rewrite (so was not broken) was written.
+    assert_eq!(files_below(&dir.path().join("out")), ["plain.spv"]);
+}
+
+#[test]
+fn many_files_come_out_the_same_as_one_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ex, pl) = (example(), plain());
+    // Enough files that every core takes several, in an order no two runs share.
+    for i in 0..48 {
+        let bytes = if i % 3 == 0 { &pl } else { &ex };
+        put(dir.path(), &format!("in/d{}/m{i:02}.spv", i % 5), bytes);
+    }
+    put(dir.path(), "in/d2/bad.spv", b"junk");
+    let o = run(&["lower", "in", "-o", "out"], dir.path());
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(
+        stderr(&o).ends_with("49 files into `out` (target vulkan1.1): 32 lowered (160 ops), 16 unchanged, 1 refused (1 malformed)\n"),
+        "{}",
+        show(&o)
+    );
+    let single = run(&["lower", "in/d1/m01.spv", "-o", "one.spv"], dir.path());
+    assert_eq!(code(&single), 0, "{}", show(&single));
+    let one = std::fs::read(dir.path().join("one.spv")).unwrap();
+    for i in 0..48 {
+        let out = std::fs::read(dir.path().join(format!("out/d{}/m{i:02}.spv", i % 5))).unwrap();
+        assert_eq!(&out, if i % 3 == 0 { &pl } else { &one }, "m{i:02}");
+    }
+}

@@ -7,6 +7,8 @@
 //! `UPDATE_COSTS=1` to rewrite that section after an intended change. It also checks the goals of
 //! issue 3: a vote costs at most 2 ballots (1 op where the target has core vote).
 
+mod lower_common;
+
 use rspirv::dr::{Module, Operand};
 use spirv::Op;
 use spv_subgroup_lower::{lower_words, LowerOptions, Target};
@@ -95,6 +97,8 @@ struct Case {
     ty: &'static KeyType,
     inst: String,
     vote: bool,
+    /// The targets of its rows.
+    targets: &'static [&'static str],
 }
 
 fn cases() -> Vec<Case> {
@@ -110,6 +114,7 @@ fn cases() -> Vec<Case> {
             ty: bool_ty,
             inst: format!("%r = {op} %bool %p"),
             vote: true,
+            targets: &TARGETS,
         });
     }
     for ty in TYPES {
@@ -118,6 +123,7 @@ fn cases() -> Vec<Case> {
             ty,
             inst: "%r = OpGroupNonUniformPartitionNV %v4uint %v".into(),
             vote: false,
+            targets: &TARGETS,
         });
     }
     let uint = TYPES.iter().find(|t| t.name == "uint").expect("uint case");
@@ -131,6 +137,7 @@ fn cases() -> Vec<Case> {
             ty: uint,
             inst: format!("%r = OpGroupNonUniformIAdd %T %scope {g} %v %ballot"),
             vote: false,
+            targets: &TARGETS,
         });
     }
     // Core instructions a target's consumer lacks (naga's front end; `SPV_KHR_shader_ballot`
@@ -195,6 +202,112 @@ fn cases() -> Vec<Case> {
             ty,
             inst: inst.to_owned(),
             vote: false,
+            targets: &TARGETS,
+        });
+    }
+    // Lane moves and arithmetic on 8/16/64-bit values without extended types (`wide_move`,
+    // `wide_arith`), and clustered reduce without `clustered`.
+    let ty = |name: &str| {
+        TYPES
+            .iter()
+            .find(|t| t.name == name)
+            .expect("a type of the table")
+    };
+    for (label, t, inst) in [
+        (
+            "Shuffle int64",
+            "int64",
+            "%r = OpGroupNonUniformShuffle %T %scope %v %scope",
+        ),
+        (
+            "BroadcastFirst f16vec3",
+            "f16vec3",
+            "%r = OpGroupNonUniformBroadcastFirst %T %scope %v",
+        ),
+        (
+            "IAdd reduce int64",
+            "int64",
+            "%r = OpGroupNonUniformIAdd %T %scope Reduce %v",
+        ),
+        (
+            "FAdd inclusive double",
+            "double",
+            "%r = OpGroupNonUniformFAdd %T %scope InclusiveScan %v",
+        ),
+        (
+            "IMul exclusive int16",
+            "int16",
+            "%r = OpGroupNonUniformIMul %T %scope ExclusiveScan %v",
+        ),
+        (
+            "BitwiseXor reduce uint8",
+            "uint8",
+            "%r = OpGroupNonUniformBitwiseXor %T %scope Reduce %v",
+        ),
+        (
+            "UMax clustered 4 uint",
+            "uint",
+            "%r = OpGroupNonUniformUMax %T %scope ClusteredReduce %v %c4",
+        ),
+        (
+            "FMin clustered 8 vec4",
+            "vec4",
+            "%r = OpGroupNonUniformFMin %T %scope ClusteredReduce %v %c8",
+        ),
+    ] {
+        out.push(Case {
+            label: label.to_owned(),
+            ty: ty(t),
+            inst: inst.to_owned(),
+            vote: false,
+            targets: &TARGETS,
+        });
+    }
+    // Lane moves whose own capability the target lacks (`lane_read`): quad ops on `naga`, and
+    // on the test targets without quad and shuffle relative, or without any shuffle.
+    for (label, t, inst) in [
+        (
+            "QuadBroadcast uint",
+            "uint",
+            "%r = OpGroupNonUniformQuadBroadcast %T %scope %v %c1",
+        ),
+        (
+            "QuadSwap double",
+            "double",
+            "%r = OpGroupNonUniformQuadSwap %T %scope %v %c1",
+        ),
+        (
+            "QuadSwap bool",
+            "bool",
+            "%r = OpGroupNonUniformQuadSwap %T %scope %v %c1",
+        ),
+        (
+            "ShuffleUp uint",
+            "uint",
+            "%r = OpGroupNonUniformShuffleUp %T %scope %v %c1",
+        ),
+        (
+            "ShuffleDown vec4",
+            "vec4",
+            "%r = OpGroupNonUniformShuffleDown %T %scope %v %c1",
+        ),
+        (
+            "ShuffleXor uint8",
+            "uint8",
+            "%r = OpGroupNonUniformShuffleXor %T %scope %v %c1",
+        ),
+        (
+            "Shuffle uint",
+            "uint",
+            "%r = OpGroupNonUniformShuffle %T %scope %v %scope",
+        ),
+    ] {
+        out.push(Case {
+            label: label.to_owned(),
+            ty: ty(t),
+            inst: inst.to_owned(),
+            vote: false,
+            targets: &LANE_TARGETS,
         });
     }
     out
@@ -240,6 +353,9 @@ OpExecutionMode %main LocalSize 128 1 1
 %ptr_b = OpTypePointer Function %bool
 %ptr_m = OpTypePointer Function %v4uint
 %scope = OpConstant %uint 3
+%c1 = OpConstant %uint 1
+%c4 = OpConstant %uint 4
+%c8 = OpConstant %uint 8
 %main = OpFunction %void None %fn
 %entry = OpLabel
 %vv = OpVariable %ptr_t Function
@@ -273,6 +389,8 @@ impl Counts {
             | Op::GroupNonUniformShuffleDown
             | Op::GroupNonUniformBroadcast
             | Op::GroupNonUniformBroadcastFirst
+            | Op::GroupNonUniformQuadBroadcast
+            | Op::GroupNonUniformQuadSwap
             | Op::SubgroupReadInvocationKHR
             | Op::SubgroupFirstInvocationKHR => self.shuffles += 1,
             Op::GroupNonUniformAll
@@ -332,6 +450,9 @@ fn count(words: &[u32]) -> (Counts, Counts, u32) {
 
 /// The targets of the table: core subgroups, naga's front end, SPIR-V 1.0 with KHR ballot.
 const TARGETS: [&str; 3] = ["vulkan1.1", "naga", "khr-ballot"];
+/// The targets of the lane-move rows: two test targets (`lower_common::test_target`) beside
+/// the presets that rewrite them.
+const LANE_TARGETS: [&str; 4] = ["vulkan1.1", "naga", "no-quad-relative", "ballot-only"];
 /// The subgroup sizes of the table, each capped at the target's largest.
 const SIZES: [u32; 2] = [32, 128];
 
@@ -341,8 +462,10 @@ fn table() -> (String, Vec<String>) {
     );
     let mut goals = Vec::new();
     for case in cases() {
-        for target_name in TARGETS {
-            let target = Target::preset(target_name).expect("preset");
+        for &target_name in case.targets {
+            let target = Target::preset(target_name)
+                .or_else(|| lower_common::test_target(target_name))
+                .expect("a preset or a test target");
             let spv10 = target.spirv_version < (1, 3);
             let mut row = format!("| {} | {target_name} |", case.label);
             for size in SIZES {

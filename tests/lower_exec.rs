@@ -11,12 +11,15 @@
 //! conformance suite checks that rewrite against a host model of the spec), and is compared
 //! with the other presets; any other native failure fails the fixture.
 //! Use a local size that is not a multiple of 16 (e.g. 37) so subgroups are partial at every size.
+//! A fixture's test targets (`// test-targets: A B`, see `lower_common::test_target`) run too.
 //!
 //! `lavapipe_sizes` re-runs this binary (`child`) with `LP_NATIVE_VECTOR_WIDTH` = 128/256/512
 //! and Mesa's shader disk cache off (its key ignores the width); `child` returns at once
 //! outside such a child.
 
 #![allow(clippy::print_stdout, reason = "a test harness")]
+
+mod lower_common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -155,9 +158,14 @@ fn check(runner: &Runner, path: &Path, groups: u32, failures: &mut Vec<String>) 
         }
     };
     let mut compared = 0;
-    for &preset in presets {
+    let targets = presets
+        .iter()
+        .map(|p| Target::preset(p).expect("preset"))
+        .chain(lower_common::test_targets(path));
+    for target in targets {
+        let preset = target.name.clone();
         let opts = LowerOptions {
-            target: Target::preset(preset).expect("preset"),
+            target,
             ..Default::default()
         };
         let words = match lower_words(&native, &opts) {

@@ -6,13 +6,14 @@
 //! that cannot take the module must fail with a clear `Unsupported` error (asserted: never
 //! `Invalid` or another error for these valid inputs), which the snapshot records. The snapshot
 //! holds, per target, the rewrites (or the error) and, for `vulkan1.1` and `naga`, the lowered
-//! disassembly.
+//! disassembly. A fixture may add test targets no preset describes (`// test-targets: A B`,
+//! see `lower_common::test_target`); they are checked the same way.
 
 mod lower_common;
 
 use std::fmt::Write as _;
 
-use lower_common::{build, lower, misfits, presets, wants, PATTERN};
+use lower_common::{build, lower, misfits, presets, test_targets, wants, PATTERN};
 use spv_subgroup_lower::LowerError;
 use spv_subgroup_tests::tools;
 use spv_subgroup_validate::{validate, Severity, ValidateOptions};
@@ -24,7 +25,7 @@ const DISASSEMBLED: [&str; 2] = ["vulkan1.1", "naga"];
 fn lower_fixtures() {
     insta::glob!("../fixtures", PATTERN, |path| {
         let mut snap = String::new();
-        for target in presets() {
+        for target in presets().into_iter().chain(test_targets(path)) {
             let name = &target.name;
             if !wants(path, &target) {
                 writeln!(snap, "== {name}: not listed in the fixture's targets").unwrap();

@@ -207,3 +207,40 @@ pub fn presets() -> Vec<Target> {
         .map(|(name, _)| Target::preset(name).expect("preset exists"))
         .collect()
 }
+
+/// A target no preset describes, for the rewrites only such a device needs: `vulkan1.1`
+/// without quad ops and shuffle relative (`no-quad-relative`), or without any shuffle at all
+/// (`ballot-only`: ballots stand in for every lane read).
+pub fn test_target(name: &str) -> Option<Target> {
+    let mut t = Target::preset("vulkan1.1").expect("preset exists");
+    t.name = name.to_owned();
+    match name {
+        "no-quad-relative" => {
+            t.ops.quad = false;
+            t.ops.shuffle_relative = false;
+        }
+        "ballot-only" => {
+            t.ops.quad = false;
+            t.ops.shuffle_relative = false;
+            t.ops.shuffle = false;
+        }
+        _ => return None,
+    }
+    Some(t)
+}
+
+/// The test targets a fixture opts in to with a `// test-targets: A B` line (none without it).
+pub fn test_targets(path: &Path) -> Vec<Target> {
+    let text = std::fs::read_to_string(path).expect("fixture is readable");
+    text.lines()
+        .find_map(|l| l.strip_prefix("// test-targets: "))
+        .map(|l| {
+            l.split_whitespace()
+                .map(|n| {
+                    test_target(n)
+                        .unwrap_or_else(|| panic!("{}: unknown test target `{n}`", path.display()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

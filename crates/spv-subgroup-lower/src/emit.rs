@@ -656,6 +656,12 @@ impl<'t> Emitter<'t> {
         self.max_lanes.max(1).next_power_of_two().trailing_zeros()
     }
 
+    /// Whether the target runs `OpGroupNonUniformShuffle` (core code, SPIR-V 1.3).
+    pub(crate) fn has_shuffle(&self) -> bool {
+        spv_subgroup_validate::fit::target_has(self.target, Capability::GroupNonUniformShuffle)
+            && self.target.spirv_version >= (1, 3)
+    }
+
     /// Whether the target runs core `OpGroupNonUniform*` code (else only `SPV_KHR_shader_ballot`).
     pub(crate) fn has_core_ballot(&self) -> bool {
         self.target.ops.ballot && self.target.spirv_version >= (1, 3)
@@ -1243,7 +1249,7 @@ impl<'e, 't> Code<'e, 't> {
     /// `value` as read from lane `lane` (any type [`Ty`] describes). The result is undefined when
     /// that lane is inactive or out of range: callers consume it only under a validity select.
     pub(crate) fn shuffle(&mut self, ty: Ty, value: Id, lane: Id) -> Result<Id, LowerError> {
-        if !(self.em.target.ops.shuffle && self.em.has_core_ballot()) {
+        if !self.em.has_shuffle() {
             return Err(self.missing("shuffles (GroupNonUniformShuffle)"));
         }
         self.em.need(Capability::GroupNonUniformShuffle);
@@ -1263,6 +1269,78 @@ impl<'e, 't> Code<'e, 't> {
         Ok(self.from_words(ty, &moved))
     }
 
+    /// `value` as read from lane `lane` (any lane, chosen per invocation): a shuffle where the
+    /// target has one, else one ballot per bit of the value ([`Code::read_lane_by_ballots`]).
+    /// Undefined, as for [`Code::shuffle`], when that lane is inactive or out of range.
+    pub(crate) fn read_lane(&mut self, ty: Ty, value: Id, lane: Id) -> Result<Id, LowerError> {
+        if self.em.has_shuffle() {
+            return self.shuffle(ty, value, lane);
+        }
+        self.read_lane_by_ballots(ty, value, lane)
+    }
+
+    /// `value` as read from lane `lane` without a shuffle: for every bit of every 32-bit word
+    /// of the value, a ballot of that bit, and the source lane's bit of that ballot.
+    ///
+    /// Cost: one ballot per bit (32 per 32-bit word, the width for 8/16-bit values, 1 for a
+    /// bool), and per bit about six scalar ops. A ballot has no bit for an inactive lane, so an
+    /// inactive or out-of-range source reads zeros: a defined value where the original was
+    /// undefined. The lane's word index is masked to the four words of a ballot, so no
+    /// out-of-range vector index is ever computed.
+    pub(crate) fn read_lane_by_ballots(
+        &mut self,
+        ty: Ty,
+        value: Id,
+        lane: Id,
+    ) -> Result<Id, LowerError> {
+        let bits = match ty.scalar {
+            Scalar::Bool => 1,
+            s => s.width().min(32),
+        };
+        let words = self.to_words(ty, value);
+        let zero = self.em.u32(0);
+        let one = self.em.u32(1);
+        let thirty_one = self.em.u32(31);
+        let shift = self.op(Op::BitwiseAnd, Ty::U32, &[lane, thirty_one]);
+        let word_index = if self.em.single_word() {
+            None
+        } else {
+            let five = self.em.u32(5);
+            let three = self.em.u32(3);
+            let w = self.op(Op::ShiftRightLogical, Ty::U32, &[lane, five]);
+            Some(self.op(Op::BitwiseAnd, Ty::U32, &[w, three]))
+        };
+        let mut out = Vec::with_capacity(words.len());
+        for w in words {
+            let mut acc = zero;
+            for b in 0..bits {
+                let set = if bits == 1 {
+                    self.op(Op::INotEqual, Ty::BOOL, &[w, zero])
+                } else {
+                    let bit = self.em.u32(1 << b);
+                    let masked = self.op(Op::BitwiseAnd, Ty::U32, &[w, bit]);
+                    self.op(Op::INotEqual, Ty::BOOL, &[masked, zero])
+                };
+                let ballot = self.ballot(set)?;
+                let word = match word_index {
+                    Some(i) => self.op(Op::VectorExtractDynamic, Ty::U32, &[ballot, i]),
+                    None => ballot,
+                };
+                let shifted = self.op(Op::ShiftRightLogical, Ty::U32, &[word, shift]);
+                let got = self.op(Op::BitwiseAnd, Ty::U32, &[shifted, one]);
+                acc = if b == 0 {
+                    got
+                } else {
+                    let at = self.em.u32(b);
+                    let placed = self.op(Op::ShiftLeftLogical, Ty::U32, &[got, at]);
+                    self.op(Op::BitwiseOr, Ty::U32, &[acc, placed])
+                };
+            }
+            out.push(acc);
+        }
+        Ok(self.from_words(ty, &out))
+    }
+
     /// `value` as read from lane `lane`, where `lane` is subgroup-uniform (e.g. chosen from a
     /// ballot). Uses a shuffle where the target has one, else `OpSubgroupReadInvocationKHR`
     /// (`SPV_KHR_shader_ballot`, which requires the uniform index), one per 32-bit word.
@@ -1272,7 +1350,7 @@ impl<'e, 't> Code<'e, 't> {
         value: Id,
         lane: Id,
     ) -> Result<Id, LowerError> {
-        if self.em.target.ops.shuffle && self.em.has_core_ballot() {
+        if self.em.has_shuffle() {
             return self.shuffle(ty, value, lane);
         }
         if !self.em.target.ops.khr_ballot {

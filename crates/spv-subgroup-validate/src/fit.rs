@@ -157,6 +157,38 @@ pub fn required_capability(op: Op, group_op: Option<u32>) -> Option<Capability> 
     })
 }
 
+/// Which operand of a subgroup instruction is the value that crosses lanes (the one whose width
+/// extended types govern), counted among the operands after the result type and result id:
+/// the operand after the scope (after the group operation for arithmetic), or the first operand
+/// of the ops that take no scope (the partition op, the KHR reads). `None` for the ops whose
+/// operand is a predicate, a ballot or nothing, and for every instruction that is no subgroup op.
+/// Both the validator's target fit and the lowering read it, so they describe an instruction
+/// alike.
+pub fn value_operand(op: Op) -> Option<usize> {
+    use Op as O;
+    match op {
+        O::SubgroupAllKHR
+        | O::SubgroupAnyKHR
+        | O::SubgroupAllEqualKHR
+        | O::SubgroupBallotKHR
+        | O::GroupNonUniformElect
+        | O::GroupNonUniformAll
+        | O::GroupNonUniformAny
+        | O::GroupNonUniformBallot
+        | O::GroupNonUniformInverseBallot
+        | O::GroupNonUniformBallotBitExtract
+        | O::GroupNonUniformBallotBitCount
+        | O::GroupNonUniformBallotFindLSB
+        | O::GroupNonUniformBallotFindMSB => None,
+        O::GroupNonUniformPartitionEXT
+        | O::SubgroupFirstInvocationKHR
+        | O::SubgroupReadInvocationKHR => Some(0),
+        op if crate::rules::is_arithmetic(op) => Some(2),
+        op if is_subgroup_op(op) => Some(1),
+        _ => None,
+    }
+}
+
 /// Whether the target accepts a module declaring `cap` (every core non-uniform group also
 /// needs the basic group).
 pub fn target_has(t: &Target, cap: Capability) -> bool {
@@ -341,6 +373,18 @@ mod tests {
         assert!(missing_builtin(&preset("naga"), BuiltIn::SubgroupLtMask as u32).is_some());
         assert!(missing_builtin(&preset("naga"), BuiltIn::SubgroupSize as u32).is_none());
         assert!(missing_builtin(&preset("vulkan1.1"), BuiltIn::SubgroupLtMask as u32).is_none());
+    }
+
+    #[test]
+    fn value_operands() {
+        assert_eq!(value_operand(Op::GroupNonUniformShuffle), Some(1));
+        assert_eq!(value_operand(Op::GroupNonUniformQuadSwap), Some(1));
+        assert_eq!(value_operand(Op::GroupNonUniformFAdd), Some(2));
+        assert_eq!(value_operand(Op::GroupNonUniformPartitionEXT), Some(0));
+        assert_eq!(value_operand(Op::SubgroupReadInvocationKHR), Some(0));
+        assert_eq!(value_operand(Op::GroupNonUniformBallotBitCount), None);
+        assert_eq!(value_operand(Op::SubgroupAllKHR), None);
+        assert_eq!(value_operand(Op::IAdd), None);
     }
 
     #[test]

@@ -183,7 +183,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ),
     (
         "naga",
-        "What naga's SPIR-V front end accepts: core vote, arithmetic, ballot, shuffles; no ballot bit ops, no Elect, no bool shuffles, no mask built-ins",
+        "What naga's SPIR-V front end accepts: core vote, arithmetic, ballot, shuffles; no clustered or quad ops, no ballot bit ops, no Elect, no bool shuffles, no mask built-ins",
     ),
 ];
 
@@ -247,9 +247,12 @@ impl Target {
                 ..base
             },
             "naga" => Target {
+                // naga 30's front end refuses the `GroupNonUniformQuad` and
+                // `GroupNonUniformClustered` capabilities (its SUPPORTED_CAPABILITIES list),
+                // though its IR has quad ops.
                 ops: SubgroupOps {
                     clustered: false,
-                    quad: true,
+                    quad: false,
                     ..VULKAN11_OPS
                 },
                 restrictions: Restrictions {

@@ -11,6 +11,7 @@
 //! | shuffles and broadcasts of bools | them (naga) | `bool_move` |
 //! | loads of the mask built-ins | them (naga) | `masks` |
 //! | `OpSubgroupBallotKHR`/`FirstInvocationKHR`/`ReadInvocationKHR` | `SPV_KHR_shader_ballot` | `khr_ballot` |
+//! | quad ops, `ShuffleUp/Down`, `Shuffle/Xor`, `Broadcast` (any type) | their own capability | `lane_read` |
 //! | broadcasts, shuffles, quad ops, KHR reads of 8/16/64-bit values | extended types | `wide_move` |
 //! | reduce/scans of 8/16/64-bit values, clustered reduce | extended types, `clustered` | `wide_arith` |
 //!
@@ -32,6 +33,7 @@ use crate::{LowerError, Target};
 mod ballot_bits;
 mod bool_move;
 mod khr_ballot;
+mod lane_read;
 mod masks;
 mod partition;
 mod partitioned_arith;
@@ -110,26 +112,8 @@ pub(crate) fn describe(inst: &Instruction, em: &Emitter) -> Option<InstFit> {
         Operand::GroupOperation(g) => Some(*g as u32),
         _ => None,
     });
-    // The value crossing lanes: the first id after the scope (and the group operation), or the
-    // first operand of the KHR ops, which take no scope.
-    let value_at = match opcode {
-        Op::SubgroupAllKHR
-        | Op::SubgroupAnyKHR
-        | Op::SubgroupAllEqualKHR
-        | Op::SubgroupBallotKHR
-        | Op::GroupNonUniformElect
-        | Op::GroupNonUniformAll
-        | Op::GroupNonUniformAny
-        | Op::GroupNonUniformBallot
-        | Op::GroupNonUniformInverseBallot
-        | Op::GroupNonUniformBallotBitExtract
-        | Op::GroupNonUniformBallotBitCount
-        | Op::GroupNonUniformBallotFindLSB
-        | Op::GroupNonUniformBallotFindMSB => None,
-        Op::SubgroupFirstInvocationKHR | Op::SubgroupReadInvocationKHR => Some(0),
-        _ if group_op.is_some() => Some(2),
-        _ => Some(1),
-    };
+    // The value crossing lanes, as the validator's target fit reads it.
+    let value_at = fit::value_operand(opcode);
     let value = value_at.and_then(|k| match inst.operands.get(k) {
         Some(Operand::IdRef(v)) => em.ty_of_value(*v).map(value_type),
         _ => None,
@@ -170,6 +154,7 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
         op if is_khr_vote(op) => vote::lower(code, inst),
         _ if masks::needs(inst, code.em) => masks::lower(code, inst),
         _ if khr_ballot::needs(inst, target) => khr_ballot::lower(code, inst),
+        _ if lane_read::needs(inst, &lacks) => lane_read::lower(code, inst),
         _ if bool_move::needs(inst, result, target) => bool_move::lower(code, inst),
         _ if ballot_bits::needs(inst, target) => ballot_bits::lower(code, inst),
         _ if vote::needs_core_all_equal(inst, target) => vote::lower_core_all_equal(code, inst),

@@ -40,31 +40,12 @@ fn value_type(cx: &Cx<'_>, type_id: u32) -> Option<ValueType> {
 }
 
 /// Instruction `i` described for [`fit::missing`]: the value that crosses lanes is the operand
-/// after the scope (after the group operation for arithmetic), or the first operand of the KHR
-/// ops, which take no scope.
+/// [`fit::value_operand`] names.
 fn describe(cx: &Cx<'_>, i: usize, op: Op) -> InstFit {
     let m = &cx.m;
     let arithmetic = crate::rules::common::is_arithmetic(op);
-    let value_word = match op {
-        Op::SubgroupAllKHR
-        | Op::SubgroupAnyKHR
-        | Op::SubgroupAllEqualKHR
-        | Op::SubgroupBallotKHR
-        | Op::GroupNonUniformElect
-        | Op::GroupNonUniformAll
-        | Op::GroupNonUniformAny
-        | Op::GroupNonUniformBallot
-        | Op::GroupNonUniformInverseBallot
-        | Op::GroupNonUniformBallotBitExtract
-        | Op::GroupNonUniformBallotBitCount
-        | Op::GroupNonUniformBallotFindLSB
-        | Op::GroupNonUniformBallotFindMSB => None,
-        Op::GroupNonUniformPartitionEXT
-        | Op::SubgroupFirstInvocationKHR
-        | Op::SubgroupReadInvocationKHR => Some(3),
-        _ if arithmetic => Some(5),
-        _ => Some(4),
-    };
+    // Operands start at word 3 (after the opcode word, result type and result id).
+    let value_word = fit::value_operand(op).map(|k| k + 3);
     InstFit {
         opcode: op,
         group_op: if arithmetic || op == Op::GroupNonUniformBallotBitCount {

@@ -13,8 +13,9 @@
 //! 32-bit words where it lacks extended types, through `uint` where it moves no bools), else one
 //! ballot per bit of the value. Every rewrite reads exactly the lane the original reads, so a
 //! result is undefined only where the original's is: a source lane that is inactive, beyond the
-//! subgroup, outside the quad (an index of 4 or more), or below lane 0 (`ShuffleUp` with
-//! `delta > lane`, which wraps to a lane id of at least 2^31, beyond every subgroup).
+//! subgroup, or outside the quad (an index of 4 or more). A `ShuffleUp` with `delta > lane`
+//! (undefined) reads its own lane ([`safe_delta`]), never a wrapped id below lane 0, which
+//! crashes lavapipe 22.3 at subgroup size 16.
 //! `ShuffleDown` with `lane + delta` of 2^32 or more (undefined in the original) may wrap to a
 //! lane below this one; its value is then some lane's value, which undefined allows.
 //! The ballot form reads zeros from an inactive lane (a ballot has no bit for it).
@@ -84,12 +85,26 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
                 let m = code.op(Op::IAdd, Ty::U32, &[arg, one]);
                 code.op(Op::BitwiseXor, Ty::U32, &[lane, m])
             }
-            Op::GroupNonUniformShuffleUp => code.op(Op::ISub, Ty::U32, &[lane, arg]),
+            Op::GroupNonUniformShuffleUp => {
+                let delta = safe_delta(code, arg)?;
+                code.op(Op::ISub, Ty::U32, &[lane, delta])
+            }
             Op::GroupNonUniformShuffleDown => code.op(Op::IAdd, Ty::U32, &[lane, arg]),
             _ => code.op(Op::BitwiseXor, Ty::U32, &[lane, arg]),
         }
     };
     code.read_lane(ty, value, source)
+}
+
+/// The delta of a `ShuffleUp` (a `uint`), or 0 where it exceeds this lane's id: there the
+/// original's result is undefined, and the lane read becomes this lane's own instead of one below
+/// lane 0. Lavapipe 22.3 crashes at subgroup size 16 on a 32-bit shuffle of lane -2
+/// (docs/lowering.md, "Driver facts"). Cost: a compare and a select.
+pub(crate) fn safe_delta(code: &mut Code, delta: Id) -> Result<Id, LowerError> {
+    let lane = code.lane_id()?;
+    let zero = code.em.u32(0);
+    let over = code.op(Op::UGreaterThan, Ty::BOOL, &[delta, lane]);
+    Ok(code.select(Ty::U32, over, zero, delta))
 }
 
 /// A lane, delta, index or direction operand as a 32-bit unsigned integer (the spec requires

@@ -7,6 +7,9 @@
 //! value: the same source lane is read for every word (the lane operand, delta or quad index is
 //! the user's, unchanged), and a word of an inactive or out-of-range lane is as undefined as the
 //! whole value would be.
+//! A `ShuffleUp` whose delta exceeds the lane id (undefined) reads its own lane instead
+//! ([`super::lane_read::safe_delta`]): lavapipe 22.3 crashes at subgroup size 16 on the 32-bit op
+//! reading lane -2 (docs/lowering.md, "Driver facts").
 //! Cost: per 32-bit word one op of the same kind, plus the split and join (a conversion and a
 //! shift per 64-bit word, a conversion per narrow value).
 
@@ -61,9 +64,17 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
     }
     let u32_id = code.em.ty(Ty::U32);
     let words = code.to_words(ty, value);
+    let mut base = inst.operands.clone();
+    if inst.class.opcode == Op::GroupNonUniformShuffleUp {
+        if let Some(Operand::IdRef(delta)) = base.get(2).cloned() {
+            if code.em.ty_of_value(delta) == Some(Ty::U32) {
+                base[2] = Operand::IdRef(super::lane_read::safe_delta(code, delta)?);
+            }
+        }
+    }
     let mut moved = Vec::with_capacity(words.len());
     for w in words {
-        let mut operands = inst.operands.clone();
+        let mut operands = base.clone();
         operands[at] = Operand::IdRef(w);
         moved.push(code.emit(inst.class.opcode, u32_id, operands));
     }

@@ -5,6 +5,7 @@
 //! cargo xtask bench [--sizes 1,10] [--runs N] [--val-runs N] [--only validate|lower] [--seed S] [--body N] [--no-extras] [--no-docs]
 //! cargo xtask bench gen --size BYTES [--seed S] [--body N] [-o FILE]
 //! cargo run --release -p xtask -- bench phases [--sizes 1,10] [--runs 3]   (in-process phase breakdown)
+//! cargo xtask bench tree [--files 2000] [--runs 3] [--loop-runs 1]          (2,000 small shaders, see bench_tree.rs)
 //! ```
 //!
 //! For each size (MB) a module is generated into `bench-out/` (see [`bench_gen`]), then each
@@ -29,6 +30,8 @@ use spirv::Op;
 mod bench_gen;
 #[path = "bench_phases.rs"]
 mod bench_phases;
+#[path = "bench_tree.rs"]
+mod bench_tree;
 
 const SECTION: &str = "## CPU benchmarks";
 /// Subsections of the CPU section whose heading ends with this are hand-written and kept as they are.
@@ -426,6 +429,7 @@ pub fn run(args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("gen") => return gen_cmd(&args[1..]),
         Some("phases") => return bench_phases::run(&args[1..]),
+        Some("tree") => return bench_tree::run(&args[1..]),
         _ => {}
     }
     let opts = parse(args)?;
@@ -889,12 +893,17 @@ fn render(
 /// Replaces (or appends) the `## CPU benchmarks` section, up to the next `## ` heading, keeping its
 /// hand-written `### ... (notes)` subsections after the generated text.
 fn write_section(path: &Path, section: &str) -> Result<()> {
+    write_section_named(path, SECTION, section)
+}
+
+/// [`write_section`] for the section headed `heading`.
+fn write_section_named(path: &Path, heading: &str, section: &str) -> Result<()> {
     let old = std::fs::read_to_string(path).unwrap_or_else(|_| "# Performance\n\n".into());
     let mut out = String::new();
     let mut lines = old.lines().peekable();
     let mut replaced = false;
     while let Some(l) = lines.next() {
-        if l.trim_end() == SECTION {
+        if l.trim_end() == heading {
             out.push_str(section.trim_end());
             out.push_str("\n\n");
             // Hand-written notes (`### ... (notes)` subsections) survive a regeneration.

@@ -4,7 +4,8 @@
 //! - `install-deps`: only the install step;
 //! - `codegen [--check]`: regenerate (or check) `docs/rules.md` from the rule table;
 //! - `example`: the README's main job: compile `fixtures/examples/partitioned_vote.comp`, lower it, check it;
-//! - `bench`: generate large modules and time ours against spirv-val/spirv-opt;
+//! - `bench`: generate large modules and time ours against spirv-val/spirv-opt; `bench tree`: a
+//!   tree of 2,000 small shaders against one spirv-val process per file;
 //! - `gpu`: run the conformance suite natively and lowered on the GPU machine.
 
 mod bench;
@@ -25,6 +26,7 @@ commands:
   codegen [--check]         write docs/rules.md from the rule table (--check: fail if out of date)
   example                   compile, lower and check fixtures/examples/partitioned_vote.comp
   bench [ARGS]              benchmark validation and lowering of large modules
+  bench tree [ARGS]         time validate and lower of a tree of 2,000 shaders against spirv-val per file
   gpu [ARGS]                run the conformance suite on a GPU";
 
 fn main() {

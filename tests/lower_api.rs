@@ -300,13 +300,42 @@ OpFunctionEnd
 "#;
 
 #[test]
+fn ballots_stand_in_for_a_quad_swap_without_quad_ops_or_shuffles() {
+    let words = tools::assemble(QUAD_SWAP_1_3, "spv1.3").unwrap();
+    let mut target = Target::preset("vulkan1.1").unwrap();
+    target.name = "ballot-only".into();
+    target.ops.quad = false;
+    target.ops.shuffle = false;
+    target.ops.shuffle_relative = false;
+    let (out, report) = lower_words(
+        &words,
+        &LowerOptions {
+            target,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(report.changed);
+    let text = tools::disassemble(&out);
+    assert!(!text.contains("OpGroupNonUniformQuadSwap"), "{text}");
+    assert!(!text.contains("OpGroupNonUniformShuffle"), "{text}");
+    assert_eq!(
+        text.matches("OpGroupNonUniformBallot ").count(),
+        32,
+        "one ballot per bit of the uint"
+    );
+    tools::spirv_val(&out, "vulkan1.1").unwrap();
+}
+
+#[test]
 fn a_core_op_no_rewrite_provides_is_refused_naming_a_target_that_takes_it() {
     let words = tools::assemble(QUAD_SWAP_1_3, "spv1.3").unwrap();
-    // Neither quad ops nor shuffles: no lane read can stand in for the swap.
+    // Neither quad ops nor shuffles nor ballots: no lane read can stand in for the swap.
     let mut target = Target::preset("vulkan1.1").unwrap();
     target.name = "no-quad".into();
     target.ops.quad = false;
     target.ops.shuffle = false;
+    target.ops.ballot = false;
     let err = lower_words(
         &words,
         &LowerOptions {

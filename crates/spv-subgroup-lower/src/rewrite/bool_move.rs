@@ -54,6 +54,15 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
     let word = code.op(Op::Select, uty, &[value, one, zero]);
     let mut operands = inst.operands.clone();
     operands[1] = Operand::IdRef(word);
+    // As in `wide_move`: a ShuffleUp past lane 0 reads the own lane (lavapipe 22.3 crashes on a
+    // 32-bit shuffle of lane -2 at subgroup size 16).
+    if inst.class.opcode == Op::GroupNonUniformShuffleUp {
+        if let Some(Operand::IdRef(delta)) = operands.get(2).cloned() {
+            if code.em.ty_of_value(delta) == Some(Ty::U32) {
+                operands[2] = Operand::IdRef(super::lane_read::safe_delta(code, delta)?);
+            }
+        }
+    }
     let t = code.em.ty(uty);
     let moved = code.emit(inst.class.opcode, t, operands);
     Ok(code.op(Op::INotEqual, ty, &[moved, zero]))

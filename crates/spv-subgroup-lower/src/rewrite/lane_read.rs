@@ -25,7 +25,7 @@ use spirv::{Capability, Op};
 use spv_subgroup_validate::fit::Missing;
 
 use super::{id_operand, invalid};
-use crate::emit::{Code, Id, Scalar, Ty};
+use crate::emit::{Code, Emitter, Id, Scalar, Ty};
 use crate::LowerError;
 
 /// The capability of the ops this family rewrites: the one whose absence it stands in for.
@@ -46,9 +46,13 @@ fn own_capability(op: Op) -> Option<Capability> {
 }
 
 /// Whether `inst` is a lane move the target lacks the capability of (what else it lacks, the
-/// width or bool moves, the read handles as well).
-pub(crate) fn needs(inst: &Instruction, missing: &[Missing]) -> bool {
-    own_capability(inst.class.opcode).is_some_and(|c| missing.contains(&Missing::Capability(c)))
+/// width or bool moves, the read handles as well) and the target can read a lane: a shuffle, or
+/// ballots. Without either the dispatch refuses the instruction, naming what it lacks.
+pub(crate) fn needs(inst: &Instruction, missing: &[Missing], em: &Emitter) -> bool {
+    let readable = em.has_shuffle() || em.has_core_ballot() || em.target.ops.khr_ballot;
+    readable
+        && own_capability(inst.class.opcode)
+            .is_some_and(|c| missing.contains(&Missing::Capability(c)))
 }
 
 /// Emits the read of the lane `inst` reads; returns the id of its result.

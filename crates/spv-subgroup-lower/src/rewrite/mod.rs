@@ -154,7 +154,7 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
         op if is_khr_vote(op) => vote::lower(code, inst),
         _ if masks::needs(inst, code.em) => masks::lower(code, inst),
         _ if khr_ballot::needs(inst, target) => khr_ballot::lower(code, inst),
-        _ if lane_read::needs(inst, &lacks) => lane_read::lower(code, inst),
+        _ if lane_read::needs(inst, &lacks, code.em) => lane_read::lower(code, inst),
         _ if bool_move::needs(inst, result, target) => bool_move::lower(code, inst),
         _ if ballot_bits::needs(inst, target) => ballot_bits::lower(code, inst),
         _ if vote::needs_core_all_equal(inst, target) => vote::lower_core_all_equal(code, inst),

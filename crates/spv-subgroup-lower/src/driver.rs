@@ -10,7 +10,9 @@ use rspirv::dr::{Block, Instruction, Module, Operand};
 use spirv::Op;
 
 use crate::emit::{Code, Emitter, Id};
-use crate::{hygiene, loader, outline, rewrite, stages, LowerError, LowerOptions, LowerReport};
+use crate::{
+    elide, hygiene, loader, outline, rewrite, stages, LowerError, LowerOptions, LowerReport,
+};
 
 /// The largest id bound spirv-val accepts by default (SPIR-V's universal limit on result ids).
 /// An input above it is refused (it could not be valid output either), and an output that
@@ -21,9 +23,11 @@ pub const MAX_ID_BOUND: u32 = 0x3F_FFFF;
 /// A module that needs nothing is returned word for word.
 ///
 /// Memory: the words are read once by our structural check (bounded by the module's size, not
-/// its header's bound), then loaded into rspirv's instruction form (see docs/PERFORMANCE.md
-/// for the measured bytes per input byte); the id bound is at most [`MAX_ID_BOUND`], so tables
-/// indexed by id stay below 17 MB whatever the header claims.
+/// its header's bound), then loaded sparsely: only the instructions the pass reads or changes
+/// become rspirv instructions, every other run of a block stays in `words` and is copied to the
+/// output (see `elide`; docs/PERFORMANCE.md has the measured bytes per input byte). The id
+/// bound is at most [`MAX_ID_BOUND`], so tables indexed by id stay below 17 MB whatever the
+/// header claims.
 pub fn lower_words(
     words: &[u32],
     opts: &LowerOptions,
@@ -33,15 +37,20 @@ pub fn lower_words(
     if let Some(&bound) = words.get(3) {
         check_input_bound(bound, &opts.target)?;
     }
-    let loader::Loaded {
-        mut module,
-        between_functions,
-    } = loader::load(words)?;
-    let report = lower(&mut module, opts).map_err(|e| with_word_offset(e, words))?;
+    let (
+        loader::Loaded {
+            mut module,
+            between_functions,
+        },
+        value_types,
+    ) = loader::load_sparse(words)?;
+    let source = (!value_types.is_empty()).then_some((words, value_types.as_slice()));
+    let report = lower_module(&mut module, opts, source).map_err(|e| with_word_offset(e, words))?;
+    drop(value_types);
     if !report.changed {
         return Ok((words.to_vec(), report));
     }
-    let mut out = loader::assemble(module, &between_functions);
+    let mut out = elide::assemble(module, &between_functions, words);
     // The input's generator word is kept (as are its version unless raised, and the reserved
     // schema word).
     if let (Some(o), Some(&g)) = (out.get_mut(2), words.get(2)) {
@@ -209,6 +218,16 @@ fn find_definition(words: &[u32], id: u32) -> Option<usize> {
 
 /// Lowers a module in place for `opts.target`.
 pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, LowerError> {
+    lower_module(module, opts, None)
+}
+
+/// [`lower`] of a module that may hold placeholders of elided instructions: `source` is then the
+/// input's words and the value types of the elided instructions.
+fn lower_module(
+    module: &mut Module,
+    opts: &LowerOptions,
+    source: Option<(&[u32], &[Id])>,
+) -> Result<LowerReport, LowerError> {
     let target = &opts.target;
     if let Some(h) = module.header.as_ref() {
         check_input_bound(h.bound, target)?;
@@ -223,7 +242,7 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
         rewrite::prepare(module, target);
     }
     let rewrites_needed = {
-        let em = Emitter::new(module, target, max_lanes);
+        let em = Emitter::new(module, target, max_lanes, source);
         module
             .functions
             .iter()
@@ -250,7 +269,7 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
         }
     }
     let before = (module.capabilities.len(), module.extensions.len());
-    let mut em = Emitter::new(module, target, max_lanes);
+    let mut em = Emitter::new(module, target, max_lanes, source);
     em.float_partition = opts.float_partition;
     let mut counts: HashMap<String, usize> = HashMap::new();
     let mut rewritten: BTreeSet<Id> = BTreeSet::new();
@@ -264,7 +283,7 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
     }
     module.functions.append(&mut helpers.functions);
     module.debug_names.append(&mut helpers.names);
-    finish_globals(module, &mut em, &rewritten);
+    finish_globals(module, &mut em, &rewritten)?;
     let removed = rewrite::finish(module, target);
     hygiene::fix_requirements(module, &em, opts)?;
     // The input bound is at most 2^22, so counting new ids cannot wrap before memory runs out;
@@ -476,9 +495,13 @@ fn name_error(err: LowerError, inst: &Instruction) -> LowerError {
 
 /// Appends new types, constants, variables, decorations and imports, and lists the built-ins the
 /// new code loads in the interface of every entry point whose call tree holds rewritten code.
-fn finish_globals(module: &mut Module, em: &mut Emitter, rewritten: &BTreeSet<Id>) {
+fn finish_globals(
+    module: &mut Module,
+    em: &mut Emitter,
+    rewritten: &BTreeSet<Id>,
+) -> Result<(), LowerError> {
     // Functions shared by a fragment and another stage are split first (it adds globals).
-    let (twins, clones) = stages::split(module, em);
+    let (twins, clones) = stages::split(module, em)?;
     let mut rewritten = rewritten.clone();
     rewritten.extend(
         rewritten
@@ -522,4 +545,5 @@ fn finish_globals(module: &mut Module, em: &mut Emitter, rewritten: &BTreeSet<Id
             }
         }
     }
+    Ok(())
 }

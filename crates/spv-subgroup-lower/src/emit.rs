@@ -159,6 +159,9 @@ pub(crate) struct Emitter<'t> {
     pub float_partition: FloatPartition,
     /// Whether the module has a fragment entry point (integer inputs there must be `Flat`).
     fragment: bool,
+    /// The input's words when lowering words: placeholders of elided instructions point into
+    /// them (see `elide`).
+    pub source: Option<&'t [u32]>,
     /// Whether 64-bit integer types may be used (the module declares `Int64`, or the target's
     /// consumer cannot bitcast a 64-bit value to a 2-vector, as naga's IR cannot).
     int64_words: bool,
@@ -181,8 +184,14 @@ fn instruction_count(module: &rspirv::dr::Module) -> usize {
 }
 
 impl<'t> Emitter<'t> {
-    /// Indexes the module's types, constants, built-ins and value types.
-    pub(crate) fn new(module: &rspirv::dr::Module, target: &'t Target, max_lanes: u32) -> Self {
+    /// Indexes the module's types, constants, built-ins and value types. `source` is the input
+    /// of a sparse load and the types of the values it elided (see `elide`).
+    pub(crate) fn new(
+        module: &rspirv::dr::Module,
+        target: &'t Target,
+        max_lanes: u32,
+        source: Option<(&'t [u32], &[Id])>,
+    ) -> Self {
         let bound = module.header.as_ref().map_or(1, |h| h.bound.max(1));
         let mut em = Emitter {
             target,
@@ -205,7 +214,11 @@ impl<'t> Emitter<'t> {
             // Sized by the module's instructions, not its header's bound (which may lie):
             // `set_value_type` grows it for the ids actually used, all below the bound the
             // driver has capped at `MAX_ID_BOUND`.
-            value_types: vec![0; (bound as usize).min(instruction_count(module) + 1)],
+            value_types: match source {
+                Some((_, types)) => types.to_vec(),
+                None => vec![0; (bound as usize).min(instruction_count(module) + 1)],
+            },
+            source: source.map(|(words, _)| words),
             classes: Vec::new(),
             used_builtins: BTreeSet::new(),
             float_partition: FloatPartition::default(),

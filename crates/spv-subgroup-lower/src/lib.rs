@@ -73,6 +73,7 @@ pub enum LowerError {
 }
 
 mod driver;
+mod elide;
 mod emit;
 mod hygiene;
 mod loader;

@@ -8,11 +8,13 @@
 //! its order, and instructions between two functions (non-semantic ext-insts may stand there)
 //! are kept aside with the number of functions before them, so [`assemble`] puts them back.
 
-use rspirv::binary::{Assemble, Consumer, ParseAction};
-use rspirv::dr::{Block, Function, Instruction, Module, ModuleHeader};
-use spirv::Op;
+use std::collections::HashSet;
 
-use crate::LowerError;
+use rspirv::binary::{Assemble, Consumer, ParseAction};
+use rspirv::dr::{Block, Function, Instruction, Module, ModuleHeader, Operand};
+use spirv::{Decoration, Op};
+
+use crate::{elide, LowerError};
 
 /// A loaded module and what the `dr::Module` has no place for.
 #[derive(Debug, Default)]
@@ -35,6 +37,33 @@ pub fn load(words: &[u32]) -> Result<Loaded, LowerError> {
     Ok(placer.loaded)
 }
 
+/// Loads like [`load`], but runs of instructions the pass neither reads nor changes stay in
+/// `words`, each block holding a placeholder for them (see `elide`); also returns the type of
+/// every value (result id -> type id, 0 for none), the elided ones included.
+pub(crate) fn load_sparse(words: &[u32]) -> Result<(Loaded, Vec<u32>), LowerError> {
+    // Placeholders hold 32-bit word offsets.
+    if u32::try_from(words.len()).is_err() {
+        return load(words).map(|l| (l, Vec::new()));
+    }
+    let bound = words.get(3).copied().unwrap_or(1) as usize;
+    let mut placer = Placer {
+        sparse: Some(Sparse {
+            words,
+            pos: 5,
+            watched: None,
+            value_types: vec![0; bound.min(words.len() / 2 + 1)],
+        }),
+        ..Placer::default()
+    };
+    rspirv::binary::parse_words(words, &mut placer)
+        .map_err(|e| LowerError::Parse(e.to_string()))?;
+    if let Some(err) = placer.error {
+        return Err(LowerError::Parse(err));
+    }
+    let types = placer.sparse.map(|s| s.value_types).unwrap_or_default();
+    Ok((placer.loaded, types))
+}
+
 /// Assembles a loaded module, the between-function instructions back in their places.
 pub fn assemble(mut module: Module, between: &[(usize, Instruction)]) -> Vec<u32> {
     if between.is_empty() {
@@ -55,9 +84,74 @@ pub fn assemble(mut module: Module, between: &[(usize, Instruction)]) -> Vec<u32
     out
 }
 
+/// The state of a sparse load.
+struct Sparse<'w> {
+    words: &'w [u32],
+    /// Word offset of the next instruction.
+    pos: usize,
+    /// Built-in variables and access chains into them (their users are kept), known once the
+    /// first function starts.
+    watched: Option<HashSet<u32>>,
+    /// Result id -> type id of the elided values.
+    value_types: Vec<u32>,
+}
+
+impl Sparse<'_> {
+    /// Elides `inst` (at word `at`, `count` words) into `insts` unless the pass needs it.
+    /// Returns the instruction back when it must be kept.
+    fn elide(
+        &mut self,
+        inst: Instruction,
+        at: usize,
+        count: usize,
+        insts: &mut Vec<Instruction>,
+        module: &Module,
+    ) -> Option<Instruction> {
+        let watched = self
+            .watched
+            .get_or_insert_with(|| builtin_variables(module));
+        if elide::keep(&inst, watched) {
+            if matches!(inst.class.opcode, Op::AccessChain | Op::InBoundsAccessChain) {
+                if let (Some(r), Some(Operand::IdRef(base))) =
+                    (inst.result_id, inst.operands.first())
+                {
+                    if watched.contains(base) {
+                        watched.insert(r);
+                    }
+                }
+            }
+            return Some(inst);
+        }
+        if let (Some(ty), Some(id)) = (inst.result_type, inst.result_id) {
+            let i = id as usize;
+            if i >= self.value_types.len() {
+                self.value_types.resize(i + 1 + i / 4, 0);
+            }
+            self.value_types[i] = ty;
+        }
+        elide::push(insts, at, count);
+        None
+    }
+}
+
+/// The ids decorated `BuiltIn`.
+fn builtin_variables(module: &Module) -> HashSet<u32> {
+    module
+        .annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::Decorate)
+        .filter_map(|a| match a.operands.as_slice() {
+            [Operand::IdRef(v), Operand::Decoration(Decoration::BuiltIn), ..] => Some(*v),
+            _ => None,
+        })
+        .collect()
+}
+
 #[derive(Default)]
-struct Placer {
+struct Placer<'w> {
     loaded: Loaded,
+    /// `Some` for a sparse load.
+    sparse: Option<Sparse<'w>>,
     function: Option<Function>,
     block: Option<Block>,
     /// Instructions inside a function before its first label (OpLine, non-semantic ext-insts):
@@ -68,7 +162,7 @@ struct Placer {
     index: usize,
 }
 
-impl Placer {
+impl Placer<'_> {
     fn fail(&mut self, message: String) -> ParseAction {
         self.error = Some(format!("instruction {}: {message}", self.index));
         ParseAction::Stop
@@ -102,7 +196,7 @@ impl Placer {
     }
 }
 
-impl Consumer for Placer {
+impl Consumer for Placer<'_> {
     fn initialize(&mut self) -> ParseAction {
         ParseAction::Continue
     }
@@ -122,6 +216,14 @@ impl Consumer for Placer {
     fn consume_instruction(&mut self, inst: Instruction) -> ParseAction {
         self.index += 1;
         let op = inst.class.opcode;
+        // Where the instruction stands (the structure check before the load vouches for the
+        // word counts).
+        let at = self.sparse.as_mut().map(|s| {
+            let at = s.pos;
+            let count = s.words.get(at).map_or(1, |w| (w >> 16) as usize).max(1);
+            s.pos += count;
+            (at, count)
+        });
         let Some(function) = self.function.as_mut() else {
             if op == Op::Function {
                 let mut f = Function::new();
@@ -170,7 +272,19 @@ impl Consumer for Placer {
                 function.blocks.push(block);
             }
             _ => match self.block.as_mut() {
-                Some(block) => block.instructions.push(inst),
+                Some(block) => {
+                    let inst = match (self.sparse.as_mut(), at) {
+                        (Some(s), Some((at, count))) => s.elide(
+                            inst,
+                            at,
+                            count,
+                            &mut block.instructions,
+                            &self.loaded.module,
+                        ),
+                        _ => Some(inst),
+                    };
+                    block.instructions.extend(inst);
+                }
                 None if function.blocks.is_empty() => self.before_label.push(inst),
                 None => return self.fail(format!("Op{op:?} between two blocks")),
             },

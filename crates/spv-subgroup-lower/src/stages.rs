@@ -14,11 +14,16 @@ use rspirv::dr::{Function, Instruction, Module, Operand};
 use spirv::{Decoration, ExecutionModel, Op};
 
 use crate::emit::{Emitter, Id};
+use crate::{elide, LowerError};
+
+/// For the entry points that are not fragment shaders, flat built-in -> its twin; function ->
+/// its clone for those stages.
+type Split = (BTreeMap<Id, Id>, HashMap<Id, Id>);
 
 /// Splits the code that loads `Flat` built-ins between fragment and other entry points.
 /// Returns, for the entry points that are not fragment shaders, flat built-in -> its twin, and
 /// function -> its clone for those stages.
-pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> (BTreeMap<Id, Id>, HashMap<Id, Id>) {
+pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, LowerError> {
     let flat: BTreeSet<Id> = em
         .new_annotations
         .iter()
@@ -32,7 +37,7 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> (BTreeMap<Id, Id>,
         })
         .collect();
     if flat.is_empty() {
-        return Default::default();
+        return Ok(Default::default());
     }
     let calls = call_graph(module);
     let (mut fragment_roots, mut other_roots) = (Vec::new(), Vec::new());
@@ -68,7 +73,7 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> (BTreeMap<Id, Id>,
         .filter(|f| reaches_any(&calls, *f, &loads_flat))
         .collect();
     if affected.is_empty() {
-        return Default::default();
+        return Ok(Default::default());
     }
     // Undecorated twins of the flat built-ins, for the other stages.
     let mut twins: BTreeMap<Id, Id> = BTreeMap::new();
@@ -120,6 +125,13 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> (BTreeMap<Id, Id>,
                 let mut ids: HashMap<Id, Id> = twins.iter().map(|(a, b)| (*a, *b)).collect();
                 ids.extend(clone_of.iter().map(|(a, b)| (*a, *b)));
                 ids.insert(id, new_id);
+                // A copy gets new ids for every value: the elided instructions come back first.
+                if let Some(words) = em.source {
+                    elide::expand(function, words).ok_or_else(|| LowerError::Invalid {
+                        result_id: id,
+                        message: "the function's instructions no longer parse".to_owned(),
+                    })?;
+                }
                 let clone = clone_function(function, em, &mut ids);
                 decorations.push(ids);
                 clones.push(clone);
@@ -161,7 +173,7 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> (BTreeMap<Id, Id>,
             }
         }
     }
-    (twins, clone_of)
+    Ok((twins, clone_of))
 }
 
 fn all_instructions(f: &mut Function) -> impl Iterator<Item = &mut Instruction> {

@@ -292,7 +292,10 @@ pub(crate) struct IdMap {
 
 impl IdMap {
     fn new(bound: u32, words: usize) -> IdMap {
-        let len = (bound as usize).min(words.saturating_mul(4).max(1 << 16));
+        // Every id is defined by an instruction of at least two words, so a module has at most
+        // `words / 2` of them: a dense table past that would serve ids no module can define,
+        // at up to 4 bytes per input byte.
+        let len = (bound as usize).min(words / 2 + (1 << 16));
         IdMap {
             dense: vec![0; len],
             sparse: std::collections::HashMap::new(),

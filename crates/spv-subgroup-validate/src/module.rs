@@ -64,8 +64,10 @@ pub(crate) struct Module<'a> {
     pub bound: u32,
     pub insts: Vec<Inst>,
     pub def: IdMap,
-    /// Per instruction: the result id of its function, 0 outside functions.
-    pub func_of: Vec<u32>,
+    /// The functions, in order: (index of `OpFunction`, index of its `OpFunctionEnd` or
+    /// `u32::MAX` while open, result id). A range per function rather than an id per
+    /// instruction: 4 bytes per instruction are a module's size again for `OpNop`s.
+    funcs: Vec<(u32, u32, u32)>,
     /// Declared capabilities: (capability, instruction index).
     pub caps: Vec<(u32, usize)>,
     /// Declared extensions: (name, instruction index).
@@ -98,7 +100,7 @@ impl<'a> Module<'a> {
             words,
             version,
             bound,
-            func_of: Vec::with_capacity(insts.len()),
+            funcs: Vec::new(),
             insts,
             def,
             caps: Vec::new(),
@@ -111,7 +113,6 @@ impl<'a> Module<'a> {
             passed: Vec::new(),
             names: std::cell::OnceCell::new(),
         };
-        let mut func = 0u32;
         for i in 0..m.insts.len() {
             let inst = m.insts[i];
             let op = inst.opcode as u32;
@@ -125,7 +126,9 @@ impl<'a> Module<'a> {
             const COPY_MEMORY: u32 = Op::CopyMemory as u32;
             const CALL: u32 = Op::FunctionCall as u32;
             match op {
-                FUNCTION => func = m.word(i, 2).unwrap_or(0),
+                FUNCTION => m
+                    .funcs
+                    .push((i as u32, u32::MAX, m.word(i, 2).unwrap_or(0))),
                 CAPABILITY => {
                     if let Some(c) = m.word(i, 1) {
                         m.caps.push((c, i));
@@ -173,9 +176,10 @@ impl<'a> Module<'a> {
                 }
                 _ => {}
             }
-            m.func_of.push(func);
             if op == FUNCTION_END {
-                func = 0;
+                if let Some(f) = m.funcs.last_mut() {
+                    f.1 = f.1.min(i as u32);
+                }
             }
         }
         m.stores.sort_unstable();
@@ -403,16 +407,24 @@ impl<'a> Module<'a> {
         self.exts.iter().any(|(e, _)| e == name)
     }
 
+    /// The result id of the function instruction `i` stands in, 0 outside functions.
+    pub(crate) fn func_of(&self, i: usize) -> u32 {
+        let k = self
+            .funcs
+            .partition_point(|&(start, _, _)| start as usize <= i);
+        match k.checked_sub(1).and_then(|k| self.funcs.get(k)) {
+            Some(&(_, end, id)) if i <= end as usize => id,
+            _ => 0,
+        }
+    }
+
     /// The location of instruction `i`.
     pub(crate) fn location(&self, i: usize) -> Location {
         Location {
             word_offset: self.insts.get(i).map_or(0, |x| x.offset as usize),
             inst_index: i,
             result_id: self.result_id(i),
-            function: match self.func_of.get(i) {
-                Some(0) | None => None,
-                Some(&f) => Some(f),
-            },
+            function: Some(self.func_of(i)).filter(|&f| f != 0),
         }
     }
 
@@ -445,7 +457,7 @@ impl<'a> Module<'a> {
     pub(crate) fn param_id(&self, f: u32, n: usize) -> Option<u32> {
         let fi = self.def_inst(f)?;
         let pi = fi + 1 + n;
-        if self.opcode(pi) != Op::FunctionParameter as u32 || self.func_of.get(pi) != Some(&f) {
+        if self.opcode(pi) != Op::FunctionParameter as u32 || self.func_of(pi) != f {
             return None;
         }
         self.result_id(pi)

@@ -4,6 +4,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use spv_subgroup_validate::{ParseError, ParseErrorKind};
 
 /// One module to read: a file, or stdin.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,23 +23,114 @@ impl Source {
             Source::File(p) => show_path(p),
         }
     }
+}
 
-    /// Reads the whole input.
-    pub fn read(&self) -> anyhow::Result<Vec<u8>> {
+/// A module read as words, with the byte order it came in.
+#[derive(Debug)]
+pub struct Words {
+    /// The words, in the machine's order.
+    pub words: Vec<u32>,
+    /// Whether the input was little-endian.
+    pub little_endian: bool,
+}
+
+impl Source {
+    /// Reads the whole input as SPIR-V words without holding its bytes, so the input costs its
+    /// own size once (see docs/PERFORMANCE.md). The inner `Err` is what [`words_from_bytes`]
+    /// would say of the same bytes.
+    ///
+    /// [`words_from_bytes`]: spv_subgroup_validate::words_from_bytes
+    pub fn read_words(&self) -> anyhow::Result<Result<Words, ParseError>> {
         match self {
             Source::Stdin => {
-                let mut bytes = Vec::new();
-                std::io::stdin()
-                    .lock()
-                    .read_to_end(&mut bytes)
-                    .context("cannot read stdin")?;
-                Ok(bytes)
+                words_from_reader(std::io::stdin().lock(), 0).context("cannot read stdin")
             }
             Source::File(p) => {
-                std::fs::read(p).with_context(|| format!("cannot read `{}`", show_path(p)))
+                let read = || {
+                    let f = std::fs::File::open(p)?;
+                    let size = f.metadata().map_or(0, |m| m.len());
+                    words_from_reader(f, size)
+                };
+                read().with_context(|| format!("cannot read `{}`", show_path(p)))
             }
         }
     }
+}
+
+impl Words {
+    /// The words as bytes in the order they were read: a module written back unchanged keeps
+    /// its bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let le = self.little_endian;
+        self.words
+            .iter()
+            .flat_map(|w| if le { w.to_le_bytes() } else { w.to_be_bytes() })
+            .collect()
+    }
+}
+
+/// Reads a stream into words through a 64 KiB buffer; `size` (the file's length, 0 if unknown)
+/// reserves the words at once, so the vector never doubles past the input.
+fn words_from_reader(mut r: impl Read, size: u64) -> std::io::Result<Result<Words, ParseError>> {
+    const MAGIC: u32 = 0x0723_0203;
+    let mut words: Vec<u32> = Vec::with_capacity(usize::try_from(size / 4).unwrap_or(0));
+    let mut buf = vec![0u8; 1 << 16];
+    let (mut carry, mut carried) = ([0u8; 4], 0usize);
+    let mut total: usize = 0;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        total = total.saturating_add(n);
+        let mut chunk = &buf[..n];
+        while !chunk.is_empty() {
+            if carried > 0 || chunk.len() < 4 {
+                let take = (4 - carried).min(chunk.len());
+                carry[carried..carried + take].copy_from_slice(&chunk[..take]);
+                carried += take;
+                chunk = &chunk[take..];
+                if carried == 4 {
+                    words.push(u32::from_le_bytes(carry));
+                    carried = 0;
+                }
+                continue;
+            }
+            let whole = chunk.len() / 4 * 4;
+            words.extend(
+                chunk[..whole]
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            );
+            chunk = &chunk[whole..];
+        }
+    }
+    // The checks of `words_from_bytes`, in its order.
+    let fail = |kind, word_offset| {
+        Ok(Err(ParseError {
+            kind,
+            word_offset,
+            inst_index: None,
+        }))
+    };
+    if total % 4 != 0 {
+        return fail(ParseErrorKind::NotWordAligned(total), total / 4);
+    }
+    let little_endian = match words.first() {
+        None => return fail(ParseErrorKind::TruncatedHeader, 0),
+        Some(&MAGIC) => true,
+        Some(w) if w.swap_bytes() == MAGIC => false,
+        Some(&w) => return fail(ParseErrorKind::BadMagic(w), 0),
+    };
+    if !little_endian {
+        words.iter_mut().for_each(|w| *w = w.swap_bytes());
+    }
+    Ok(Ok(Words {
+        words,
+        little_endian,
+    }))
 }
 
 /// A path as messages and JSON show it: its UTF-8 text, with `\\` for a backslash, `\u{..}` for a

@@ -13,7 +13,7 @@ use spv_subgroup_lower::{
 use spv_subgroup_validate::{render_human, words_from_bytes};
 
 use crate::args::{load_target, parse_subgroup_size, OutputArg};
-use crate::io::{show_path, source_of, write_atomically, Source};
+use crate::io::{show_path, source_of, write_atomically, Source, Words};
 use crate::{EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK};
 
 const AFTER_HELP: &str = "\
@@ -107,11 +107,26 @@ impl Opts {
             crate::io::check_stdin_not_terminal()?;
         }
         let name = source.display_name();
-        let bytes = source.read()?;
+        // Read as words (its bytes are never held), freed before the output is written: see
+        // the memory bound in docs/PERFORMANCE.md.
+        let input = match source.read_words()? {
+            Ok(input) => input,
+            Err(e) => {
+                eprintln!("error: `{name}` is not a valid SPIR-V module: {e}");
+                return Ok(EXIT_FINDINGS);
+            }
+        };
         let out = &self.output.output;
-        match job.lower(&name, &bytes, &show_path(out)) {
+        match job.lower_input(&name, &input, &show_path(out)) {
             Ok(done) => {
-                write_atomically(out, done.bytes(&bytes))?;
+                match &done {
+                    // Written back exactly as read (same bytes, same byte order).
+                    Done::Unchanged => write_atomically(out, &input.to_bytes())?,
+                    Done::Lowered(bytes, _) => {
+                        drop(input);
+                        write_atomically(out, bytes)?;
+                    }
+                }
                 if !self.quiet {
                     match &done {
                         Done::Unchanged => eprintln!(
@@ -173,18 +188,27 @@ pub struct Refused {
 impl Job {
     /// Lowers one module read from `name`, to be written to `out` (both as messages show them).
     pub fn lower(&self, name: &str, bytes: &[u8], out: &str) -> Result<Done, Refused> {
+        let words = words_from_bytes(bytes).map_err(|e| Refused {
+            exit: EXIT_FINDINGS,
+            message: format!("error: `{name}` is not a valid SPIR-V module: {e}"),
+            kind: "malformed",
+        })?;
+        let input = Words {
+            little_endian: bytes.starts_with(&0x0723_0203u32.to_le_bytes()),
+            words,
+        };
+        self.lower_input(name, &input, out)
+    }
+
+    /// [`Job::lower`] of a module already read as words.
+    pub fn lower_input(&self, name: &str, input: &Words, out: &str) -> Result<Done, Refused> {
         let refuse = |kind, message: String| Refused {
             exit: EXIT_FINDINGS,
             message,
             kind,
         };
-        let words = words_from_bytes(bytes).map_err(|e| {
-            refuse(
-                "malformed",
-                format!("error: `{name}` is not a valid SPIR-V module: {e}"),
-            )
-        })?;
-        let (lowered, report) = lower_words(&words, &self.opts).map_err(|e| match e {
+        let words = &input.words;
+        let (lowered, report) = lower_words(words, &self.opts).map_err(|e| match e {
             LowerError::Parse(_) => refuse(
                 "malformed",
                 format!("error: `{name}` is not a module that can be lowered: {e}"),
@@ -206,7 +230,7 @@ impl Job {
         // Every output is judged against the target, also one written back unchanged: "nothing
         // to lower" must not pass off a module the target cannot run.
         if self.verify {
-            verify_lowered(&words, &lowered, report.changed, &self.opts, None)
+            verify_lowered(words, &lowered, report.changed, &self.opts, None)
                 .map_err(|e| self.verify_failed(name, out, e))?;
         }
         Ok(if report.changed {

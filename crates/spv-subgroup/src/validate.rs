@@ -11,9 +11,7 @@
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
-use spv_subgroup_validate::{
-    render_human, render_json, validate, words_from_bytes, Severity, ValidateOptions,
-};
+use spv_subgroup_validate::{render_human, render_json, validate, Severity, ValidateOptions};
 
 use crate::args::{parse_target_env, GeneralOpts, InputArgs, TargetArg};
 use crate::io::{expand_inputs, print_stdout, Source};
@@ -224,11 +222,12 @@ impl Opts {
 }
 
 fn check(source: &Source, opts: &ValidateOptions) -> Outcome {
-    let bytes = match source.read() {
-        Ok(b) => b,
+    // Read as words: the input's bytes are never held (see docs/PERFORMANCE.md).
+    let read = match source.read_words() {
+        Ok(r) => r,
         Err(e) => return Outcome::Io(e),
     };
-    let checked = words_from_bytes(&bytes).and_then(|words| {
+    let checked = read.and_then(|crate::io::Words { words, .. }| {
         let report = validate(&words, opts)?;
         let inst_words = report
             .diagnostics

@@ -129,7 +129,10 @@ fn full_disk_is_an_io_error_and_the_old_output_survives() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("No space left"), "{}", show(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("old: old"), "the old output survives: {stdout}");
+    assert!(
+        stdout.contains("old: old"),
+        "the old output survives: {stdout}"
+    );
     let listing: Vec<&str> = stdout.lines().skip(1).collect();
     assert_eq!(listing, ["out.spv"], "no temporary file remains: {stdout}");
 }

@@ -32,24 +32,24 @@ const DOCUMENTED: &[(&str, &str)] = &[
         "The partition op extends the SPIR-V 1.3 non-uniform instructions (SPV_NV_shader_subgroup_partitioned requires SPIR-V 1.3); spirv-val does not check the version for OpGroupNonUniformPartitionNV.",
     ),
     (
-        "spvasm/partition_result_ivec4.spvasm",
-        "OpGroupNonUniformPartitionNV: \"Result Type must be a vector of four components of integer type scalar, whose Width operand is 32 and whose Signedness operand is 0.\" spirv-val does not check the partition op's types.",
+        "spvasm/partition_result_v3uint.spvasm",
+        "SPV_NV/EXT_shader_subgroup_partitioned, OpGroupNonUniformPartitionNV: \"'Result Type' must be a 4 component vector of 32 bit integer types.\" spirv-val does not check the partition op's types.",
     ),
     (
         "spvasm/partition_value_array.spvasm",
-        "OpGroupNonUniformPartitionNV: \"Value must be a scalar or vector of floating-point type, integer type, or Boolean type.\" spirv-val does not check the partition op's types.",
+        "SPV_NV/EXT_shader_subgroup_partitioned, OpGroupNonUniformPartitionNV: \"'Value' must be a scalar or vector type.\" spirv-val does not check the partition op's types.",
     ),
     (
         "spvasm/partitioned_ballot_64bit.spvasm",
-        "The partitioned functions take a `uvec4` ballot (GL_NV_shader_subgroup_partitioned: `subgroupPartitioned<op>NV(genType value, uvec4 ballot)`): four 32-bit components. spirv-val 2023.1 does not check the ballot operand of partitioned group operations.",
+        "SPV_EXT_shader_subgroup_partitioned: \"ballot must be a 4 component vector of 32 bit integer types.\" spirv-val 2023.1 does not check the ballot operand of partitioned group operations.",
     ),
     (
         "spvasm/partitioned_workgroup_scope.spvasm",
-        "GL_NV_shader_subgroup_partitioned: the ballot \"must form a valid partition of the active invocations in the subgroup\": a partitioned operation is a subgroup operation. spirv-val allows Workgroup outside Vulkan for every non-uniform op.",
+        "SPIR-V 1.6 revision 6, 3.3.24, the non-uniform arithmetic instructions: \"It must be Subgroup.\" (and the ballot \"must form a valid partition of the active invocations in the subgroup\"). spirv-val 2023.1 allows Workgroup outside Vulkan for every non-uniform op.",
     ),
     (
         "spvasm/partitioned_bitcount.spvasm",
-        "GL_NV_shader_subgroup_partitioned maps only subgroupPartitioned{,Inclusive,Exclusive}<op>NV (Add, Mul, Min, Max, And, Or, Xor) to the partitioned group operations; OpGroupNonUniformBallotBitCount takes Reduce, InclusiveScan or ExclusiveScan. spirv-val 2023.1 accepts any group operation the capability enables.",
+        "SPV_EXT_shader_subgroup_partitioned, Validation Rules: \"The Partitioned Group Operations can only be used with the OpGroupNonUniformIAdd, ... and OpGroupNonUniformLogicalXor instructions.\" spirv-val 2023.1 accepts any group operation the capability enables.",
     ),
     (
         "spvasm/partitioned_result_family.spvasm",
@@ -65,11 +65,11 @@ const DOCUMENTED: &[(&str, &str)] = &[
     ),
     (
         "spvasm/partitioned_no_ballot.spvasm",
-        "GL_NV_shader_subgroup_partitioned, Mapping to SPIR-V: \"When using GroupOperationPartitioned*, the <ballot> parameter is the last operand\". spirv-val 2023.1 does not require it.",
+        "SPV_NV_shader_subgroup_partitioned: \"If Operation is PartitionedReduceNV, PartitionedInclusiveScanNV, or PartitionedExclusiveScanNV, ballot must be specified.\" spirv-val 2023.1 does not require it.",
     ),
     (
         "spvasm/partitioned_ballot_vec2.spvasm",
-        "The partitioned functions take a `uvec4` ballot (GL_NV_shader_subgroup_partitioned: `subgroupPartitioned<op>NV(genType value, uvec4 ballot)`). spirv-val 2023.1 does not check the ballot operand of partitioned group operations.",
+        "SPV_EXT_shader_subgroup_partitioned: \"ballot must be a 4 component vector of 32 bit integer types.\" spirv-val 2023.1 does not check the ballot operand of partitioned group operations.",
     ),
     (
         "spvasm/core_ballot_signed.spvasm",
@@ -82,6 +82,18 @@ const DOCUMENTED: &[(&str, &str)] = &[
     (
         "spvasm/core_broadcast_dynamic_id.spvasm",
         "SPIR-V 3.56.24, OpGroupNonUniformBroadcast: \"Before version 1.5, Id must come from a constant instruction.\" spirv-val 2023.1 does not check this.",
+    ),
+    (
+        "spvasm/core_scope_workgroup_spv13.spvasm",
+        "SPIR-V 1.6 revision 6, 3.3.24, every non-uniform instruction: \"It must be Subgroup.\" (no version or environment qualifier; SPIRV-Tools rejects Workgroup outside Vulkan since 2023). spirv-val 2023.1 follows the older \"Workgroup or Subgroup\".",
+    ),
+    (
+        "spvasm/barrier_subgroup_scope_vulkan11.spvasm",
+        "Vulkan, VUID-StandaloneSpirv-SubgroupVoteKHR-07951: \"If none of the SubgroupVoteKHR, GroupNonUniform, or SubgroupBallotKHR capabilities are declared, Scope for memory must not be Subgroup\" (no Vulkan version qualifier). spirv-val (2023.1 and SPIRV-Tools HEAD) checks it in a Vulkan 1.0 environment only.",
+    ),
+    (
+        "spvasm/core_cluster_size_operand.spvasm",
+        "SPIR-V 3.3.24: \"ClusterSize must be a scalar of integer type, whose Signedness operand is 0. ClusterSize must come from a constant instruction.\" spirv-val 2023.1 predates these checks (SPIRV-Tools HEAD rejects the module too).",
     ),
     (
         "spvasm/target_lavapipe_partition.spvasm",

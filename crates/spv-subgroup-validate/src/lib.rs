@@ -82,6 +82,10 @@ pub(crate) struct Sink {
     pub diags: Vec<Diagnostic>,
     /// A vote KHR instruction was seen.
     pub used_vote: bool,
+    /// A barrier or atomic with a Subgroup memory scope was seen in a Vulkan environment, which
+    /// VUID-StandaloneSpirv-SubgroupVoteKHR-07951 allows only with SubgroupVoteKHR,
+    /// GroupNonUniform or SubgroupBallotKHR declared: such a declaration is not unused.
+    pub subgroup_memory_scope: bool,
     /// A partition op or partitioned group operation was seen.
     pub used_partition: bool,
     /// The first partition-related instruction and how many there are.

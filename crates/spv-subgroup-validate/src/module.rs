@@ -433,14 +433,6 @@ impl<'a> Module<'a> {
         ((self.version >> 16) as u8, (self.version >> 8) as u8)
     }
 
-    /// Whether the module is an OpenCL-style kernel module (Kernel capability or OpenCL memory model).
-    pub(crate) fn is_kernel(&self) -> bool {
-        self.has_cap(spirv::Capability::Kernel)
-            || self
-                .memory_model
-                .is_some_and(|(_, model)| model == spirv::MemoryModel::OpenCL as u32)
-    }
-
     /// For an `OpFunctionParameter` instruction: (its function's id, its position).
     pub(crate) fn param_position(&self, i: usize) -> Option<(u32, usize)> {
         let mut k = i;

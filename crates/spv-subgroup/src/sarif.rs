@@ -109,7 +109,14 @@ pub fn log(results: Vec<Value>, notifications: Vec<Value>, successful: bool) -> 
                 "help": { "text": format!("{}\n\nspv-subgroup explain {}", r.explain(), r.code()) },
                 "helpUri": format!("{REPOSITORY}/blob/main/docs/rules.md"),
                 "defaultConfiguration": { "level": level(r.severity()) },
-                "properties": { "family": r.family() },
+                // The audit of the rule table travels with it: the specification sentence the
+                // rule enforces (verbatim) and the Vulkan VUID where Vulkan names one.
+                "properties": {
+                    "family": r.family(),
+                    "kind": r.kind().to_string(),
+                    "spec": r.spec(),
+                    "vuid": r.vuid(),
+                },
             })
         })
         .collect();

@@ -84,6 +84,14 @@ fn sarif_log_is_valid_and_places_findings() {
         let code = r["id"].as_str().unwrap();
         let o = run(&["explain", code], dir.path());
         let explain = String::from_utf8_lossy(&o.stdout).into_owned();
+        // The rule's spec quote and VUID (issue 9 item 2), as the table has them.
+        let rule = spv_subgroup_validate::Rule::from_code(code).unwrap();
+        assert_eq!(r["properties"]["spec"], rule.spec(), "{code}");
+        assert_eq!(
+            r["properties"]["vuid"],
+            rule.vuid().map_or(Value::Null, Value::from),
+            "{code}"
+        );
         let help = r["help"]["text"].as_str().unwrap();
         let first = help.lines().next().unwrap();
         assert!(

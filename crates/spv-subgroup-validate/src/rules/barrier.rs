@@ -4,40 +4,9 @@
 use spirv::{Capability as C, Op};
 
 use crate::module::Cx;
-use crate::rules::common::{opname, scope_value};
+use crate::rules::common::{memory_scope_word, opname, scope_value};
 use crate::rules::Rule;
 use crate::Sink;
-
-/// The word holding the Memory scope of a barrier or atomic instruction, if `op` is one.
-pub(crate) fn memory_scope_word(op: Op) -> Option<usize> {
-    Some(match op {
-        // OpControlBarrier Execution Memory Semantics; OpMemoryBarrier Memory Semantics.
-        Op::ControlBarrier => 2,
-        Op::MemoryBarrier => 1,
-        // OpAtomicStore Pointer Memory Semantics Value.
-        Op::AtomicStore => 2,
-        // Result Type, Result, Pointer, Memory, Semantics...
-        Op::AtomicLoad
-        | Op::AtomicExchange
-        | Op::AtomicCompareExchange
-        | Op::AtomicCompareExchangeWeak
-        | Op::AtomicIIncrement
-        | Op::AtomicIDecrement
-        | Op::AtomicIAdd
-        | Op::AtomicISub
-        | Op::AtomicSMin
-        | Op::AtomicUMin
-        | Op::AtomicSMax
-        | Op::AtomicUMax
-        | Op::AtomicAnd
-        | Op::AtomicOr
-        | Op::AtomicXor
-        | Op::AtomicFAddEXT
-        | Op::AtomicFMinEXT
-        | Op::AtomicFMaxEXT => 4,
-        _ => return None,
-    })
-}
 
 /// SG0609 on one barrier or atomic instruction.
 pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
@@ -52,6 +21,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
     if scope_value(cx, scope) != Some(3) {
         return;
     }
+    out.subgroup_memory_scope = true;
     if [C::SubgroupVoteKHR, C::GroupNonUniform, C::SubgroupBallotKHR]
         .into_iter()
         .any(|c| m.has_cap(c))
@@ -114,5 +84,19 @@ mod tests {
             "vulkan1.1",
             Expect::Lacks(&["SG0609"]),
         );
+    }
+
+    /// SPIRV-Tools' OpControlBarrierVulkanMemoryScopeSubgroupVoteKHR: SubgroupVoteKHR declared
+    /// only to make the Subgroup memory scope legal is used, so SG0501 stays quiet (its advice,
+    /// removing the capability, would make the module invalid).
+    #[test]
+    fn vote_capability_that_legalises_the_scope_is_not_unused() {
+        let body = "OpControlBarrier %uint_3 %uint_3 %uint_0";
+        check(&shader(VOTE, body), "vulkan1.0", Expect::Clean);
+        // Outside Vulkan the scope needs nothing, so the capability is unused there.
+        check(&shader(VOTE, body), "spv1.0", Expect::Has("SG0501"));
+        // With GroupNonUniform declared as well, SubgroupVoteKHR is not what makes it legal.
+        let both = format!("{VOTE}\nOpCapability GroupNonUniform");
+        check(&shader(&both, body), "vulkan1.1", Expect::Has("SG0501"));
     }
 }

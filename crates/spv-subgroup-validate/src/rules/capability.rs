@@ -51,7 +51,13 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
                 vec!["SPV_KHR_subgroup_vote: \"the following OpExtension must be present in the module: OpExtension \"SPV_KHR_subgroup_vote\"\"".into()],
             );
         }
-        if !out.used_vote {
+        // In Vulkan a Subgroup memory scope needs SubgroupVoteKHR when neither GroupNonUniform
+        // nor SubgroupBallotKHR is declared (VUID-StandaloneSpirv-SubgroupVoteKHR-07951):
+        // removing it, as SG0501 advises, would break the module.
+        let keeps_scope_legal = out.subgroup_memory_scope
+            && !m.has_cap(Capability::GroupNonUniform)
+            && !m.has_cap(Capability::SubgroupBallotKHR);
+        if !out.used_vote && !keeps_scope_legal {
             out.emit(
                 cx,
                 Rule::UnusedCapability,

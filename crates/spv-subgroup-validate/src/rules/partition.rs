@@ -15,13 +15,16 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
     let name = opname(m.opcode(i));
     require_capability(cx, i, &format!("`Op{name}`"), out);
     if let Some(t) = m.word(i, 1) {
-        if m.type_known(t) && !m.is_ballot_type(t, true) {
+        // The extensions fix the shape, not the signedness: "'Result Type' must be a 4 component
+        // vector of 32 bit integer types." (GLSL's `uvec4` is what glslang emits, but a signed
+        // vector is valid SPIR-V, as SPIRV-Tools accepts it.)
+        if m.type_known(t) && !m.is_ballot_type(t, false) {
             out.emit(
                 cx,
                 Rule::PartitionResultType,
                 i,
-                format!("`Op{name}`: Result Type must be a vector of four 32-bit unsigned integers (`v4uint`), found {}", describe(cx, t)),
-                vec!["the partition op returns a ballot (GLSL `uvec4 subgroupPartitionNV(T value)`)".into()],
+                format!("`Op{name}`: Result Type must be a vector of four 32-bit integers (e.g. `v4uint`), found {}", describe(cx, t)),
+                vec!["\"'Result Type' must be a 4 component vector of 32 bit integer types.\" (SPV_NV/EXT_shader_subgroup_partitioned)".into()],
             );
         }
     }
@@ -33,7 +36,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
                     Rule::PartitionValueType,
                     i,
                     format!("`Op{name}`: Value %{v} must be a scalar or vector of integer, floating-point or Boolean type, found {}", describe(cx, vt)),
-                    vec!["\"Value must be a scalar or vector of floating-point type, integer type, or Boolean type.\"".into()],
+                    vec!["\"'Value' must be a scalar or vector type.\" (SPV_NV/EXT_shader_subgroup_partitioned)".into()],
                 );
             }
         }
@@ -81,16 +84,16 @@ mod tests {
     }
 
     #[test]
-    fn result_must_be_v4uint() {
-        for bad in ["%v4int", "%v2uint", "%uint", "%v4float", "%bool"] {
+    fn result_must_be_a_vector_of_four_32_bit_integers() {
+        for bad in ["%v2uint", "%uint", "%v4float", "%bool"] {
             let body = format!("%p = OpGroupNonUniformPartitionNV {bad} %uint_1");
             check(&shader(PART, &body), "spv1.3", Expect::Has("SG0204"));
         }
-        check(
-            &shader(PART, "%p = OpGroupNonUniformPartitionNV %v4uint %uint_1"),
-            "spv1.3",
-            Expect::Lacks(&["SG0204"]),
-        );
+        // Signedness is not fixed by the extensions (SPIRV-Tools accepts a signed vector too).
+        for good in ["%v4uint", "%v4int"] {
+            let body = format!("%p = OpGroupNonUniformPartitionNV {good} %uint_1");
+            check(&shader(PART, &body), "spv1.3", Expect::Lacks(&["SG0204"]));
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use spirv::Op;
 
 use crate::binary::op_table;
 use crate::module::Cx;
-use crate::rules::common::{is_arithmetic, opname};
+use crate::rules::common::{is_arithmetic, memory_scope_word, opname};
 use crate::rules::Rule;
 use crate::Sink;
 
@@ -81,6 +81,10 @@ fn value_operands(op: Op) -> Option<(usize, Option<usize>)> {
         | Op::GroupNonUniformQuadSwap => (3, None),
         // Scopes and memory semantics are <id>s of constants.
         Op::ControlBarrier | Op::MemoryBarrier => (1, None),
+        // OpAtomicStore: Pointer, Memory, Semantics, Value; every other atomic with a Memory
+        // scope has a Result Type and Result first, then only <id> operands.
+        Op::AtomicStore => (1, None),
+        op if memory_scope_word(op).is_some() => (3, None),
         _ => return None,
     })
 }
@@ -149,5 +153,23 @@ mod tests {
             "spv1.3",
             Expect::Lacks(&["SG0001", "SG0002"]),
         );
+    }
+
+    /// Issue 9 family (a) on the barriers and atomics our Subgroup-scope rule reads: a type, a
+    /// label or a function where a scope, semantics, pointer or value is required.
+    #[test]
+    fn barrier_and_atomic_operands_must_be_values() {
+        let var = "%v = OpVariable %ptr_uint Function\n";
+        for body in [
+            "OpControlBarrier %uint %uint_3 %uint_0".to_owned(),
+            "OpMemoryBarrier %uint_3 %bool".to_owned(),
+            format!("{var}%r = OpAtomicIAdd %uint %v %uint_3 %uint_0 %uint"),
+            format!("{var}%r = OpAtomicLoad %uint %v %main %uint_0"),
+            format!("{var}OpAtomicStore %v %uint_1 %uint_0 %entry"),
+        ] {
+            check(&shader("", &body), "spv1.3", Expect::Has("SG0003"));
+        }
+        let ok = format!("{var}%r = OpAtomicIAdd %uint %v %uint_1 %uint_0 %uint_1");
+        check(&shader("", &ok), "spv1.3", Expect::Lacks(&["SG0003"]));
     }
 }

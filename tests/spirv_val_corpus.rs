@@ -3,7 +3,7 @@
 //! Vulkan 1.1 and universal SPIR-V 1.3) rebuilt from its suites as data, with our own module
 //! around each instruction, and judged by our validator.
 //!
-//! Each suite states what SPIRV-Tools (HEAD, 2025) expects: a `Good` suite is valid exactly when
+//! Each suite states what SPIRV-Tools (HEAD of August 2026, 47c74f4) expects: a `Good` suite is valid exactly when
 //! the execution scope is Subgroup, a `Bad` suite is invalid. We must give the same verdict and
 //! report it under the rule that owns the check (`code`); the cases where we differ on purpose,
 //! with the spec sentence that decides, are in [`DIFFERENCES`] (none today). The cases outside

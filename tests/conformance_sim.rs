@@ -1,8 +1,11 @@
 //! The conformance suite in the simulator (`spv-subgroup-sim`): every case's native module, and
 //! its lowered forms for each preset whose subgroup-size range includes the size, at subgroup
-//! sizes 1 to 128 (`SPV_SIM_SIZES`, comma-separated; default 4 and 128), every local size of the case (full and
-//! partial subgroups), two input seeds and two seeds of undefined values; each run is checked
-//! against the host model (`conformance_model.rs`).
+//! sizes 1 to 128 (`SPV_SIM_SIZES`, comma-separated; default all eight: 1, 2, 4, 8, 16, 32, 64,
+//! 128), every local size of the case (full and partial subgroups), two input seeds and two seeds
+//! of undefined values; each run is checked against the host model (`conformance_model.rs`).
+//! The cases are dealt round-robin into [`PARTS`] tests (`part_0`, ...), so nextest (and the
+//! libtest threads) run the parts in parallel; each case is compiled, lowered and translated once
+//! per local size, then run at every size.
 //! Lowered modules must never read an undefined value (`report_undefined` finds none).
 //! `SPV_CONFORMANCE_FILTER` selects cases by substring, as in `conformance.rs`.
 
@@ -42,8 +45,7 @@ fn compile(glsl: &str, env: &str) -> Vec<u32> {
 fn sizes() -> Vec<u32> {
     match std::env::var("SPV_SIM_SIZES") {
         Ok(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
-        // The sizes verified green so far; all eight (1,2,4,8,16,32,64,128) is the goal (issue 8).
-        Err(_) => vec![4, 128],
+        Err(_) => vec![1, 2, 4, 8, 16, 32, 64, 128],
     }
 }
 
@@ -58,19 +60,24 @@ struct Work {
 fn run_variant(
     case: &Case,
     words: &[u32],
-    size: u32,
+    sizes: &[u32],
     lowered: bool,
-    what: &str,
+    variant: &str,
     work: &mut Work,
 ) -> Vec<String> {
     let mut fails = Vec::new();
     for &local in &case.local_sizes {
         let spec = BTreeMap::from([(0u32, u64::from(local))]);
+        // Translated once per local size and shared by every subgroup size and seed.
         let module = match Module::with_spec_constants(words, &spec) {
             Ok(m) => m,
-            Err(e) => return vec![format!("{what}: translation: {e}")],
+            Err(e) => return vec![format!("{} [{variant}]: translation: {e}", case.name)],
         };
-        for seed in SEEDS {
+        for (&size, seed) in sizes
+            .iter()
+            .flat_map(|s| SEEDS.iter().map(move |x| (s, *x)))
+        {
+            let what = format!("{} [{variant}] size {size}", case.name);
             let inp = inputs::gen_inputs(case, local, seed, GROUPS);
             let n = (GROUPS * local) as usize;
             let out_words = case.layout.out_words(n);
@@ -127,8 +134,11 @@ fn run_variant(
     fails
 }
 
-#[test]
-fn conformance_suite_in_the_simulator() {
+/// Test parts the cases are dealt into (round-robin by their index in the suite).
+const PARTS: usize = 4;
+
+/// Runs the cases of part `part` (of [`PARTS`]) at every size, native and lowered.
+fn run_part(part: usize) {
     let filter = std::env::var("SPV_CONFORMANCE_FILTER").unwrap_or_default();
     let sizes = sizes();
     let mut fails = Vec::new();
@@ -137,58 +147,49 @@ fn conformance_suite_in_the_simulator() {
     let start = std::time::Instant::now();
     for case in shaders::all_cases()
         .iter()
-        .filter(|c| c.name.contains(&filter))
+        .enumerate()
+        .filter(|(i, c)| i % PARTS == part && c.name.contains(&filter))
+        .map(|x| x.1)
     {
         let native = compile(&case.glsl, case.env);
         let presets: Vec<&str> = case.presets.clone().unwrap_or_else(|| PRESETS.to_vec());
-        let mut lowered = Vec::new();
-        if !matches!(case.family, Family::CoreArith | Family::CoreVote) {
-            for p in presets {
-                let Some(target) = Target::preset(p) else {
-                    fails.push(format!("{}: no preset `{p}`", case.name));
-                    continue;
-                };
-                let (min, max) = (target.min_subgroup_size, target.max_subgroup_size);
-                let opts = LowerOptions {
-                    target,
-                    subgroup_size: None,
-                    float_partition: FloatPartition::Spec,
-                };
-                match lower_words(&native, &opts) {
-                    Ok((w, _)) => lowered.push((p, min, max, w)),
-                    Err(e) => {
-                        fails.push(format!("{} [lowered:{p}]: lowering failed: {e}", case.name))
-                    }
-                }
-            }
+        fails.extend(run_variant(
+            case, &native, &sizes, false, "native", &mut work,
+        ));
+        runs += sizes.len();
+        if matches!(case.family, Family::CoreArith | Family::CoreVote) {
+            continue;
         }
-        for &size in &sizes {
-            fails.extend(run_variant(
-                case,
-                &native,
-                size,
-                false,
-                &format!("{} [native] size {size}", case.name),
-                &mut work,
-            ));
-            runs += 1;
-            for (p, min, max, w) in &lowered {
-                if (*min..=*max).contains(&size) {
-                    fails.extend(run_variant(
-                        case,
-                        w,
-                        size,
-                        true,
-                        &format!("{} [lowered:{p}] size {size}", case.name),
-                        &mut work,
-                    ));
-                    runs += 1;
+        for p in presets {
+            let Some(target) = Target::preset(p) else {
+                fails.push(format!("{}: no preset `{p}`", case.name));
+                continue;
+            };
+            let (min, max) = (target.min_subgroup_size, target.max_subgroup_size);
+            let opts = LowerOptions {
+                target,
+                subgroup_size: None,
+                float_partition: FloatPartition::Spec,
+            };
+            let w = match lower_words(&native, &opts) {
+                Ok((w, _)) => w,
+                Err(e) => {
+                    fails.push(format!("{} [lowered:{p}]: lowering failed: {e}", case.name));
+                    continue;
                 }
-            }
+            };
+            let in_range: Vec<u32> = sizes
+                .iter()
+                .copied()
+                .filter(|s| (min..=max).contains(s))
+                .collect();
+            let variant = format!("lowered:{p}");
+            fails.extend(run_variant(case, &w, &in_range, true, &variant, &mut work));
+            runs += in_range.len();
         }
     }
     println!(
-        "simulator conformance: {runs} (case, variant, size) runs at sizes {sizes:?} in {:.1?}",
+        "simulator conformance part {part}/{PARTS}: {runs} (case, variant, size) runs at sizes {sizes:?} in {:.1?}",
         start.elapsed()
     );
     println!(
@@ -214,5 +215,28 @@ fn conformance_suite_in_the_simulator() {
         "{} failures (first ones above)",
         fails.len()
     );
-    assert!(runs > 0, "no case matched the filter");
+    assert!(
+        runs > 0 || !filter.is_empty(),
+        "part {part} has no cases: PARTS is larger than the suite"
+    );
+}
+
+#[test]
+fn part_0() {
+    run_part(0);
+}
+
+#[test]
+fn part_1() {
+    run_part(1);
+}
+
+#[test]
+fn part_2() {
+    run_part(2);
+}
+
+#[test]
+fn part_3() {
+    run_part(3);
 }

@@ -4,7 +4,7 @@
 use crate::alu;
 use crate::error::{malformed, unsupported, Error, ErrorKind, Result};
 use crate::exec::{lanes, Machine, Sg};
-use crate::translate::{IdKind, Inst};
+use crate::translate::{IdKind, Inst, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 
 impl<'p> Machine<'p> {
@@ -429,23 +429,54 @@ impl<'p> Machine<'p> {
             .iter()
             .map(|id| self.val(*id))
             .collect::<Result<_>>()?;
-        let mut xs = Vec::with_capacity(vals.len());
-        for l in lanes(mask) {
-            for c in 0..rt.leaves {
-                xs.clear();
-                for v in &vals {
-                    let cc = if v.1.leaves > 1 { c } else { 0 };
-                    let s = v.1.layout.get(cc as usize).map_or(
-                        Scalar::Int {
-                            width: 32,
-                            signed: false,
-                        },
-                        |x| x.1,
-                    );
-                    xs.push((self.get(sg, *v, cc, l), s));
+        if vals.len() > MAX_ELEMENTWISE_ARGS {
+            return Err(unsupported(format!(
+                "instruction {}",
+                crate::error::op_name(inst.op)
+            )));
+        }
+        let lanes_n = self.lanes as usize;
+        // Component outermost, lanes innermost: each operand's source is resolved once per
+        // component (a register row, a constant or `OpUndef`), not once per lane, and the lanes
+        // of a register row are adjacent in `Sg::regs`.
+        let mut srcs = [(Leaf::Const(0), Scalar::Bool); MAX_ELEMENTWISE_ARGS];
+        let mut xs = [(0u64, Scalar::Bool); MAX_ELEMENTWISE_ARGS];
+        for c in 0..rt.leaves {
+            for (k, v) in vals.iter().enumerate() {
+                let cc = if v.1.leaves > 1 { c } else { 0 };
+                let s = v.1.layout.get(cc as usize).map_or(
+                    Scalar::Int {
+                        width: 32,
+                        signed: false,
+                    },
+                    |x| x.1,
+                );
+                let leaf = match v.0 {
+                    Src::Reg(r) => Leaf::Row((r as usize + cc as usize) * lanes_n),
+                    Src::Const(i) => Leaf::Const(
+                        self.p
+                            .consts
+                            .get(i as usize + cc as usize)
+                            .copied()
+                            .unwrap_or(0),
+                    ),
+                    Src::Undef => Leaf::Undef(k),
+                    Src::None => Leaf::Const(0),
+                };
+                srcs[k] = (leaf, s);
+            }
+            let rs = rt.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
+            let out = (inst.res as usize + c as usize) * lanes_n;
+            for l in lanes(mask) {
+                for (k, &(leaf, s)) in srcs[..vals.len()].iter().enumerate() {
+                    let x = match leaf {
+                        Leaf::Row(b) => sg.regs.get(b + l as usize).copied().unwrap_or(0),
+                        Leaf::Const(x) => x,
+                        Leaf::Undef(k) => self.get(sg, vals[k], c, l),
+                    };
+                    xs[k] = (x, s);
                 }
-                let rs = rt.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
-                let r = match alu::eval(op, rs, &xs) {
+                let r = match alu::eval(op, rs, &xs[..vals.len()]) {
                     Ok(Some(r)) => r,
                     Ok(None) => {
                         let what = format!("the result of {} (division by zero, shift too wide, conversion out of range)", crate::error::op_name(inst.op));
@@ -458,7 +489,9 @@ impl<'p> Machine<'p> {
                         )))
                     }
                 };
-                self.put(sg, inst, c, l, r);
+                if let Some(slot) = sg.regs.get_mut(out + l as usize) {
+                    *slot = r;
+                }
             }
         }
         Ok(())
@@ -563,4 +596,18 @@ fn sub_leaf<'p>(m: &Machine<'p>, mut t: &'p TypeInfo, path: &[u32]) -> Result<(u
         }
     }
     Ok((start, t))
+}
+
+/// Most operands of an elementwise instruction (`OpFMA`-like ops go through GLSL.std.450).
+const MAX_ELEMENTWISE_ARGS: usize = 3;
+
+/// Where an elementwise operand's component comes from, resolved once per instruction.
+#[derive(Clone, Copy)]
+enum Leaf {
+    /// The first slot of a register row (add the lane).
+    Row(usize),
+    /// A constant.
+    Const(u64),
+    /// `OpUndef` (operand index): fresh undefined bits per lane.
+    Undef(usize),
 }

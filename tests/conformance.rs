@@ -187,6 +187,9 @@ struct Summary {
     failures: Vec<String>,
     notes: Vec<String>,
     unchecked: usize,
+    /// Native runs repeated in the simulator: records identical, differing as expected (NVIDIA's
+    /// bitwise float partition), differing.
+    sim: (usize, usize, usize),
 }
 
 impl Summary {
@@ -416,6 +419,10 @@ fn run_case(runner: &Runner, case: &Case, presets: &[String], summary: &mut Summ
                                 r.outcome.details.join("\n    ")
                             ));
                         }
+                        if variant == Variant::Native {
+                            let size = runner.info().subgroup_size;
+                            sim_compare(case, &words, (local, seed, size), &r.out, eq, summary);
+                        }
                         raw.entry(variant.clone())
                             .or_insert_with(Vec::new)
                             .push((local, seed, r.out));
@@ -430,6 +437,80 @@ fn run_case(runner: &Runner, case: &Case, presets: &[String], summary: &mut Summ
         }
     }
     raw
+}
+
+/// Runs a native module in the simulator (`spv-subgroup-sim`) with the driver's inputs,
+/// workgroups and subgroup size, and compares its output with the driver's, word for word: the
+/// proof that the simulator executes the suite as the driver does (issue 8).
+/// Where the driver compares float partition keys bitwise (NVIDIA) and the simulator follows the
+/// spec (+0.0 with -0.0), a record whose key and activity agree may differ: counted apart.
+fn sim_compare(
+    case: &Case,
+    words: &[u32],
+    (local, seed, size): (u32, u64, u32),
+    driver: &[u32],
+    eq: KeyEq,
+    summary: &mut Summary,
+) {
+    let spec = BTreeMap::from([(0u32, u64::from(local))]);
+    let module = match spv_subgroup_sim::Module::with_spec_constants(words, &spec) {
+        Ok(m) => m,
+        Err(e) => return summary.fail(&case.name, "simulator", format!("translation: {e}")),
+    };
+    let inp = gen_inputs(case, local, seed);
+    let mut buffers = BTreeMap::new();
+    buffers.insert((0, 0), inp.iter().flat_map(|w| w.to_le_bytes()).collect());
+    buffers.insert((0, 1), vec![0u8; driver.len() * 4]);
+    let d = spv_subgroup_sim::Dispatch {
+        subgroup_size: size,
+        workgroups: [GROUPS, 1, 1],
+        buffers,
+        seed,
+        ..spv_subgroup_sim::Dispatch::default()
+    };
+    let out = match module.run(&d) {
+        Ok(o) => o,
+        Err(e) => {
+            return summary.fail(
+                &case.name,
+                "simulator",
+                format!("local {local} seed {seed}: {e}"),
+            )
+        }
+    };
+    let sim: Vec<u32> = out.buffers[&(0, 1)]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let stride = case.layout.stride();
+    let float_key = case.layout.key.is_some_and(|k| k.is_float());
+    let mut shown = 0;
+    for (i, (a, b)) in driver
+        .chunks_exact(stride)
+        .zip(sim.chunks_exact(stride))
+        .enumerate()
+    {
+        if a == b {
+            summary.sim.0 += 1;
+        } else if eq == KeyEq::Bitwise && float_key && a[..8] == b[..8] {
+            summary.sim.1 += 1;
+        } else {
+            summary.sim.2 += 1;
+            if shown < 3 {
+                shown += 1;
+                summary.failures.push(format!(
+                    "{} [native: simulator vs driver] local {local} seed {seed} record {i}: driver {a:x?} simulator {b:x?}",
+                    case.name
+                ));
+            }
+        }
+    }
+    if out.undefined_total != 0 {
+        summary.failures.push(format!(
+            "{} [native in the simulator] local {local} seed {seed}: read {} undefined values",
+            case.name, out.undefined_total
+        ));
+    }
 }
 
 /// Compares native and lowered outputs word for word (same inputs, same driver layout). Integer
@@ -654,6 +735,14 @@ fn child_suite() {
     if "vote-loop-spirv1.0".contains(&filter) || filter.is_empty() {
         vote_loop::run(&runner, &presets, &mut summary);
     }
+    summary.notes.push(format!(
+        "native runs in the simulator at subgroup size {}: {} records identical to the driver's, {} differ as expected (bitwise float partition), {} differ",
+        info.subgroup_size, summary.sim.0, summary.sim.1, summary.sim.2
+    ));
+    assert!(
+        summary.sim.0 > 0 || !filter.is_empty(),
+        "no native record was compared with the simulator"
+    );
     if cmp != (0, 0, 0) {
         summary.notes.push(format!(
             "native vs lowered records: {} identical, {} differ as expected (float keys: +0/-0, NaN), {} differ unexpectedly",

@@ -6,12 +6,14 @@
 //! - `example`: the README's main job: compile `fixtures/examples/partitioned_vote.comp`, lower it, check it;
 //! - `bench`: generate large modules and time ours against spirv-val/spirv-opt; `bench tree`: a
 //!   tree of 2,000 small shaders against one spirv-val process per file;
-//! - `gpu`: run the conformance suite natively and lowered on the GPU machine.
+//! - `gpu`: run the conformance suite natively and lowered on the GPU machine;
+//! - `fuzz-exec --minutes N`: random programs, native against lowered, in the simulator.
 
 mod bench;
 mod codegen;
 mod deps;
 mod example;
+mod fuzz_exec;
 mod gpu;
 mod test;
 
@@ -27,7 +29,8 @@ commands:
   example                   compile, lower and check fixtures/examples/partitioned_vote.comp
   bench [ARGS]              benchmark validation and lowering of large modules
   bench tree [ARGS]         time validate and lower of a tree of 2,000 shaders against spirv-val per file
-  gpu [ARGS]                run the conformance suite on a GPU";
+  gpu [ARGS]                run the conformance suite on a GPU
+  fuzz-exec --minutes N     random programs, native against lowered, in the simulator (nice -n 19)";
 
 fn main() {
     if let Err(e) = run() {
@@ -47,6 +50,7 @@ fn run() -> anyhow::Result<()> {
         Some("example") => example::run(rest),
         Some("bench") => bench::run(rest),
         Some("gpu") => gpu::run(rest),
+        Some("fuzz-exec") => fuzz_exec::run(rest),
         Some("help" | "--help" | "-h") => {
             eprintln!("{USAGE}");
             Ok(())

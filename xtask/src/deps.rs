@@ -19,7 +19,7 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("gcc", "cc (the C interface test compiles a C program)"),
     (
         "g++",
-        "c++ (the C interface test compiles the header as C++)",
+        "c++ (the C interface test compiles the header as C++; libfuzzer-sys compiles libFuzzer for `cargo xtask fuzz`)",
     ),
 ];
 

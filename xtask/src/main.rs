@@ -7,12 +7,14 @@
 //! - `bench`: generate large modules and time ours against spirv-val/spirv-opt; `bench tree`: a
 //!   tree of 2,000 small shaders against one spirv-val process per file;
 //! - `gpu`: run the conformance suite natively and lowered on the GPU machine;
-//! - `fuzz-exec --minutes N`: random programs, native against lowered, in the simulator.
+//! - `fuzz-exec --minutes N`: random programs, native against lowered, in the simulator;
+//! - `fuzz`: coverage-guided fuzzing of the `fuzz/` targets (libFuzzer, stable toolchain).
 
 mod bench;
 mod codegen;
 mod deps;
 mod example;
+mod fuzz;
 mod fuzz_exec;
 mod gpu;
 mod test;
@@ -23,14 +25,17 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [args]
 
 commands:
-  test [--no-lint] [ARGS]   install missing tools, lint, run every test (ARGS go to the test runner)
+  test [--no-lint] [--fuzz-seconds N] [ARGS]
+                            install missing tools, lint, run every test (ARGS go to the test runner)
   install-deps              install the Debian packages the tests need (as root), or say how
   codegen [--check]         write docs/rules.md from the rule table (--check: fail if out of date)
   example                   compile, lower and check fixtures/examples/partitioned_vote.comp
   bench [ARGS]              benchmark validation and lowering of large modules
   bench tree [ARGS]         time validate and lower of a tree of 2,000 shaders against spirv-val per file
   gpu [ARGS]                run the conformance suite on a GPU
-  fuzz-exec --minutes N     random programs, native against lowered, in the simulator (nice -n 19)";
+  fuzz-exec --minutes N     random programs, native against lowered, in the simulator (nice -n 19)
+  fuzz [--minutes N] [--target NAME]... [--merge]
+                            build the fuzz targets and run them (docs/fuzzing.md)";
 
 fn main() {
     if let Err(e) = run() {
@@ -51,6 +56,7 @@ fn run() -> anyhow::Result<()> {
         Some("bench") => bench::run(rest),
         Some("gpu") => gpu::run(rest),
         Some("fuzz-exec") => fuzz_exec::run(rest),
+        Some("fuzz") => fuzz::run(rest),
         Some("help" | "--help" | "-h") => {
             eprintln!("{USAGE}");
             Ok(())

@@ -6,7 +6,9 @@
 //! 3. the whole test suite: `cargo nextest run --workspace --no-fail-fast ARGS` when cargo-nextest
 //!    is installed (after the doctests, which nextest does not run), else `cargo test --workspace --no-fail-fast ARGS`.
 //!
-//! `--no-lint` skips step 2 (for a quick local run); every other argument goes to the test runner.
+//! `--no-lint` skips step 2 (for a quick local run); `--fuzz-seconds N` adds step 4, every fuzz
+//! target for N seconds after building them instrumented ([`crate::fuzz`]; off by default, because
+//! that build takes minutes: see docs/fuzzing.md); every other argument goes to the test runner.
 
 use std::process::Command;
 
@@ -15,7 +17,19 @@ use anyhow::{bail, Context};
 /// Runs the steps above; `args` go to the test runner.
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let lint = !args.iter().any(|a| a == "--no-lint");
-    let args: Vec<&String> = args.iter().filter(|a| *a != "--no-lint").collect();
+    let fuzz_seconds = args
+        .iter()
+        .position(|a| a == "--fuzz-seconds")
+        .map(|i| args.get(i + 1).cloned().unwrap_or_default());
+    let mut skip_next = false;
+    let args: Vec<&String> = args
+        .iter()
+        .filter(|a| {
+            let skip = skip_next || *a == "--no-lint" || *a == "--fuzz-seconds";
+            skip_next = *a == "--fuzz-seconds";
+            !skip
+        })
+        .collect();
     let root = crate::workspace_root();
     crate::deps::install()?;
     if lint {
@@ -69,6 +83,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
                 .args(["test", "--workspace", "--no-fail-fast"])
                 .args(&args),
         )?;
+    }
+    if let Some(n) = fuzz_seconds {
+        crate::fuzz::run(&["--seconds".to_owned(), n]).context("step `fuzz` failed")?;
     }
     eprintln!("xtask test: all green");
     Ok(())

@@ -166,6 +166,20 @@ pub fn verify_lowered(
     if !out_report.has_errors() {
         return Ok(());
     }
+    // An input with errors of its own, without any target, is to blame whatever rule its lowered
+    // form breaks: a rewrite can turn one rule's violation into another's (a partitioned `UMin`
+    // on a signed type, SG0305, becomes a core one, SG0603). Found by fuzzing (docs/fuzzing.md).
+    let alone = ValidateOptions {
+        target: None,
+        ..vopts.clone()
+    };
+    if let Ok(r) = validate(input, &alone) {
+        if r.has_errors() {
+            return Err(VerifyError::Input {
+                errors: errors_only(&r),
+            });
+        }
+    }
     let input_report = if changed {
         validate(input, &vopts).map_err(VerifyError::Binary)?
     } else {

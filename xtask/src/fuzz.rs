@@ -1,0 +1,463 @@
+//! `cargo xtask fuzz [--minutes N] [--seconds N] [--target NAME]... [--merge] [--build-only]`:
+//! coverage-guided fuzzing of the `fuzz/` targets with libFuzzer, on the stable toolchain.
+//!
+//! 1. builds the targets with SanitizerCoverage instrumentation (`-Cpasses=sancov-module`, the
+//!    flags cargo-fuzz uses with `--sanitizer none`; no sanitizer is needed, the libraries forbid
+//!    `unsafe`) into `target/fuzz/`, so the ordinary build is untouched;
+//! 2. builds the seed corpus in `target/fuzz/seeds/`: every fixture compiled (GLSL for Vulkan 1.1,
+//!    1.3 and 1.3 with `NonSemantic` debug info, `.spvasm` assembled), the reliability probe's
+//!    modules and target files from `../shared/repro/reliability/` when present, the presets
+//!    serialized, and the vulkaninfo report under `fixtures/targets/`;
+//! 3. runs every target at once under `nice -n 19` for the budget, reading the committed corpus
+//!    `fuzz/corpus/NAME/` and the seeds and writing new inputs to `target/fuzz/corpus/NAME/`,
+//!    crashes to `target/fuzz/artifacts/NAME/`; prints executions, coverage and crashes per target;
+//!    (`--keep-seeds` uses the seeds of the last run);
+//! 4. with `--merge` (or `--merge-only`, without fuzzing first), adds to `fuzz/corpus/NAME/` the new inputs that cover something the seeds
+//!    and the committed corpus do not (what to commit after a long run).
+//!
+//! See `docs/fuzzing.md`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context};
+
+use crate::test::{cargo, step};
+
+/// The fuzz targets (binaries of the `spv-subgroup-fuzz` package) and the seed folder each reads.
+pub const TARGETS: &[(&str, &str)] = &[
+    ("validate", "modules"),
+    ("lower", "modules"),
+    ("lower_structured", "modules"),
+    ("target_json", "targets"),
+];
+
+/// The coverage flags (the ones cargo-fuzz passes with `--sanitizer none`) plus debug assertions,
+/// so an arithmetic overflow is a crash too.
+const RUSTFLAGS: &str = "-Cpasses=sancov-module \
+    -Cllvm-args=-sanitizer-coverage-level=4 \
+    -Cllvm-args=-sanitizer-coverage-inline-8bit-counters \
+    -Cllvm-args=-sanitizer-coverage-pc-table \
+    -Cllvm-args=-sanitizer-coverage-trace-compares \
+    --cfg fuzzing -Cdebug-assertions";
+
+/// Largest input committed to `fuzz/corpus/` (the largest seed module is below it): keeps the
+/// repository and the replay test small.
+const COMMITTED_MAX_LEN: usize = 16384;
+
+/// Largest input the fuzzer makes (every fixture module is smaller).
+const MAX_LEN: &str = "-max_len=65536";
+
+struct Opts {
+    seconds: u64,
+    targets: Vec<String>,
+    merge: bool,
+    merge_only: bool,
+    build_only: bool,
+    keep_seeds: bool,
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Opts> {
+    let mut o = Opts {
+        seconds: 60,
+        targets: Vec::new(),
+        merge: false,
+        merge_only: false,
+        build_only: false,
+        keep_seeds: false,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut num = |what: &str| -> anyhow::Result<u64> {
+            it.next()
+                .with_context(|| format!("{what} needs a number"))?
+                .parse()
+                .with_context(|| format!("{what} needs a number"))
+        };
+        match a.as_str() {
+            "--minutes" => o.seconds = num("--minutes")? * 60,
+            "--seconds" => o.seconds = num("--seconds")?,
+            "--target" => o.targets.push(
+                it.next()
+                    .context("--target needs a name")?
+                    .to_owned(),
+            ),
+            "--merge" => o.merge = true,
+            "--merge-only" => o.merge_only = true,
+            "--build-only" => o.build_only = true,
+            "--keep-seeds" => o.keep_seeds = true,
+            other => bail!(
+                "unknown argument `{other}`; usage: cargo xtask fuzz [--minutes N | --seconds N] [--target NAME]... [--merge | --merge-only] [--build-only] [--keep-seeds]"
+            ),
+        }
+    }
+    let known: Vec<&str> = TARGETS.iter().map(|t| t.0).collect();
+    for t in &o.targets {
+        if !known.contains(&t.as_str()) {
+            bail!("no fuzz target `{t}`; the targets are {}", known.join(", "));
+        }
+    }
+    if o.targets.is_empty() {
+        o.targets = known.iter().map(|s| (*s).to_owned()).collect();
+    }
+    Ok(o)
+}
+
+/// Runs the steps in the module doc.
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let o = parse(args)?;
+    let root = crate::workspace_root();
+    let bin_dir = build(&root)?;
+    if o.build_only {
+        return Ok(());
+    }
+    let work = root.join("target/fuzz");
+    let seeds = work.join("seeds");
+    if !(o.keep_seeds && seeds.join("modules").is_dir()) {
+        build_seeds(&root, &seeds)?;
+    }
+    if o.merge_only {
+        for name in &o.targets {
+            merge(&root, &bin_dir, &seeds, name)?;
+        }
+        return Ok(());
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(o.seconds);
+    let mut runs = Vec::new();
+    for name in &o.targets {
+        let seed_dir = TARGETS
+            .iter()
+            .find(|t| t.0 == name)
+            .map(|t| seeds.join(t.1))
+            .unwrap_or_default();
+        let committed = root.join("fuzz/corpus").join(name);
+        let corpus = work.join("corpus").join(name);
+        let artifacts = work.join("artifacts").join(name);
+        for d in [&committed, &corpus, &artifacts] {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        let log = work.join(format!("{name}.log"));
+        std::fs::write(&log, "").with_context(|| format!("creating {}", log.display()))?;
+        eprintln!(
+            "xtask fuzz: {name} for {} s, log {}",
+            o.seconds,
+            log.display()
+        );
+        let bin = bin_dir.join(name);
+        let name = name.clone();
+        runs.push(std::thread::spawn(move || {
+            keep_fuzzing(
+                &name,
+                &bin,
+                [&corpus, &committed, &seed_dir],
+                &artifacts,
+                &log,
+                deadline,
+            )
+        }));
+    }
+    let mut failed = Vec::new();
+    for run in runs {
+        let (name, crashes, log) = run
+            .join()
+            .map_err(|_| anyhow::anyhow!("a fuzzing thread panicked"))??;
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        eprintln!("xtask fuzz: {name}: {}", summary(&text));
+        if crashes > 0 {
+            failed.push(name);
+        }
+    }
+    if o.merge {
+        for name in &o.targets {
+            merge(&root, &bin_dir, &seeds, name)?;
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "fuzz targets found failures: {} (inputs in target/fuzz/artifacts/; replay one with `target/fuzz/.../release/NAME FILE`)",
+            failed.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Runs one target until `deadline` (a unit may take 60 s: on a loaded machine, under `nice -n 19`,
+/// an input whose check runs `spirv-val` a few times took over 10 s of wall time while it needs
+/// under one second alone), starting it again after a crash (the crashing input is in
+/// `artifacts`) so one finding does not end a long run; at most 20 restarts. Returns the target's
+/// name, how many runs crashed, and its log (every run appended).
+fn keep_fuzzing(
+    name: &str,
+    bin: &Path,
+    dirs: [&PathBuf; 3],
+    artifacts: &Path,
+    log: &Path,
+    deadline: std::time::Instant,
+) -> anyhow::Result<(String, usize, PathBuf)> {
+    let mut crashes = 0;
+    while crashes <= 20 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.as_secs() < 2 {
+            break;
+        }
+        let log_file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(log)
+            .with_context(|| format!("opening {}", log.display()))?;
+        let status = Command::new("nice")
+            .args(["-n", "19"])
+            .arg(bin)
+            .args(dirs)
+            .arg(format!("-max_total_time={}", left.as_secs()))
+            .arg(MAX_LEN)
+            .args(["-timeout=60", "-rss_limit_mb=2048", "-print_final_stats=1"])
+            .arg(format!("-artifact_prefix={}/", artifacts.display()))
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .status()
+            .with_context(|| format!("cannot start the `{name}` fuzzer"))?;
+        if status.success() {
+            break;
+        }
+        crashes += 1;
+    }
+    Ok((name.to_owned(), crashes, log.to_path_buf()))
+}
+
+/// Builds the instrumented targets; returns the folder holding the binaries.
+fn build(root: &Path) -> anyhow::Result<PathBuf> {
+    // `--target HOST` keeps RUSTFLAGS off build scripts and proc macros, as cargo-fuzz does.
+    let host = host_triple()?;
+    step(
+        "build fuzz targets",
+        cargo().current_dir(root).env("RUSTFLAGS", RUSTFLAGS).args([
+            "build",
+            "--release",
+            "-p",
+            "spv-subgroup-fuzz",
+            "--features",
+            "libfuzzer",
+            "--bins",
+            "--target",
+            &host,
+            "--target-dir",
+            "target/fuzz",
+        ]),
+    )?;
+    Ok(root.join("target/fuzz").join(host).join("release"))
+}
+
+fn host_triple() -> anyhow::Result<String> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .context("cannot run rustc -vV")?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+        .context("rustc -vV names no host")
+}
+
+/// Writes the seed corpus: `modules/` (SPIR-V) and `targets/` (target JSON).
+pub fn build_seeds(root: &Path, seeds: &Path) -> anyhow::Result<()> {
+    let modules = seeds.join("modules");
+    let targets = seeds.join("targets");
+    for d in [&modules, &targets] {
+        if d.exists() {
+            std::fs::remove_dir_all(d)?;
+        }
+        std::fs::create_dir_all(d)?;
+    }
+    let tmp = seeds.join("tmp");
+    std::fs::create_dir_all(&tmp)?;
+    let mut files = Vec::new();
+    walk(&root.join("fixtures"), &mut files);
+    let repro = root.join("../shared/repro/reliability");
+    walk(&repro, &mut files);
+    let (mut built, mut failed) = (0usize, Vec::new());
+    for (i, f) in files.iter().enumerate() {
+        let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let stem = format!("{i:04}");
+        match ext {
+            "comp" | "frag" | "vert" | "geom" | "tesc" | "tese" => {
+                for (tag, env, debug) in [
+                    ("vk11", "vulkan1.1", false),
+                    ("vk13", "vulkan1.3", false),
+                    ("vk13g", "vulkan1.3", true),
+                ] {
+                    let out = modules.join(format!("{stem}_{tag}"));
+                    let mut cmd = Command::new("glslangValidator");
+                    cmd.args(["--target-env", env]);
+                    if debug {
+                        cmd.arg("-gV");
+                    }
+                    cmd.arg("-o").arg(&out).arg(f);
+                    if quiet(&mut cmd)? {
+                        built += 1;
+                    } else {
+                        failed.push(f.display().to_string());
+                    }
+                }
+            }
+            "spvasm" => {
+                let text = std::fs::read_to_string(f).unwrap_or_default();
+                let env = text
+                    .split("--target-env")
+                    .nth(1)
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .unwrap_or("spv1.6")
+                    .to_owned();
+                let out = modules.join(&stem);
+                let mut cmd = Command::new("spirv-as");
+                cmd.args(["--preserve-numeric-ids", "--target-env", &env, "-o"])
+                    .arg(&out)
+                    .arg(f);
+                if quiet(&mut cmd)? {
+                    built += 1;
+                } else {
+                    failed.push(f.display().to_string());
+                }
+            }
+            "spv" if std::fs::metadata(f).is_ok_and(|m| m.len() <= 65536) => {
+                std::fs::copy(f, modules.join(&stem))?;
+                built += 1;
+            }
+            "json" if !f.to_string_lossy().contains("sarif") => {
+                std::fs::copy(f, targets.join(&stem))?;
+            }
+            _ => {}
+        }
+    }
+    for (name, _) in spv_subgroup_validate::target::PRESETS {
+        if let Some(t) = spv_subgroup_validate::target::Target::preset(name) {
+            let text = serde_json::to_string_pretty(&t)?;
+            std::fs::write(targets.join(format!("preset_{name}")), text)?;
+        }
+    }
+    std::fs::remove_dir_all(&tmp).ok();
+    eprintln!(
+        "xtask fuzz: {built} seed modules in {} ({} sources did not build: {})",
+        modules.display(),
+        failed.len(),
+        failed
+            .iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
+fn quiet(cmd: &mut Command) -> anyhow::Result<bool> {
+    let shown = format!("{cmd:?}");
+    Ok(cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .with_context(|| format!("cannot run {shown}: run `cargo xtask install-deps`"))?
+        .success())
+}
+
+/// Every file under `dir` (following no symlinks), in name order.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for p in entries {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => walk(&p, out),
+            Ok(m) if m.is_file() => out.push(p),
+            _ => {}
+        }
+    }
+}
+
+/// The executions of every run in a log, the last libFuzzer status line and the crashes, on one line.
+fn summary(log: &str) -> String {
+    let status = log
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('#') && l.contains("cov:"))
+        .unwrap_or("no status line");
+    let execs: u64 = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
+        .filter_map(|n| n.trim().parse::<u64>().ok())
+        .sum();
+    let crashes = log
+        .lines()
+        .filter(|l| l.contains("Test unit written to"))
+        .count();
+    format!("{execs} executions; last: {status}; {crashes} crash inputs written")
+}
+
+/// Adds to `fuzz/corpus/NAME/` the inputs of the working corpus that cover what the seeds and
+/// the committed corpus do not.
+fn merge(root: &Path, bin_dir: &Path, seeds: &Path, name: &str) -> anyhow::Result<()> {
+    let seed_dir = TARGETS
+        .iter()
+        .find(|t| t.0 == name)
+        .map(|t| seeds.join(t.1))
+        .unwrap_or_default();
+    let committed = root.join("fuzz/corpus").join(name);
+    let work = root.join("target/fuzz/corpus").join(name);
+    let merged = root.join("target/fuzz/merged").join(name);
+    if merged.exists() {
+        std::fs::remove_dir_all(&merged)?;
+    }
+    std::fs::create_dir_all(&merged)?;
+    std::fs::create_dir_all(&committed)?;
+    // The merge keeps what is in its first folder: start it with the seeds and the committed corpus.
+    let mut before = BTreeSet::new();
+    for dir in [&seed_dir, &committed] {
+        for e in std::fs::read_dir(dir)?.flatten() {
+            let dest = merged.join(e.file_name());
+            std::fs::copy(e.path(), &dest)?;
+            before.insert(e.file_name());
+        }
+    }
+    // A copy of the working corpus: a fuzzer still running deletes inputs it has reduced.
+    let snapshot = root.join("target/fuzz/snapshot").join(name);
+    if snapshot.exists() {
+        std::fs::remove_dir_all(&snapshot)?;
+    }
+    std::fs::create_dir_all(&snapshot)?;
+    for e in std::fs::read_dir(&work)?.flatten() {
+        // An input deleted meanwhile is no loss: its reduced form is in the folder too.
+        let _ = std::fs::copy(e.path(), snapshot.join(e.file_name()));
+    }
+    let log = root.join("target/fuzz").join(format!("merge-{name}.log"));
+    let log_file =
+        std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    step(
+        &format!("merge {name} (log {})", log.display()),
+        Command::new("nice")
+            .args(["-n", "19"])
+            .arg(bin_dir.join(name))
+            .arg("-set_cover_merge=1")
+            .arg(format!("-max_len={COMMITTED_MAX_LEN}"))
+            .arg("-timeout=60")
+            .arg(&merged)
+            .arg(&snapshot)
+            .stdout(Stdio::null())
+            .stderr(log_file),
+    )?;
+    let mut added = 0;
+    for e in std::fs::read_dir(&merged)?.flatten() {
+        if !before.contains(&e.file_name()) {
+            std::fs::copy(e.path(), committed.join(e.file_name()))?;
+            added += 1;
+        }
+    }
+    eprintln!(
+        "xtask fuzz: merge {name}: {added} new inputs added to {}",
+        committed.display()
+    );
+    Ok(())
+}

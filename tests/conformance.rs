@@ -292,6 +292,17 @@ fn lower_checked_sized(
     subgroup_size: Option<u32>,
 ) -> Result<Vec<u32>, String> {
     let target = Target::preset(preset).ok_or_else(|| format!("no preset `{preset}`"))?;
+    lower_checked_target(words, target, float_partition, subgroup_size)
+}
+
+/// [`lower_checked_sized`] for any target (the benchmark's variants of a preset).
+fn lower_checked_target(
+    words: &[u32],
+    target: Target,
+    float_partition: FloatPartition,
+    subgroup_size: Option<u32>,
+) -> Result<Vec<u32>, String> {
+    let preset = target.name.clone();
     let env = target.target_env.clone();
     let opts = LowerOptions {
         target: target.clone(),

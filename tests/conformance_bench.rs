@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use spv_subgroup_lower::FloatPartition;
+use spv_subgroup_lower::{FloatPartition, Target};
 use spv_subgroup_vk::{PipelineOptions, Runner};
 
 /// One benchmark: a name, what it measures, and the loop body.
@@ -65,48 +65,87 @@ fn benches() -> Vec<Bench> {
         });
     }
     // The key of each round depends on the last round's result (`v & z` is 0 at run time but
-    // unknown to the compiler), so the partitions form a dependent chain too.
-    for (name, d) in [
-        ("partition-u32-1key", 1),
-        ("partition-u32-4keys", 4),
-        ("partition-u32-32keys", 32),
+    // unknown to the compiler), so the partitions form a dependent chain too. Keys `lane % d`
+    // differ in log2(d) bits; the `spread` keys multiply them by an odd constant, so a few
+    // distinct keys differ in most of the word's bits (hashes, say).
+    for (ty, setup, body) in [
+        (
+            "u32",
+            "uint k = gl_SubgroupInvocationID % {d}u;",
+            "uvec4 b = subgroupPartitionNV(k + (v & z)); v += b.x;",
+        ),
+        (
+            "f32",
+            "float k = float(gl_SubgroupInvocationID % {d}u) - 1.5;",
+            "uvec4 b = subgroupPartitionNV(k + float(v & z)); v += b.x;",
+        ),
+        (
+            "u64",
+            "uint64_t k = uint64_t(gl_SubgroupInvocationID % {d}u) << 40;",
+            "uvec4 b = subgroupPartitionNV(k + uint64_t(v & z)); v += b.x;",
+        ),
+    ] {
+        for d in [1, 2, 4, 8, 32] {
+            let s = if d == 1 { "" } else { "s" };
+            v.push(Bench {
+                name: Box::leak(format!("partition-{ty}-{d}key{s}").into_boxed_str()),
+                class: "partition",
+                setup: setup.replace("{d}", &d.to_string()),
+                body: body.to_owned(),
+                float: false,
+            });
+        }
+    }
+    for (name, setup, body) in [
+        (
+            "partition-u32-4keys-spread",
+            "uint k = (gl_SubgroupInvocationID % 4u) * 0x9e3779b1u;",
+            "uvec4 b = subgroupPartitionNV(k + (v & z)); v += b.x;",
+        ),
+        (
+            "partition-u32-32keys-spread",
+            "uint k = gl_SubgroupInvocationID * 0x9e3779b1u;",
+            "uvec4 b = subgroupPartitionNV(k + (v & z)); v += b.x;",
+        ),
+        (
+            "partition-u8-4keys",
+            "uint8_t k = uint8_t(gl_SubgroupInvocationID % 4u);",
+            "uvec4 b = subgroupPartitionNV(k + uint8_t(v & z)); v += b.x;",
+        ),
+        (
+            "partition-u16-4keys",
+            "uint16_t k = uint16_t(gl_SubgroupInvocationID % 4u);",
+            "uvec4 b = subgroupPartitionNV(k + uint16_t(v & z)); v += b.x;",
+        ),
+        (
+            "partition-u8vec4-4keys",
+            "u8vec4 k = u8vec4(uint8_t(gl_SubgroupInvocationID % 4u));",
+            "uvec4 b = subgroupPartitionNV(k + u8vec4(uint8_t(v & z))); v += b.x;",
+        ),
+        (
+            "partition-uvec2-4keys",
+            "uvec2 k = uvec2(gl_SubgroupInvocationID % 4u, 7u);",
+            "uvec4 b = subgroupPartitionNV(k + uvec2(v & z)); v += b.x;",
+        ),
+        (
+            "partition-uvec4-4keys",
+            "uvec4 k = uvec4(gl_SubgroupInvocationID % 4u, 7u, 8u, 9u);",
+            "uvec4 b = subgroupPartitionNV(k + uvec4(v & z)); v += b.x;",
+        ),
+        (
+            "partition-bool",
+            "bool k = (gl_SubgroupInvocationID & 1u) != 0u;",
+            "uvec4 b = subgroupPartitionNV(k != ((v & z) != 0u)); v += b.x;",
+        ),
     ] {
         v.push(Bench {
             name,
             class: "partition",
-            setup: format!("uint k = gl_SubgroupInvocationID % {d}u;"),
-            body: "uvec4 b = subgroupPartitionNV(k + (v & z)); v += b.x;".into(),
+            setup: setup.to_owned(),
+            body: body.to_owned(),
             float: false,
         });
     }
-    v.push(Bench {
-        name: "partition-f32-4keys",
-        class: "partition",
-        setup: "float k = float(gl_SubgroupInvocationID % 4u) - 1.5;".into(),
-        body: "uvec4 b = subgroupPartitionNV(k + float(v & z)); v += b.x;".into(),
-        float: false,
-    });
-    v.push(Bench {
-        name: "partition-u8-4keys",
-        class: "partition",
-        setup: "uint8_t k = uint8_t(gl_SubgroupInvocationID % 4u);".into(),
-        body: "uvec4 b = subgroupPartitionNV(k + uint8_t(v & z)); v += b.x;".into(),
-        float: false,
-    });
-    v.push(Bench {
-        name: "partition-bool",
-        class: "partition",
-        setup: "bool k = (gl_SubgroupInvocationID & 1u) != 0u;".into(),
-        body: "uvec4 b = subgroupPartitionNV(k != ((v & z) != 0u)); v += b.x;".into(),
-        float: false,
-    });
-    v.push(Bench {
-        name: "partition-u64-4keys",
-        class: "partition",
-        setup: "uint64_t k = uint64_t(gl_SubgroupInvocationID % 4u) << 40;".into(),
-        body: "uvec4 b = subgroupPartitionNV(k + uint64_t(v & z)); v += b.x;".into(),
-        float: false,
-    });
     for (op, class) in [("Add", "u32"), ("Min", "u32"), ("Xor", "u32")] {
         for mode in ["", "Inclusive", "Exclusive"] {
             let name: &'static str = Box::leak(
@@ -187,6 +226,8 @@ fn glsl(b: &Bench) -> String {
 #extension GL_EXT_shader_subgroup_extended_types_int64 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
 #extension GL_EXT_shader_subgroup_extended_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#extension GL_EXT_shader_subgroup_extended_types_int16 : require
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ITERS = 1024u;
 layout(std430, binding = 0) buffer Buf {{ uint zero; uint data[]; }};
@@ -236,8 +277,8 @@ pub fn run(runner: &Runner) {
     let mut table = format!(
         "GPU benchmark on {} ({}), subgroup size {size}: ns per op per subgroup (dependent chain of {iters}, \
          {groups} workgroups of one subgroup, median of {rounds} round-robin rounds x {reps} dispatches, after a 2 s warm-up)\n\n\
-         | op | class | loop-only | native | lowered (size unknown) | ratio | op-only ratio | lowered (size known) | ratio | op-only ratio | outputs equal |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n",
+         | op | class | loop-only | native | lowered (size unknown) | ratio | op-only ratio | lowered (size known) | ratio | op-only ratio | no `arithmetic`, size known (op-only ratio) | outputs equal |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
         runner.info().name,
         runner.info().driver,
         rounds = ROUNDS,
@@ -291,6 +332,23 @@ pub fn run(runner: &Runner) {
         ));
         for (label, sz) in [("lowered", None), ("lowered-32", Some(size))] {
             match super::lower_checked_sized(&native, "vulkan1.1", FloatPartition::Spec, sz) {
+                Ok(w) => variants.push((label, Some(w))),
+                Err(e) => {
+                    failures.push(format!("{} {label}: {e}", b.name));
+                    variants.push((label, None));
+                }
+            }
+        }
+        // The partition's other forms: a target without `arithmetic` gets one waterfall round
+        // and then every bit slice (no `Or ^ And` of the keys), at the known size.
+        if b.class == "partition" {
+            let label = "lowered-32-no-arithmetic";
+            match Target::preset("vulkan1.1")
+                .ok_or_else(|| "no preset vulkan1.1".to_owned())
+                .and_then(|mut t| {
+                    t.ops.arithmetic = false;
+                    super::lower_checked_target(&native, t, FloatPartition::Spec, Some(size))
+                }) {
                 Ok(w) => variants.push((label, Some(w))),
                 Err(e) => {
                     failures.push(format!("{} {label}: {e}", b.name));
@@ -361,11 +419,12 @@ pub fn run(runner: &Runner) {
             (Some(a), Some(b)) if a > 0.0 && b > 0.0 => format!("{:.2}x", b / a),
             _ => "n/a".to_owned(),
         };
+        let other = results.get(3).map(|r| r.1.as_ref());
         let equal = match (&results[0].1, &results[1].1, &results[2].1) {
             (Some(a), Some(l), Some(c)) if !l.is_empty() => {
                 if b.float {
                     "float (not compared)".to_owned()
-                } else if a == l && a == c {
+                } else if a == l && a == c && other.is_none_or(|o| o == Some(a)) {
                     "yes".to_owned()
                 } else {
                     failures.push(format!("{}: native and lowered outputs differ", b.name));
@@ -374,9 +433,16 @@ pub fn run(runner: &Runner) {
             }
             _ => "n/a".to_owned(),
         };
+        let no_arith = results.get(3).map_or("-".to_owned(), |r| {
+            format!(
+                "{} ({})",
+                fmt(r.0),
+                ratio(sub(results[0].0), sub(r.0))
+            )
+        });
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {equal} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {no_arith} | {equal} |",
             b.name,
             b.class,
             fmt(base),
@@ -389,6 +455,9 @@ pub fn run(runner: &Runner) {
             ratio(sub(results[0].0), sub(results[2].0)),
         );
     }
+    if std::env::var("SPV_BENCH_NO_WORKLOADS").is_err() {
+        workloads(runner, &mut table, &mut failures);
+    }
     println!("{table}");
     for f in &failures {
         println!("BENCH FAIL {f}");
@@ -398,6 +467,203 @@ pub fn run(runner: &Runner) {
         let _ = std::fs::write(
             format!("{dir}/bench.md"),
             format!("{table}\n{}\n", failures.join("\n")),
+        );
+    }
+}
+
+/// Keys of the workloads (a power of two: the scatter wraps its index with `N - 1`).
+const WORK_N: u32 = 1 << 24;
+
+/// One-pass radix-sort multisplit over `WORK_N` keys, 8-bit digit: partition by digit, per-subset
+/// count and rank (partitioned add and exclusive add of 1), the subset's leader reserves room in
+/// the digit's bucket (a global atomic), scatter. The index wraps so that repeated dispatches
+/// (the timing) stay in bounds; the first dispatch writes every key to its bucket.
+const MULTISPLIT: &str = r#"#version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_NV_shader_subgroup_partitioned : require
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint MASK = 0u;
+layout(std430, binding = 0) readonly buffer Keys { uint keys[]; };
+layout(std430, binding = 1) buffer Offsets { uint offsets[256]; };
+layout(std430, binding = 2) buffer Sorted { uint sorted[]; };
+void main() {
+    uint key = keys[gl_GlobalInvocationID.x];
+    uint d = key & 255u;
+    uvec4 b = subgroupPartitionNV(d);
+    uint count = subgroupPartitionedAddNV(1u, b);
+    uint rank = subgroupPartitionedExclusiveAddNV(1u, b);
+    uint leader = subgroupBallotFindLSB(b);
+    uint base = 0u;
+    if (gl_SubgroupInvocationID == leader) {
+        base = atomicAdd(offsets[d], count);
+    }
+    base = subgroupShuffle(base, leader);
+    sorted[(base + rank) & MASK] = key;
+}
+"#;
+
+/// Segmented (partitioned) inclusive scan over `WORK_N` values: the segment key of each value is
+/// one of 16 (the top bits of a random word), the scan runs over the lanes with the same key.
+const SEGMENTED_SCAN: &str = r#"#version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_NV_shader_subgroup_partitioned : require
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint MASK = 0u;
+layout(std430, binding = 0) readonly buffer Keys { uint keys[]; };
+layout(std430, binding = 1) buffer Values { uint values[]; };
+void main() {
+    uint g = gl_GlobalInvocationID.x;
+    uvec4 b = subgroupPartitionNV(keys[g] >> 28);
+    values[g] = subgroupPartitionedInclusiveAddNV(values[g], b);
+}
+"#;
+
+/// The two workloads natively and lowered (size unknown and known), in keys per second: the
+/// median of `ROUNDS` round-robin rounds of 3 dispatches each. Outputs compared: the bucket
+/// counters and each bucket's keys (sorted on the host: their order in a bucket depends on the
+/// atomics) for the multisplit, every value for the scan.
+fn workloads(runner: &Runner, table: &mut String, failures: &mut Vec<String>) {
+    let size = runner.info().subgroup_size;
+    let local = 256u32.max(size);
+    let n = WORK_N as usize;
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let keys: Vec<u32> = (0..n)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 32) as u32
+        })
+        .collect();
+    let mut hist = [0u32; 256];
+    for k in &keys {
+        hist[(k & 255) as usize] += 1;
+    }
+    let mut offsets = vec![0u32; 256];
+    let mut acc = 0;
+    for d in 0..256 {
+        offsets[d] = acc;
+        acc += hist[d];
+    }
+    let values: Vec<u32> = (0..WORK_N).map(|i| i.wrapping_mul(2_654_435_761) >> 8).collect();
+    let _ = writeln!(
+        table,
+        "\nWorkloads over {n} keys ({local} invocations per workgroup, {} workgroups), median of {ROUNDS} rounds x 3 dispatches: time per dispatch in microseconds and keys per second\n\n\
+         | workload | native | lowered (size unknown) | ratio | lowered (size known) | ratio | native keys/s | lowered keys/s (size unknown) | outputs equal |\n\
+         |---|---|---|---|---|---|---|---|---|",
+        WORK_N / local
+    );
+    for (name, src, buffers) in [
+        ("radix multisplit, 8-bit digit", MULTISPLIT, 3usize),
+        ("segmented inclusive scan, 16 keys", SEGMENTED_SCAN, 2),
+    ] {
+        let native = match super::compile(src, "vulkan1.1") {
+            Ok(w) => w,
+            Err(e) => {
+                failures.push(format!("{name}: compile: {e}"));
+                continue;
+            }
+        };
+        let mut variants = vec![("native", Some(native.clone()))];
+        for (label, sz) in [("lowered", None), ("lowered-32", Some(size))] {
+            match super::lower_checked_sized(&native, "vulkan1.1", FloatPartition::Spec, sz) {
+                Ok(w) => variants.push((label, Some(w))),
+                Err(e) => {
+                    failures.push(format!("{name} {label}: {e}"));
+                    variants.push((label, None));
+                }
+            }
+        }
+        let opts = PipelineOptions {
+            buffers: buffers as u32,
+            spec_constants: vec![(0, local), (1, WORK_N - 1)],
+            ..PipelineOptions::default()
+        };
+        let inputs = || -> Vec<Vec<u32>> {
+            if buffers == 3 {
+                vec![keys.clone(), offsets.clone(), vec![0xdead_beef; n]]
+            } else {
+                vec![keys.clone(), values.clone()]
+            }
+        };
+        let mut pipes = Vec::new();
+        let mut outputs = Vec::new();
+        for (label, words) in &variants {
+            let made = words.as_ref().map(|w| {
+                runner.pipeline(w, &opts).and_then(|p| {
+                    let mut once = inputs();
+                    runner.run(&p, &mut once, [WORK_N / local, 1, 1], Duration::from_secs(60))?;
+                    Ok((p, once))
+                })
+            });
+            match made {
+                Some(Ok((p, mut out))) => {
+                    if buffers == 3 {
+                        // Each bucket's keys in key order (the atomics order them at random).
+                        for d in 0..256 {
+                            let lo = offsets[d] as usize;
+                            out[2][lo..lo + hist[d] as usize].sort_unstable();
+                        }
+                    }
+                    pipes.push(Some(p));
+                    outputs.push(Some(out));
+                }
+                Some(Err(e)) => {
+                    failures.push(format!("{name} {label}: {e}"));
+                    pipes.push(None);
+                    outputs.push(None);
+                }
+                None => {
+                    pipes.push(None);
+                    outputs.push(None);
+                }
+            }
+        }
+        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); pipes.len()];
+        for _round in 0..ROUNDS {
+            for (k, p) in pipes.iter().enumerate() {
+                let Some(p) = p else { continue };
+                let mut bufs = inputs();
+                match runner.time(p, &mut bufs, [WORK_N / local, 1, 1], 3, Duration::from_secs(60)) {
+                    Ok(t) => samples[k].extend(t.iter().map(|t| t / 1000.0)),
+                    Err(e) => failures.push(format!("{name} timing: {e}")),
+                }
+            }
+        }
+        let med: Vec<Option<f64>> = samples
+            .iter()
+            .map(|v| (!v.is_empty()).then(|| median(v.clone())))
+            .collect();
+        let fmt = |t: Option<f64>| t.map_or("n/a".to_owned(), |t| format!("{t:.1}"));
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.2}x", b / a),
+            _ => "n/a".to_owned(),
+        };
+        let rate = |t: Option<f64>| t.map_or("n/a".to_owned(), |t| format!("{:.2e}", f64::from(WORK_N) / (t * 1e-6)));
+        let equal = match (&outputs[0], &outputs[1], &outputs[2]) {
+            (Some(a), Some(l), Some(c)) => {
+                if a == l && a == c {
+                    "yes".to_owned()
+                } else {
+                    failures.push(format!("{name}: native and lowered outputs differ"));
+                    "NO".to_owned()
+                }
+            }
+            _ => "n/a".to_owned(),
+        };
+        let _ = writeln!(
+            table,
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {equal} |",
+            fmt(med[0]),
+            fmt(med[1]),
+            ratio(med[0], med[1]),
+            fmt(med[2]),
+            ratio(med[0], med[2]),
+            rate(med[0]),
+            rate(med[1]),
         );
     }
 }

@@ -165,6 +165,8 @@ pub(crate) struct Emitter<'t> {
     /// Whether 64-bit integer types may be used (the module declares `Int64`, or the target's
     /// consumer cannot bitcast a 64-bit value to a 2-vector, as naga's IR cannot).
     int64_words: bool,
+    /// Whether code is being emitted inside a [`Code::by_subgroup_size`] choice (no nesting).
+    in_size_choice: bool,
 }
 
 /// How many instructions the module has (each defines at most one id).
@@ -222,6 +224,7 @@ impl<'t> Emitter<'t> {
             classes: Vec::new(),
             used_builtins: BTreeSet::new(),
             float_partition: FloatPartition::default(),
+            in_size_choice: false,
             int64_words: target.restrictions != Restrictions::default()
                 || module.capabilities.iter().any(|c| {
                     matches!(
@@ -864,6 +867,43 @@ impl<'e, 't> Code<'e, 't> {
         self.emit_void(Op::Branch, vec![Operand::IdRef(after)]);
         self.start_block(after);
         Ok(result)
+    }
+
+    /// Emits `body` under a uniform choice on the `SubgroupSize` built-in when the subgroup size
+    /// is not known to be at most 32: `SubgroupSize <= 32 ? body at 32 lanes : body at max_lanes`.
+    /// The first side has single-word masks and `log2(32)` pointer-jumping steps, what
+    /// `--subgroup-size 32` gives, so a device with subgroups of at most 32 lanes (NVIDIA, most
+    /// others) runs that code without the user naming its size; a driver that knows its size folds
+    /// the branch away. `SubgroupSize` is one value for the whole dispatch, so the branch is
+    /// uniform. `body` must return a value of type `ty`, the same on both sides.
+    pub(crate) fn by_subgroup_size(
+        &mut self,
+        ty: Ty,
+        body: impl Fn(&mut Code) -> Result<Id, LowerError>,
+    ) -> Result<Id, LowerError> {
+        let max = self.em.max_lanes;
+        let has_size = self.em.has_core_ballot() || self.em.target.ops.basic;
+        if max <= 32 || self.em.in_size_choice || !has_size {
+            return body(self);
+        }
+        self.em.need(Capability::GroupNonUniform);
+        let size = self.load_builtin(BuiltIn::SubgroupSize, Ty::U32);
+        let c32 = self.em.u32(32);
+        let small = self.op(Op::ULessThanEqual, Ty::BOOL, &[size, c32]);
+        self.em.in_size_choice = true;
+        let out = self.uniform_if(
+            small,
+            ty,
+            |code| {
+                code.em.max_lanes = 32;
+                let r = body(code);
+                code.em.max_lanes = max;
+                r
+            },
+            |code| body(code),
+        );
+        self.em.in_size_choice = false;
+        out
     }
 
     /// A `GLSL.std.450` extended instruction.

@@ -14,6 +14,18 @@
 //! `b = Ballot(bit j)`: `m &= bit j ? b : ~b`. No loop, no shuffle: one ballot per key bit plus
 //! the active mask. A bool key is the one-bit case: `m = p ? Ballot(p) : act & ~Ballot(p)`.
 //!
+//! **Differing bits** (keys of more than 8 bits that the bit-sliced form would take, on a target
+//! with the core `arithmetic` ops; it replaces the waterfall round and the full slices there):
+//! per key word `d = Or(w ^ w_leader)` over the active lanes, the bits in which the active lanes
+//! differ; no bit of `d`, nothing to separate; at most [`LOOP_MAX_BITS`] of them, one ballot per
+//! bit of `d` in a uniform loop; more, every bit of the word in a straight line. Its cost follows
+//! the number of differing bits (`log2` of the distinct keys for keys like `lane % 4`), not the
+//! width. The loop's trip count is the bit count of `d`, whatever the ballots return.
+//!
+//! **Subgroup size.** When the subgroup size is not known to be at most 32, the match is emitted
+//! twice under a uniform branch on `SubgroupSize <= 32` ([`Code::by_subgroup_size`]): one-word
+//! masks on devices with subgroups of at most 32 lanes, four-word masks above.
+//!
 //! **Uniform waterfall** (every other key): `rem = act`, `res = 0`; do { `leader = FindLSB(rem)`;
 //! `eq = key == Shuffle(key, leader)` (all words); `b = Ballot(eq)`; `res = eq ? b : res`;
 //! `rem &= ~b` } while `rem != 0`. Each round costs one shuffle per key word and one ballot, and
@@ -32,8 +44,8 @@
 //! Ballot bits of inactive lanes are never set (ballots only see active lanes), so the result
 //! needs no masking; it is widened to the `uvec4` result type.
 
-use rspirv::dr::Instruction;
-use spirv::Op;
+use rspirv::dr::{Instruction, Operand};
+use spirv::{Capability, GroupOperation, Op};
 
 use super::{id_operand, invalid};
 use crate::emit::{Code, Id, Scalar, Ty};
@@ -105,28 +117,42 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
         }
     };
     let key = make_key(code, ty, value);
-    let mut res = if !can_read_lanes(code) {
-        bit_sliced(code, &key)?
-    } else if uses_bit_slices(key.bits(), code.em.max_lanes) {
-        if key.bits() > FIRST_ROUND_MIN_BITS && key.bools.is_none() {
-            first_round_then_bit_sliced(code, &key)?
-        } else {
-            bit_sliced(code, &key)?
+    // The same match at 32 lanes when the device's subgroups turn out to have at most 32
+    // (single-word masks), else at the largest size.
+    let wide = code.by_subgroup_size(Ty::UVEC4, |code| {
+        let mut res = match_mask(code, &key)?;
+        if let Some(nan) = key.nan {
+            let own = code.own_bit()?;
+            res = code.mask_select(nan, own, res);
         }
-    } else {
-        waterfall(code, &key)?
-    };
-    if let Some(nan) = key.nan {
-        let own = code.own_bit()?;
-        res = code.mask_select(nan, own, res);
-    }
-    let wide = code.widen_mask(res);
+        Ok(code.widen_mask(res))
+    })?;
     Ok(if signed_result {
         let t = result_ty.unwrap_or(Ty::UVEC4);
         code.op(Op::Bitcast, t, &[wide])
     } else {
         wide
     })
+}
+
+/// The mask of the active lanes whose key equals this lane's, by the form the key and the
+/// target call for (see the module doc).
+fn match_mask(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
+    let wide = key.bits() > FIRST_ROUND_MIN_BITS && key.bools.is_none();
+    let sliceable = uses_bit_slices(key.bits(), code.em.max_lanes);
+    if wide && sliceable && can_reduce_words(code) && can_read_lanes(code) {
+        differing_bits(code, key)
+    } else if !can_read_lanes(code) {
+        bit_sliced(code, key)
+    } else if sliceable {
+        if wide {
+            first_round_then_bit_sliced(code, key)
+        } else {
+            bit_sliced(code, key)
+        }
+    } else {
+        waterfall(code, key)
+    }
 }
 
 fn make_key(code: &mut Code, ty: Ty, value: Id) -> Key {
@@ -221,8 +247,120 @@ fn pack(code: &mut Code, words: Vec<(Id, u32)>, width: u32) -> Vec<(Id, u32)> {
     out
 }
 
-/// Keys with more bits than this try one waterfall round before the bit slices.
+/// Keys with more bits than this slice only their differing bits (with the target's bitwise
+/// reductions) or try one waterfall round before the bit slices; keys of at most this many bits
+/// (8-bit keys: 1.18x native on NVIDIA, docs/PERFORMANCE.md) keep the plain bit slices.
 const FIRST_ROUND_MIN_BITS: u32 = 8;
+
+/// Whether the target reduces 32-bit words with the core `BitwiseOr`/`BitwiseAnd` (the
+/// `arithmetic` feature), which the differing-bits form needs.
+fn can_reduce_words(code: &Code) -> bool {
+    code.em.has_core_ballot() && code.em.target.ops.arithmetic
+}
+
+/// `OpGroupNonUniform<op>` with group operation `Reduce` over a 32-bit word.
+fn reduce_word(code: &mut Code, op: Op, w: Id) -> Id {
+    code.em.need(Capability::GroupNonUniformArithmetic);
+    let scope = code.em.subgroup_scope();
+    let t = code.em.ty(Ty::U32);
+    code.emit(
+        op,
+        t,
+        vec![
+            Operand::IdRef(scope),
+            Operand::GroupOperation(GroupOperation::Reduce),
+            Operand::IdRef(w),
+        ],
+    )
+}
+
+/// A key word whose active lanes differ in more bits than this is sliced in a straight line
+/// over all its bits (independent ballots, which pipeline) instead of in the loop over the
+/// differing bits (one dependent round each): keys spread over the word, such as hashes, differ
+/// in most of its bits even when there are only a few of them.
+/// Measured on NVIDIA (docs/PERFORMANCE.md, in units of the benchmark's `loop-only` time): a
+/// loop round costs about 3, the 32 straight-line slices about 25, so the break-even is 8 bits.
+pub(crate) const LOOP_MAX_BITS: u32 = 8;
+
+/// Bit slices of the differing bits only: per key word `d = Or(w ^ w_leader)` over the active
+/// lanes (the leader's word read once, one reduction) holds the bits that are not the same on
+/// every active lane; the other
+/// bits cannot separate any two lanes. With `d == 0` the word is done; with at most
+/// [`LOOP_MAX_BITS`] bits in `d`, one ballot per set bit of `d` in a uniform loop that takes the
+/// lowest remaining bit (`low = d ^ (d & (d - 1))`) until `d` is empty:
+/// `m &= (w & low) != 0 ? b : ~b`; with more, every bit of the word in a straight line.
+/// Keys in `lane % 4` differ in 2 bits and one key in none, so the cost follows the keys, not
+/// their width. `d` comes from reductions, so it is the same on every active lane and both the
+/// branches and the loop are uniform; the loop ends because each round clears one bit of `d`.
+fn differing_bits(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
+    let act = code.active()?;
+    let mt = code.em.mask_ty();
+    let zero = code.em.u32(0);
+    let one = code.em.u32(1);
+    let mut m = act;
+    let leader = code.find_lsb(act)?;
+    for &(w, bits) in &key.words {
+        // The bits where some active lane differs from the leader: one reduction (measured on
+        // NVIDIA, a reduction costs about as much as the waterfall round it replaces, and
+        // `Or(w) ^ And(w)` took two).
+        let lw = code.read_lane_uniform(Ty::U32, w, leader)?;
+        let x = code.op(Op::BitwiseXor, Ty::U32, &[w, lw]);
+        let diff = reduce_word(code, Op::GroupNonUniformBitwiseOr, x);
+        let start = m;
+        let in_loop = |code: &mut Code| {
+            let differs = code.op(Op::INotEqual, Ty::BOOL, &[diff, zero]);
+            code.uniform_if(
+                differs,
+                mt,
+                |code| {
+                    let out = code.do_while(&[(mt, start), (Ty::U32, diff)], |c, phis| {
+                        let (m, d) = (phis[0], phis[1]);
+                        let d1 = c.op(Op::ISub, Ty::U32, &[d, one]);
+                        let rest = c.op(Op::BitwiseAnd, Ty::U32, &[d, d1]);
+                        let low = c.op(Op::BitwiseXor, Ty::U32, &[d, rest]);
+                        let hit = c.op(Op::BitwiseAnd, Ty::U32, &[w, low]);
+                        let p = c.op(Op::INotEqual, Ty::BOOL, &[hit, zero]);
+                        let b = c.ballot(p)?;
+                        let nb = c.mask_not(b);
+                        let side = c.mask_select(p, b, nb);
+                        let m2 = c.mask_and(m, side);
+                        let again = c.op(Op::INotEqual, Ty::BOOL, &[rest, zero]);
+                        Ok((vec![m2, rest], again))
+                    })?;
+                    Ok(out[0])
+                },
+                |_| Ok(start),
+            )
+        };
+        m = if bits > LOOP_MAX_BITS {
+            let count = code.op(Op::BitCount, Ty::U32, &[diff]);
+            let limit = code.em.u32(LOOP_MAX_BITS);
+            let many = code.op(Op::UGreaterThan, Ty::BOOL, &[count, limit]);
+            code.uniform_if(many, mt, |code| slice_word(code, start, w, bits), in_loop)?
+        } else {
+            in_loop(code)?
+        };
+    }
+    Ok(m)
+}
+
+/// `m` narrowed by every bit of one key word, one ballot per bit, in a straight line.
+fn slice_word(code: &mut Code, m: Id, w: Id, bits: u32) -> Result<Id, LowerError> {
+    let one = code.em.u32(1);
+    let zero = code.em.u32(0);
+    let mut m = m;
+    for j in 0..bits {
+        let k = code.em.u32(j);
+        let s = code.op(Op::ShiftRightLogical, Ty::U32, &[w, k]);
+        let bit = code.op(Op::BitwiseAnd, Ty::U32, &[s, one]);
+        let p = code.op(Op::INotEqual, Ty::BOOL, &[bit, zero]);
+        let b = code.ballot(p)?;
+        let nb = code.mask_not(b);
+        let side = code.mask_select(p, b, nb);
+        m = code.mask_and(m, side);
+    }
+    Ok(m)
+}
 
 /// One waterfall round first: when every active lane holds the leader's key (the common,
 /// uniform-ish case) the answer is the active mask, for one shuffle per key word and one ballot;

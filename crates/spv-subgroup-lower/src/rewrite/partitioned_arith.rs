@@ -214,12 +214,16 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
     if code.em.has_core_ballot() && code.em.target.ops.shuffle {
         let fast = core_op_available(code, arith, scan, ty);
         if fast {
-            return with_fast_path(code, inst, op, scan, value, ballot);
+            return code.by_subgroup_size(ty, |code| {
+                with_fast_path(code, inst, op, scan, value, ballot)
+            });
         }
-        let ballot = code.narrow_mask(ballot);
-        let act = code.active()?;
-        let m = code.mask_and(ballot, act);
-        return pointer_jumping(code, op, scan, value, m);
+        return code.by_subgroup_size(ty, |code| {
+            let ballot = code.narrow_mask(ballot);
+            let act = code.active()?;
+            let m = code.mask_and(ballot, act);
+            pointer_jumping(code, op, scan, value, m)
+        });
     }
     if code.em.target.ops.khr_ballot {
         return serial(code, op, scan, value, ballot);

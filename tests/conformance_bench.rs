@@ -434,11 +434,7 @@ pub fn run(runner: &Runner) {
             _ => "n/a".to_owned(),
         };
         let no_arith = results.get(3).map_or("-".to_owned(), |r| {
-            format!(
-                "{} ({})",
-                fmt(r.0),
-                ratio(sub(results[0].0), sub(r.0))
-            )
+            format!("{} ({})", fmt(r.0), ratio(sub(results[0].0), sub(r.0)))
         });
         let _ = writeln!(
             table,
@@ -548,7 +544,9 @@ fn workloads(runner: &Runner, table: &mut String, failures: &mut Vec<String>) {
         offsets[d] = acc;
         acc += hist[d];
     }
-    let values: Vec<u32> = (0..WORK_N).map(|i| i.wrapping_mul(2_654_435_761) >> 8).collect();
+    let values: Vec<u32> = (0..WORK_N)
+        .map(|i| i.wrapping_mul(2_654_435_761) >> 8)
+        .collect();
     let _ = writeln!(
         table,
         "\nWorkloads over {n} keys ({local} invocations per workgroup, {} workgroups), median of {ROUNDS} rounds x 3 dispatches: time per dispatch in microseconds and keys per second\n\n\
@@ -595,7 +593,12 @@ fn workloads(runner: &Runner, table: &mut String, failures: &mut Vec<String>) {
             let made = words.as_ref().map(|w| {
                 runner.pipeline(w, &opts).and_then(|p| {
                     let mut once = inputs();
-                    runner.run(&p, &mut once, [WORK_N / local, 1, 1], Duration::from_secs(60))?;
+                    runner.run(
+                        &p,
+                        &mut once,
+                        [WORK_N / local, 1, 1],
+                        Duration::from_secs(60),
+                    )?;
                     Ok((p, once))
                 })
             });
@@ -627,7 +630,13 @@ fn workloads(runner: &Runner, table: &mut String, failures: &mut Vec<String>) {
             for (k, p) in pipes.iter().enumerate() {
                 let Some(p) = p else { continue };
                 let mut bufs = inputs();
-                match runner.time(p, &mut bufs, [WORK_N / local, 1, 1], 3, Duration::from_secs(60)) {
+                match runner.time(
+                    p,
+                    &mut bufs,
+                    [WORK_N / local, 1, 1],
+                    3,
+                    Duration::from_secs(60),
+                ) {
                     Ok(t) => samples[k].extend(t.iter().map(|t| t / 1000.0)),
                     Err(e) => failures.push(format!("{name} timing: {e}")),
                 }
@@ -642,7 +651,11 @@ fn workloads(runner: &Runner, table: &mut String, failures: &mut Vec<String>) {
             (Some(a), Some(b)) if a > 0.0 => format!("{:.2}x", b / a),
             _ => "n/a".to_owned(),
         };
-        let rate = |t: Option<f64>| t.map_or("n/a".to_owned(), |t| format!("{:.2e}", f64::from(WORK_N) / (t * 1e-6)));
+        let rate = |t: Option<f64>| {
+            t.map_or("n/a".to_owned(), |t| {
+                format!("{:.2e}", f64::from(WORK_N) / (t * 1e-6))
+            })
+        };
         let equal = match (&outputs[0], &outputs[1], &outputs[2]) {
             (Some(a), Some(l), Some(c)) => {
                 if a == l && a == c {

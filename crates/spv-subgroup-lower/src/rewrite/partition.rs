@@ -16,7 +16,8 @@
 //!
 //! **Differing bits** (keys of more than 8 bits that the bit-sliced form would take, on a target
 //! with the core `arithmetic` ops; it replaces the waterfall round and the full slices there):
-//! per key word `d = Or(w ^ w_leader)` over the active lanes, the bits in which the active lanes
+//! the waterfall round's test first (the leader's words, one ballot: one key among the active
+//! lanes is done), else per key word `d = Or(w ^ w_leader)`, the bits in which the active lanes
 //! differ; no bit of `d`, nothing to separate; at most [`LOOP_MAX_BITS`] of them, one ballot per
 //! bit of `d` in a uniform loop; more, every bit of the word in a straight line. Its cost follows
 //! the number of differing bits (`log2` of the distinct keys for keys like `lane % 4`), not the
@@ -295,15 +296,49 @@ pub(crate) const LOOP_MAX_BITS: u32 = 8;
 fn differing_bits(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
     let act = code.active()?;
     let mt = code.em.mask_ty();
+    let leader = code.find_lsb(act)?;
+    // The leader's words, read once: first the waterfall round's test (measured on NVIDIA, a
+    // ballot and a compare decide the one-key case for less than the reduction), then the
+    // reductions use them.
+    let mut leader_words = Vec::with_capacity(key.words.len());
+    let mut eq: Option<Id> = None;
+    for &(w, _) in &key.words {
+        let lw = code.read_lane_uniform(Ty::U32, w, leader)?;
+        let e = code.op(Op::IEqual, Ty::BOOL, &[w, lw]);
+        eq = Some(match eq {
+            None => e,
+            Some(prev) => code.and(prev, e),
+        });
+        leader_words.push(lw);
+    }
+    let eq = match eq {
+        Some(e) => e,
+        None => code.em.constant(Ty::BOOL, 1),
+    };
+    let b = code.ballot(eq)?;
+    let one_key = code.mask_eq(b, act);
+    code.uniform_if(
+        one_key,
+        mt,
+        |_| Ok(act),
+        |code| differing_words(code, key, act, &leader_words),
+    )
+}
+
+/// The differing-bits slices of every key word, from `act`, given the leader's words.
+fn differing_words(
+    code: &mut Code,
+    key: &Key,
+    act: Id,
+    leader_words: &[Id],
+) -> Result<Id, LowerError> {
+    let mt = code.em.mask_ty();
     let zero = code.em.u32(0);
     let one = code.em.u32(1);
     let mut m = act;
-    let leader = code.find_lsb(act)?;
-    for &(w, bits) in &key.words {
+    for (&(w, bits), &lw) in key.words.iter().zip(leader_words) {
         // The bits where some active lane differs from the leader: one reduction (measured on
-        // NVIDIA, a reduction costs about as much as the waterfall round it replaces, and
-        // `Or(w) ^ And(w)` took two).
-        let lw = code.read_lane_uniform(Ty::U32, w, leader)?;
+        // NVIDIA, `Or(w) ^ And(w)` took two, each about a waterfall round).
         let x = code.op(Op::BitwiseXor, Ty::U32, &[w, lw]);
         let diff = reduce_word(code, Op::GroupNonUniformBitwiseOr, x);
         let start = m;

@@ -28,6 +28,7 @@ pub struct Loaded {
 /// Loads SPIR-V words into sections, accepting every instruction the grammar knows wherever a
 /// valid module may hold it. Errors name the instruction's index and what is wrong.
 pub fn load(words: &[u32]) -> Result<Loaded, LowerError> {
+    check_spec_constant_ops(words)?;
     let mut placer = Placer::default();
     rspirv::binary::parse_words(words, &mut placer)
         .map_err(|e| LowerError::Parse(e.to_string()))?;
@@ -45,6 +46,7 @@ pub(crate) fn load_sparse(words: &[u32]) -> Result<(Loaded, Vec<u32>), LowerErro
     if u32::try_from(words.len()).is_err() {
         return load(words).map(|l| (l, Vec::new()));
     }
+    check_spec_constant_ops(words)?;
     let bound = words.get(3).copied().unwrap_or(1) as usize;
     let mut placer = Placer {
         sparse: Some(Sparse {
@@ -62,6 +64,46 @@ pub(crate) fn load_sparse(words: &[u32]) -> Result<(Loaded, Vec<u32>), LowerErro
     }
     let types = placer.sparse.map(|s| s.value_types).unwrap_or_default();
     Ok((placer.loaded, types))
+}
+
+/// Refuses an `OpSpecConstantOp` whose operation rspirv 0.13's parser cannot decode: it panics
+/// (rather than failing) on an operation whose operands include a literal of context-dependent
+/// width, a nested `OpSpecConstantOp` literal or an `OpSwitch` pair, e.g. operation 52, itself.
+/// None of those is an operation the spec allows there, so such a module is invalid anyway.
+/// The walk stops at the first malformed word count; the parser reports that one.
+fn check_spec_constant_ops(words: &[u32]) -> Result<(), LowerError> {
+    use rspirv::grammar::{OperandKind, INSTRUCTION_TABLE};
+    let mut at = 5;
+    let mut index = 0usize;
+    while let Some(&first) = words.get(at) {
+        let count = (first >> 16) as usize;
+        if count == 0 || at + count > words.len() {
+            return Ok(());
+        }
+        if first & 0xffff == Op::SpecConstantOp as u32 && count >= 4 {
+            let operation = words[at + 3];
+            let undecodable = INSTRUCTION_TABLE.lookup_opcode(operation).is_some_and(|g| {
+                g.operands.iter().any(|o| {
+                    matches!(
+                        o.kind,
+                        OperandKind::LiteralContextDependentNumber
+                            | OperandKind::LiteralSpecConstantOpInteger
+                            | OperandKind::PairLiteralIntegerIdRef
+                    )
+                })
+            });
+            if undecodable {
+                return Err(LowerError::Parse(format!(
+                    "instruction #{index} at word {at}: OpSpecConstantOp with operation {operation} \
+                     ({}), which is not a specialization-constant operation",
+                    spirv::Op::from_u32(operation).map_or("unknown".to_owned(), |o| format!("Op{o:?}"))
+                )));
+            }
+        }
+        at += count;
+        index += 1;
+    }
+    Ok(())
 }
 
 /// Assembles a loaded module, the between-function instructions back in their places.
@@ -290,5 +332,42 @@ impl Consumer for Placer<'_> {
             },
         }
         ParseAction::Continue
+    }
+}
+
+#[cfg(test)]
+mod spec_constant_op_tests {
+    use super::*;
+
+    /// A module whose `OpSpecConstantOp` names operation `operation` on constant %2.
+    fn module(operation: u32, tail: &[u32]) -> Vec<u32> {
+        let mut w = vec![0x0723_0203, 0x0001_0300, 0, 10, 0];
+        w.extend([(2 << 16) | 17, 1]); // OpCapability Shader
+        w.extend([(3 << 16) | 14, 0, 1]); // OpMemoryModel Logical GLSL450
+        w.extend([(4 << 16) | 21, 1, 32, 0]); // %1 = OpTypeInt 32 0
+        w.extend([(4 << 16) | 43, 1, 2, 5]); // %2 = OpConstant %1 5
+        let count = 4 + tail.len() as u32;
+        w.extend([(count << 16) | 52, 1, 3, operation]);
+        w.extend(tail);
+        w
+    }
+
+    #[test]
+    fn nested_spec_constant_op_is_a_parse_error_not_a_panic() {
+        // Found by the `lower` fuzz target: rspirv's parser panics on operation 52.
+        let words = module(52, &[52, 2]);
+        for loaded in [load(&words).map(|_| ()), load_sparse(&words).map(|_| ())] {
+            match loaded {
+                Err(LowerError::Parse(m)) => assert!(m.contains("operation 52"), "{m}"),
+                other => panic!("expected a parse error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn allowed_operation_still_loads() {
+        // OpIAdd (128) %2 %2.
+        let words = module(128, &[2, 2]);
+        assert!(load(&words).is_ok());
     }
 }

@@ -49,7 +49,7 @@ pub enum LowerError {
     #[error("cannot parse the module: {0}")]
     Parse(String),
     /// An instruction needs a feature the target lacks and no rewrite provides.
-    #[error("instruction %{result_id} ({opcode}) at word {word_offset} cannot be lowered for target `{target}`: {missing}")]
+    #[error("{} at word {word_offset} cannot be lowered for target `{target}`: {missing}", subject(*.result_id, .opcode))]
     Unsupported {
         /// The instruction's result id.
         result_id: u32,
@@ -85,3 +85,13 @@ mod verify;
 pub use driver::{lower, lower_words, MAX_ID_BOUND};
 pub use loader::{assemble, load, Loaded};
 pub use verify::{describe, lower_and_verify, verify_lowered, VerifyError};
+
+/// How an error names what it is about: `instruction %7 (OpFoo)`, or just `the module header`
+/// (or another part without a result id).
+fn subject(result_id: u32, opcode: &str) -> String {
+    if result_id == 0 {
+        opcode.to_owned()
+    } else {
+        format!("instruction %{result_id} ({opcode})")
+    }
+}

@@ -883,7 +883,11 @@ impl<'e, 't> Code<'e, 't> {
     ) -> Result<Id, LowerError> {
         let max = self.em.max_lanes;
         let has_size = self.em.has_core_ballot() || self.em.target.ops.basic;
-        if max <= 32 || self.em.in_size_choice || !has_size {
+        // naga's validator takes `SubgroupSize` only in some stages (not in vertex shaders), and
+        // the emitter does not know the stage: for naga-like consumers (those without the mask
+        // built-ins) the general sequence alone is emitted.
+        let consumer_limits_builtins = self.em.target.restrictions.no_mask_builtins;
+        if max <= 32 || self.em.in_size_choice || !has_size || consumer_limits_builtins {
             return body(self);
         }
         self.em.need(Capability::GroupNonUniform);

@@ -215,12 +215,63 @@ fn p04_nothing_to_lower_is_still_judged_against_the_target() {
     assert_eq!(out.as_deref(), Some(&input[..]));
 }
 
+/// Our validator's findings on `words` for `--target T`, as `validate` prints them.
+fn validate_with_target(dir: &Path, words: &[u32], target: &str) -> String {
+    let file = dir.join("check.spv");
+    std::fs::write(&file, to_bytes(words)).expect("module writes");
+    let o = Command::new(EXE)
+        .arg("validate")
+        .arg(&file)
+        .args(["--target", target])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the binary runs");
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o))
+}
+
 #[test]
 fn p05_exit_3_only_for_errors_the_input_did_not_have() {
     let dir = tempfile::tempdir().expect("temp dir");
-    // The probe's case: clustered add + partition for lavapipe (no clustered ops). The library
-    // now rewrites or refuses such constructs itself; whichever it does, a valid input never
-    // gets exit 3, and exit 0 means a valid output.
+    // An input invalid on its own whose lowered form breaks a different rule: a partitioned
+    // `UMin` on a signed type (SG0305; found by the `lower` fuzz target, docs/fuzzing.md) becomes
+    // a core `UMin` on a signed type (SG0603). Counting errors per rule alone would call SG0603
+    // new and blame the lowering (exit 3); the input is to blame (exit 1).
+    let input = spvasm(
+        "fixtures/validate/spvasm/partitioned_umin_signed.spvasm",
+        "vulkan1.1",
+    );
+    let (o, out) = lower(
+        dir.path(),
+        &input,
+        &["--target", "vulkan1.1", "--no-verify"],
+    );
+    assert_eq!(
+        code(&o),
+        0,
+        "the partitioned op is rewritten: {}",
+        stderr(&o)
+    );
+    // The case reaches the blame logic: the output breaks a rule the input does not.
+    let lowered = validate_with_target(dir.path(), &out.expect("written"), "vulkan1.1");
+    assert!(lowered.contains("SG0603"), "{lowered}");
+    assert!(!lowered.contains("SG0305"), "{lowered}");
+    let original = validate_with_target(dir.path(), &input, "vulkan1.1");
+    assert!(original.contains("SG0305"), "{original}");
+    assert!(!original.contains("SG0603"), "{original}");
+    let (o, out) = lower(dir.path(), &input, &["--target", "vulkan1.1"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(!err.contains("internal error"), "{err}");
+    assert!(
+        err.contains("error[SG0305]"),
+        "names the input's error: {err}"
+    );
+    assert!(!err.contains("SG0603"), "not the output's: {err}");
+    assert!(err.contains("word "), "names the word offset: {err}");
+    assert!(out.is_none(), "nothing is written");
+    // The probe's own case: clustered add + partition for lavapipe (no clustered ops). The
+    // library now rewrites or refuses such constructs itself (so it no longer reaches the blame
+    // logic); whichever it does, a valid input never gets exit 3, and exit 0 means a valid output.
     let input = glslang(
         "fixtures/reliability/clustered_partition.comp",
         "vulkan1.1",

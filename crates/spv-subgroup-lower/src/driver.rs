@@ -45,12 +45,13 @@ pub fn lower_words(
         value_types,
     ) = loader::load_sparse(words)?;
     let source = (!value_types.is_empty()).then_some((words, value_types.as_slice()));
-    let report = lower_module(&mut module, opts, source).map_err(|e| with_word_offset(e, words))?;
+    let (report, renames) =
+        lower_module(&mut module, opts, source).map_err(|e| with_word_offset(e, words))?;
     drop(value_types);
     if !report.changed {
         return Ok((words.to_vec(), report));
     }
-    let mut out = elide::assemble(module, &between_functions, words);
+    let mut out = elide::assemble(module, &between_functions, words, &renames)?;
     // The input's generator word is kept (as are its version unless raised, and the reserved
     // schema word).
     if let (Some(o), Some(&g)) = (out.get_mut(2), words.get(2)) {
@@ -218,16 +219,17 @@ fn find_definition(words: &[u32], id: u32) -> Option<usize> {
 
 /// Lowers a module in place for `opts.target`.
 pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, LowerError> {
-    lower_module(module, opts, None)
+    lower_module(module, opts, None).map(|(report, _)| report)
 }
 
 /// [`lower`] of a module that may hold placeholders of elided instructions: `source` is then the
-/// input's words and the value types of the elided instructions.
+/// input's words and the value types of the elided instructions. Also returns the new ids the
+/// placeholders of copied functions take when assembled.
 fn lower_module(
     module: &mut Module,
     opts: &LowerOptions,
     source: Option<(&[u32], &[Id])>,
-) -> Result<LowerReport, LowerError> {
+) -> Result<(LowerReport, elide::Renames), LowerError> {
     let target = &opts.target;
     if let Some(h) = module.header.as_ref() {
         check_input_bound(h.bound, target)?;
@@ -251,7 +253,7 @@ fn lower_module(
             .any(|i| rewrite::needs_rewrite(i, &em))
     };
     if !rewrites_needed && !removable_globals && !hygiene::has_removable(module, target) {
-        return Ok(LowerReport::default());
+        return Ok(Default::default());
     }
     if let Some(h) = module.header.as_ref() {
         let (major, minor) = h.version();
@@ -309,7 +311,10 @@ fn lower_module(
     let changed = !rewrites.is_empty()
         || removed
         || before != (module.capabilities.len(), module.extensions.len());
-    Ok(LowerReport { changed, rewrites })
+    Ok((
+        LowerReport { changed, rewrites },
+        std::mem::take(&mut em.renames),
+    ))
 }
 
 fn lower_function(

@@ -9,6 +9,11 @@
 //! offset and word count (a real `OpNop` has no operands), which [`assemble`] copies back.
 //! The value types of the elided instructions, which the rewrites ask for, are kept in a table
 //! indexed by id (4 bytes per id, the id bound being at most `MAX_ID_BOUND`).
+//!
+//! A function copied with new ids (`stages`) keeps its placeholders too: the copy's placeholder
+//! has one 64-bit operand and stands for the same words with every id renamed through one table
+//! indexed by old id ([`Renames`]), applied while assembling; so neither the function nor its
+//! copy is ever held in rspirv's form.
 
 use std::collections::HashSet;
 
@@ -16,6 +21,9 @@ use rspirv::binary::{Assemble, Consumer, ParseAction};
 use rspirv::dr::{Function, Instruction, Module, ModuleHeader, Operand};
 use spirv::Op;
 use spv_subgroup_validate::fit;
+
+use crate::emit::Id;
+use crate::LowerError;
 
 /// A placeholder for `count` words of the input starting at `offset`.
 pub(crate) fn placeholder(offset: usize, count: usize) -> Instruction {
@@ -32,13 +40,140 @@ pub(crate) fn placeholder(offset: usize, count: usize) -> Instruction {
     )
 }
 
-/// The word range a placeholder stands for; `None` for every other instruction.
+/// The word range a placeholder of input words stands for; `None` for every other instruction
+/// (a renamed placeholder included).
 pub(crate) fn range_of(inst: &Instruction) -> Option<(usize, usize)> {
     match (inst.class.opcode, inst.operands.as_slice()) {
         (Op::Nop, [Operand::LiteralBit32(offset), Operand::LiteralBit32(count)]) => {
             Some((*offset as usize, *count as usize))
         }
         _ => None,
+    }
+}
+
+/// The word range a renamed placeholder (see [`renamed`]) stands for.
+fn renamed_range_of(inst: &Instruction) -> Option<(usize, usize)> {
+    match (inst.class.opcode, inst.operands.as_slice()) {
+        (Op::Nop, [Operand::LiteralBit64(v)]) => {
+            Some(((v >> 32) as usize, (v & 0xffff_ffff) as usize))
+        }
+        _ => None,
+    }
+}
+
+/// Turns the placeholder `inst` into one that stands for its words with every id renamed through
+/// the [`Renames`] table: one 64-bit operand, offset and count (a real `OpNop` has none, and
+/// one operand is a third of the memory of the two a placeholder of input words has). Every
+/// other instruction stays as it is.
+pub(crate) fn renamed(inst: &mut Instruction) {
+    if let Some((offset, count)) = range_of(inst) {
+        inst.operands = vec![Operand::LiteralBit64(
+            ((offset as u64) << 32) | count as u64,
+        )];
+    }
+}
+
+/// Old id -> new id of every value of a function's copy, of the copied functions themselves and
+/// of whatever else such a copy refers to differently; dense, 4 bytes per id up to the largest
+/// renamed one (each id is defined once in a module, so one table serves every copy).
+#[derive(Default)]
+pub(crate) struct Renames {
+    table: Vec<Id>,
+}
+
+impl Renames {
+    /// Records that `old` becomes `new`, unless `old` already has a new id.
+    pub(crate) fn insert(&mut self, old: Id, new: Id) {
+        let i = old as usize;
+        if i >= self.table.len() {
+            self.table.resize(i + 1 + i / 4, 0);
+        }
+        if self.table[i] == 0 {
+            self.table[i] = new;
+        }
+    }
+
+    /// The new id of `old`, if it has one.
+    pub(crate) fn get(&self, old: Id) -> Option<Id> {
+        self.table.get(old as usize).copied().filter(|&n| n != 0)
+    }
+
+    /// Whether `old` has a new id.
+    pub(crate) fn contains(&self, old: Id) -> bool {
+        self.get(old).is_some()
+    }
+
+    /// Renames the result id and every id operand of `inst`.
+    pub(crate) fn apply(&self, inst: &mut Instruction) {
+        if let Some(r) = inst.result_id.and_then(|r| self.get(r)) {
+            inst.result_id = Some(r);
+        }
+        for op in &mut inst.operands {
+            if let Operand::IdRef(id) = op {
+                if let Some(n) = self.get(*id) {
+                    *id = n;
+                }
+            }
+        }
+    }
+}
+
+/// Calls `each` with the result id of every instruction the placeholder `inst` stands for, in
+/// order, reading the input's words (rspirv's grammar says where an opcode's result id is).
+/// Not a placeholder: nothing. `None` if the words do not hold whole instructions of known
+/// opcodes, which cannot happen for words the sparse load parsed.
+pub(crate) fn for_each_result(
+    inst: &Instruction,
+    words: &[u32],
+    slots: &mut ResultSlots,
+    mut each: impl FnMut(Id),
+) -> Option<()> {
+    let Some((offset, count)) = range_of(inst) else {
+        return Some(());
+    };
+    let run = words.get(offset..offset + count)?;
+    let mut at = 0;
+    while at < run.len() {
+        let n = (run[at] >> 16) as usize;
+        let inst = run.get(at..at + n).filter(|_| n > 0)?;
+        if let Some(slot) = slots.slot(run[at] & 0xffff)? {
+            each(*inst.get(slot)?);
+        }
+        at += n;
+    }
+    Some(())
+}
+
+/// Per opcode, the word that holds its result id (1, 2, or none), looked up in rspirv's grammar
+/// once per opcode (a linear search of its table).
+#[derive(Default)]
+pub(crate) struct ResultSlots {
+    /// Opcode -> 0 unknown yet, 1 no result, 2 word 1, 3 word 2.
+    known: Vec<u8>,
+}
+
+impl ResultSlots {
+    /// `Some(None)` for an opcode without a result, `None` for an opcode the grammar lacks.
+    fn slot(&mut self, opcode: u32) -> Option<Option<usize>> {
+        use rspirv::grammar::{OperandKind, INSTRUCTION_TABLE};
+        let i = opcode as usize;
+        if i >= self.known.len() {
+            self.known.resize(i + 1, 0);
+        }
+        if self.known[i] == 0 {
+            let g = INSTRUCTION_TABLE.lookup_opcode(opcode)?;
+            let has = |k| g.operands.iter().any(|o| o.kind == k);
+            self.known[i] = match (has(OperandKind::IdResultType), has(OperandKind::IdResult)) {
+                (_, false) => 1,
+                (false, true) => 2,
+                (true, true) => 3,
+            };
+        }
+        Some(match self.known[i] {
+            2 => Some(1),
+            3 => Some(2),
+            _ => None,
+        })
     }
 }
 
@@ -70,13 +205,15 @@ pub(crate) fn keep(inst: &Instruction, watched: &HashSet<u32>) -> bool {
             .any(|o| matches!(o, Operand::IdRef(id) if watched.contains(id)))
 }
 
-/// Assembles a module whose functions may hold placeholders, copying their words from `words`;
-/// the between-function instructions go back in their places.
+/// Assembles a module whose functions may hold placeholders, copying their words from `words`
+/// (renamed through `renames` where a placeholder says so); the between-function instructions
+/// go back in their places.
 pub(crate) fn assemble(
     mut module: Module,
     between: &[(usize, Instruction)],
     words: &[u32],
-) -> Vec<u32> {
+    renames: &Renames,
+) -> Result<Vec<u32>, LowerError> {
     let functions = std::mem::take(&mut module.functions);
     let head = module.assemble();
     drop(module);
@@ -89,46 +226,49 @@ pub(crate) fn assemble(
         while let Some((_, inst)) = pending.next_if(|(at, _)| *at <= i) {
             inst.assemble_into(&mut out);
         }
-        assemble_function(&f, words, &mut out);
+        assemble_function(&f, words, renames, &mut out)?;
     }
     for (_, inst) in pending {
         inst.assemble_into(&mut out);
     }
-    out
+    Ok(out)
 }
 
-fn assemble_function(f: &Function, words: &[u32], out: &mut Vec<u32>) {
-    let put = |inst: &Instruction, out: &mut Vec<u32>| match range_of(inst) {
-        Some((offset, count)) => out.extend_from_slice(&words[offset..offset + count]),
-        None => inst.assemble_into(out),
-    };
-    f.def.iter().for_each(|i| put(i, out));
-    f.parameters.iter().for_each(|i| put(i, out));
-    for b in &f.blocks {
-        b.label.iter().for_each(|i| put(i, out));
-        b.instructions.iter().for_each(|i| put(i, out));
-    }
-    f.end.iter().for_each(|i| put(i, out));
-}
-
-/// Replaces every placeholder of `f` by the instructions it stands for (a function about to be
-/// copied with new ids needs them all). `None` if the words no longer parse, which cannot happen
-/// for words the sparse load parsed once.
-pub(crate) fn expand(f: &mut Function, words: &[u32]) -> Option<()> {
-    for block in &mut f.blocks {
-        if !block.instructions.iter().any(|i| range_of(i).is_some()) {
-            continue;
-        }
-        let mut out = Vec::with_capacity(block.instructions.len());
-        for inst in std::mem::take(&mut block.instructions) {
-            match range_of(&inst) {
-                Some((offset, count)) => out.extend(parse_run(words, offset, count)?),
-                None => out.push(inst),
+fn assemble_function(
+    f: &Function,
+    words: &[u32],
+    renames: &Renames,
+    out: &mut Vec<u32>,
+) -> Result<(), LowerError> {
+    let put = |inst: &Instruction, out: &mut Vec<u32>| {
+        if let Some((offset, count)) = range_of(inst) {
+            out.extend_from_slice(&words[offset..offset + count]);
+        } else if let Some((offset, count)) = renamed_range_of(inst) {
+            let insts = parse_run(words, offset, count).ok_or_else(|| LowerError::Invalid {
+                result_id: f.def.as_ref().and_then(|d| d.result_id).unwrap_or(0),
+                message: format!("the instructions at word {offset} no longer parse"),
+            })?;
+            for mut i in insts {
+                renames.apply(&mut i);
+                i.assemble_into(out);
             }
+        } else {
+            inst.assemble_into(out);
         }
-        block.instructions = out;
+        Ok::<(), LowerError>(())
+    };
+    for i in f.def.iter().chain(&f.parameters) {
+        put(i, out)?;
     }
-    Some(())
+    for b in &f.blocks {
+        for i in b.label.iter().chain(&b.instructions) {
+            put(i, out)?;
+        }
+    }
+    if let Some(i) = &f.end {
+        put(i, out)?;
+    }
+    Ok(())
 }
 
 /// The instructions of `count` words at `offset`, parsed behind a copy of the module's header.

@@ -167,6 +167,9 @@ pub(crate) struct Emitter<'t> {
     int64_words: bool,
     /// Whether code is being emitted inside a [`Code::by_subgroup_size`] choice (no nesting).
     in_size_choice: bool,
+    /// The new ids of the functions copied for other stages (`stages`), which their
+    /// placeholders take when assembled.
+    pub renames: crate::elide::Renames,
 }
 
 /// How many instructions the module has (each defines at most one id).
@@ -225,6 +228,7 @@ impl<'t> Emitter<'t> {
             used_builtins: BTreeSet::new(),
             float_partition: FloatPartition::default(),
             in_size_choice: false,
+            renames: Default::default(),
             int64_words: target.restrictions != Restrictions::default()
                 || module.capabilities.iter().any(|c| {
                     matches!(

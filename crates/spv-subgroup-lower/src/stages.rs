@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use rspirv::dr::{Function, Instruction, Module, Operand};
 use spirv::{Decoration, ExecutionModel, Op};
 
+use crate::elide::{self, Renames, ResultSlots};
 use crate::emit::{Emitter, Id};
-use crate::{elide, LowerError};
+use crate::LowerError;
 
 /// For the entry points that are not fragment shaders, flat built-in -> its twin; function ->
 /// its clone for those stages.
@@ -108,15 +109,15 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, Lowe
             clone_of.insert(f, em.id());
         }
     }
-    // What every affected function refers to differently: the twins and the clones. One map for
-    // all of them (a map per function made this quadratic: 270 MB on a 10 MB module).
-    let shared: HashMap<Id, Id> = twins
-        .iter()
-        .chain(clone_of.iter())
-        .map(|(a, b)| (*a, *b))
-        .collect();
-    // Per clone, its values' new ids, in the order the clones are made.
-    let mut renamed: Vec<HashMap<Id, Id>> = Vec::new();
+    // Old id -> new id, for every function of the other stages: the twins and the clones, and
+    // for each clone its values (fresh ids in instruction order).
+    let mut renames = Renames::default();
+    for (&old, &new) in twins.iter().chain(clone_of.iter()) {
+        renames.insert(old, new);
+    }
+    let mut slots = ResultSlots::default();
+    // Per clone, in the order they are made: the function's id and the range of its values' ids.
+    let mut made: Vec<(Id, std::ops::Range<Id>)> = Vec::new();
     let mut clones = Vec::new();
     for function in &mut module.functions {
         let Some(id) = function.def.as_ref().and_then(|d| d.result_id) else {
@@ -125,56 +126,54 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, Lowe
         if !affected.contains(&id) {
             continue;
         }
-        match clone_of.get(&id) {
-            Some(&new_id) => {
-                // A copy gets new ids for every value: the elided instructions come back first.
-                if let Some(words) = em.source {
-                    elide::expand(function, words).ok_or_else(|| LowerError::Invalid {
+        if clone_of.contains_key(&id) {
+            let first = em.bound();
+            let clone =
+                clone_function(function, em, &mut renames, &mut slots).ok_or_else(|| {
+                    LowerError::Invalid {
                         result_id: id,
                         message: "the function's instructions no longer parse".to_owned(),
-                    })?;
-                }
-                let mut own = HashMap::new();
-                own.insert(id, new_id);
-                let clone = clone_function(function, em, &shared, &mut own);
-                renamed.push(own);
-                clones.push(clone);
-            }
-            None => {
-                for inst in all_instructions(function) {
-                    remap_operands(inst, &shared, &HashMap::new());
-                }
+                    }
+                })?;
+            made.push((id, first..em.bound()));
+            clones.push(clone);
+        } else {
+            for inst in all_instructions(function) {
+                rename_operands(inst, &renames);
             }
         }
     }
-    // Decorations of the cloned values (RelaxedPrecision, NoContraction) go with them: per clone,
-    // in the order of the annotations.
-    let mut decorated: HashMap<Id, Vec<usize>> = HashMap::new();
+    // Decorations of the cloned values (RelaxedPrecision, NoContraction) go with them: clone by
+    // clone, in the order of the annotations.
+    let clone_index = |old: Id, new: Id| {
+        made.iter().position(|(f, _)| *f == old).or_else(|| {
+            let k = made.partition_point(|(_, r)| r.end <= new);
+            made.get(k).filter(|(_, r)| r.contains(&new)).map(|_| k)
+        })
+    };
+    let mut found: Vec<(usize, usize, Id)> = Vec::new();
     for (i, a) in module.annotations.iter().enumerate() {
-        if a.class.opcode == Op::Decorate {
-            if let Some(Operand::IdRef(t)) = a.operands.first() {
-                decorated.entry(*t).or_default().push(i);
+        if a.class.opcode != Op::Decorate {
+            continue;
+        }
+        let Some(&Operand::IdRef(t)) = a.operands.first() else {
+            continue;
+        };
+        if twins.contains_key(&t) {
+            continue;
+        }
+        if let Some(new) = renames.get(t) {
+            if let Some(k) = clone_index(t, new) {
+                found.push((k, i, new));
             }
         }
     }
-    let mut new_decorations = Vec::new();
-    for own in &renamed {
-        let mut found: Vec<(usize, Id)> = own
-            .iter()
-            .flat_map(|(old, new)| {
-                decorated
-                    .get(old)
-                    .into_iter()
-                    .flatten()
-                    .map(move |&i| (i, *new))
-            })
-            .collect();
-        found.sort_unstable();
-        for (i, new) in found {
-            let mut d = module.annotations[i].clone();
-            d.operands[0] = Operand::IdRef(new);
-            new_decorations.push(d);
-        }
+    found.sort_unstable();
+    let mut new_decorations = Vec::with_capacity(found.len());
+    for (_, i, new) in found {
+        let mut d = module.annotations[i].clone();
+        d.operands[0] = Operand::IdRef(new);
+        new_decorations.push(d);
     }
     module.annotations.extend(new_decorations);
     module.functions.extend(clones);
@@ -189,6 +188,7 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, Lowe
             }
         }
     }
+    em.renames = renames;
     Ok((twins, clone_of))
 }
 
@@ -204,40 +204,54 @@ fn all_instructions(f: &mut Function) -> impl Iterator<Item = &mut Instruction> 
         .chain(f.end.iter_mut())
 }
 
-/// Renames the ids `inst` refers to: through `own` (a clone's values) first, then `shared`.
-fn remap_operands(inst: &mut Instruction, shared: &HashMap<Id, Id>, own: &HashMap<Id, Id>) {
+/// Renames the ids `inst` refers to (not its result id).
+fn rename_operands(inst: &mut Instruction, renames: &Renames) {
     for op in &mut inst.operands {
         if let Operand::IdRef(id) = op {
-            if let Some(&n) = own.get(id).or_else(|| shared.get(id)) {
+            if let Some(n) = renames.get(*id) {
                 *id = n;
             }
         }
     }
 }
 
-/// A copy of `f` with fresh result ids (added to `own`, which may hold the function's own new
-/// id), its references remapped through `own` and `shared`.
+/// A copy of `f` with fresh result ids for its values (recorded in `renames`, which holds the
+/// function's own new id), its references renamed. Its placeholders stay placeholders, renamed
+/// when assembled (see `elide`); `None` if their words no longer parse.
 fn clone_function(
     f: &Function,
     em: &mut Emitter,
-    shared: &HashMap<Id, Id>,
-    own: &mut HashMap<Id, Id>,
-) -> Function {
+    renames: &mut Renames,
+    slots: &mut ResultSlots,
+) -> Option<Function> {
+    let words = em.source.unwrap_or(&[]);
+    let mut fresh = |r: Id, em: &mut Emitter| {
+        if !renames.contains(r) {
+            renames.insert(r, em.id());
+        }
+    };
+    for inst in f
+        .def
+        .iter()
+        .chain(&f.parameters)
+        .chain(
+            f.blocks
+                .iter()
+                .flat_map(|b| b.label.iter().chain(&b.instructions)),
+        )
+        .chain(&f.end)
+    {
+        match inst.result_id {
+            Some(r) => fresh(r, em),
+            None => elide::for_each_result(inst, words, slots, |r| fresh(r, em))?,
+        }
+    }
     let mut c = f.clone();
     for inst in all_instructions(&mut c) {
-        if let Some(r) = inst.result_id {
-            if !shared.contains_key(&r) {
-                own.entry(r).or_insert_with(|| em.id());
-            }
-        }
+        elide::renamed(inst);
+        renames.apply(inst);
     }
-    for inst in all_instructions(&mut c) {
-        if let Some(r) = inst.result_id {
-            inst.result_id = own.get(&r).or_else(|| shared.get(&r)).copied().or(Some(r));
-        }
-        remap_operands(inst, shared, own);
-    }
-    c
+    Some(c)
 }
 
 /// Function id -> the functions it calls.

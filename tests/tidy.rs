@@ -1,5 +1,6 @@
 //! Tidy checks over the repository's sources (run as an ordinary test, so CI enforces them):
-//! every `.rs` file outside `target/` starts with a `//!` doc comment.
+//! every `.rs` file outside `target/` starts with a `//!` doc comment, and the validator's rule
+//! files share helpers only through `rules/common.rs` (issue 9, item 6).
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +49,83 @@ fn every_rust_file_starts_with_a_module_doc() {
     assert!(
         bad.is_empty(),
         "these files do not start with a `//!` doc comment:\n  {}",
+        bad.join("\n  ")
+    );
+}
+
+/// The rule files of the validator that are not rule families: the dispatcher, the shared
+/// helpers and the unit-test helper.
+const NOT_RULE_FAMILIES: &[&str] = &["mod", "common", "testutil"];
+
+/// The modules a line of code names after `rules::` or `super::` (`rules::vote::x`,
+/// `super::vote`, `rules::{common, vote}`).
+fn modules_named(code: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.trim()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = Vec::new();
+    for prefix in ["rules::", "super::"] {
+        for (at, _) in code.match_indices(prefix) {
+            let rest = &code[at + prefix.len()..];
+            match rest.strip_prefix('{') {
+                Some(inner) => {
+                    let list = inner.split('}').next().unwrap_or("");
+                    out.extend(list.split(',').map(ident));
+                }
+                None => out.push(ident(rest)),
+            }
+        }
+    }
+    out.retain(|n| !n.is_empty());
+    out
+}
+
+/// Issue 9, item 6: no rule file imports from another rule file; what several families share
+/// lives in `rules/common.rs` (names, type predicates) and `module.rs` (the module's index).
+/// A path naming a sibling rule file (`rules::vote::`, `super::vote::`) is what is refused.
+#[test]
+fn no_rule_file_imports_another_rule_file() {
+    let dir = workspace_root().join("crates/spv-subgroup-validate/src/rules");
+    let mut stems: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".rs").map(str::to_owned)
+        })
+        .collect();
+    stems.sort();
+    let families: Vec<&String> = stems
+        .iter()
+        .filter(|s| !NOT_RULE_FAMILIES.contains(&s.as_str()))
+        .collect();
+    assert!(
+        families.len() >= 8 && stems.iter().any(|s| s == "common"),
+        "expected the rule families and common.rs in {}, found {stems:?}",
+        dir.display()
+    );
+    let mut bad = Vec::new();
+    for file in &families {
+        let text = std::fs::read_to_string(dir.join(format!("{file}.rs"))).expect("readable");
+        for line in text.lines() {
+            let code = line.split("//").next().unwrap_or("");
+            let named = modules_named(code);
+            if let Some(other) = named.iter().find(|n| {
+                n.as_str() != file.as_str() && families.iter().any(|f| f.as_str() == n.as_str())
+            }) {
+                bad.push(format!(
+                    "rules/{file}.rs names rules/{other}.rs: {}",
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "rule files importing from other rule files (move the shared part to rules/common.rs):\n  {}",
         bad.join("\n  ")
     );
 }

@@ -104,6 +104,18 @@ const DOCUMENTED: &[(&str, &str)] = &[
         "Target fit is ours alone: plain Vulkan 1.1 lacks VK_EXT_shader_subgroup_vote, which spirv-val cannot know.",
     ),
     (
+        "spvasm/target_vulkan11_rotate.spvasm",
+        "Target fit is ours alone: plain Vulkan 1.1 lacks VK_KHR_shader_subgroup_rotate (shaderSubgroupRotate), which spirv-val cannot know.",
+    ),
+    (
+        "spvasm/target_lavapipe_rotate_clustered.spvasm",
+        "Target fit is ours alone: the lavapipe target lacks VK_KHR_shader_subgroup_rotate, which spirv-val cannot know.",
+    ),
+    (
+        "spvasm/target_vulkan11_groups.spvasm",
+        "Target fit is ours alone: plain Vulkan 1.1 lacks VK_AMD_shader_ballot, the only source of the Groups capability in Vulkan, which spirv-val cannot know.",
+    ),
+    (
         "spvasm/target_version_above.spvasm",
         "Target fit is ours alone: the khr-ballot target consumes SPIR-V 1.0 and has no KHR vote; spirv-val is run with the module's own env.",
     ),

@@ -181,6 +181,13 @@ fn inst_misfit(inst: &Instruction, t: &Target, bools: &[u32]) -> Option<&'static
             Some("bool shuffle")
         }
         Op::GroupNonUniformQuadBroadcast | Op::GroupNonUniformQuadSwap if !o.quad => Some("quad"),
+        Op::GroupNonUniformRotateKHR if !o.rotate => Some("rotate"),
+        Op::GroupNonUniformRotateKHR if inst.operands.len() > 3 && !o.rotate_clustered => {
+            Some("clustered rotate")
+        }
+        Op::GroupNonUniformQuadAllKHR | Op::GroupNonUniformQuadAnyKHR if !o.quad_control => {
+            Some("quad control")
+        }
         _ => match group_op {
             Some(
                 GroupOperation::PartitionedReduceEXT

@@ -286,8 +286,9 @@ fn lower_module(
     module.functions.append(&mut helpers.functions);
     module.debug_names.append(&mut helpers.names);
     finish_globals(module, &mut em, &rewritten)?;
+    let scope_needs_cap = hygiene::subgroup_scope_needs_capability(module, target);
     let removed = rewrite::finish(module, target);
-    hygiene::fix_requirements(module, &em, opts)?;
+    hygiene::fix_requirements(module, &em, opts, scope_needs_cap)?;
     // The input bound is at most 2^22, so counting new ids cannot wrap before memory runs out;
     // the output must still stay within the limit consumers are sure to accept.
     if em.bound() > MAX_ID_BOUND {

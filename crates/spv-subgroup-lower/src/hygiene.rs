@@ -25,11 +25,23 @@ const PARTITIONED_EXTS: [&str; 2] = [
 /// SPIR-V 1.3, the first version with the core `GroupNonUniform` instructions.
 const V1_3: u32 = 0x0001_0300;
 
+/// Whether the input's capabilities allow a Subgroup memory scope that a barrier or atomic of
+/// it uses in a Vulkan environment (VUID-StandaloneSpirv-SubgroupVoteKHR-07951): asked before
+/// any capability is dropped, so [`fix_requirements`] can keep the scope allowed.
+pub(crate) fn subgroup_scope_needs_capability(module: &Module, target: &Target) -> bool {
+    target.target_env.starts_with("vulkan")
+        && provides_subgroup_scope(module)
+        && has_subgroup_memory_scope(module)
+}
+
 /// Adds what the new code needs, drops what nothing uses any more, raises the version if needed.
+/// `scope_needs_cap` is [`subgroup_scope_needs_capability`] of the input: when the dropped
+/// capabilities were what allowed its Subgroup memory scopes, `GroupNonUniform` is declared.
 pub(crate) fn fix_requirements(
     module: &mut Module,
     em: &Emitter,
     opts: &LowerOptions,
+    scope_needs_cap: bool,
 ) -> Result<(), LowerError> {
     let insts = || {
         module
@@ -51,8 +63,25 @@ pub(crate) fn fix_requirements(
     used.dedup();
     drop_unused(module, &opts.target, &used);
 
+    let mut added: Vec<u32> = em.caps.iter().copied().collect();
+    if scope_needs_cap && !provides_subgroup_scope(module) && !added.iter().any(|&c| scope_cap(c)) {
+        // The dropped capability was what allowed the Subgroup memory scope
+        // (VUID-StandaloneSpirv-SubgroupVoteKHR-07951): declare the core one instead.
+        if !fit::target_has(&opts.target, Capability::GroupNonUniform) {
+            return Err(LowerError::Unsupported {
+                result_id: 0,
+                opcode: "a barrier or atomic with a Subgroup memory scope".to_owned(),
+                word_offset: 0,
+                target: opts.target.name.clone(),
+                missing: "GroupNonUniform, SubgroupBallotKHR or SubgroupVoteKHR \
+                          (VUID-StandaloneSpirv-SubgroupVoteKHR-07951)"
+                    .to_owned(),
+            });
+        }
+        added.push(Capability::GroupNonUniform as u32);
+    }
     let present: Vec<u32> = module.capabilities.iter().filter_map(cap_of).collect();
-    for &cap in &em.caps {
+    for &cap in &added {
         if !present.contains(&cap) {
             module.capabilities.push(Instruction::new(
                 Op::Capability,
@@ -73,7 +102,7 @@ pub(crate) fn fix_requirements(
         }
     }
 
-    let needs_1_3 = em.caps.iter().any(|&c| is_core_non_uniform(c));
+    let needs_1_3 = added.iter().any(|&c| is_core_non_uniform(c));
     if needs_1_3 {
         if opts.target.version_word() < V1_3 {
             return Err(LowerError::Unsupported {
@@ -111,6 +140,50 @@ pub(crate) fn has_removable(module: &Module, target: &Target) -> bool {
 fn ext_removable(s: &str, target: &Target) -> bool {
     (s == "SPV_KHR_subgroup_vote" && !target.ops.khr_vote)
         || (PARTITIONED_EXTS.contains(&s) && !target.ops.partitioned)
+}
+
+/// Whether a capability number lets a Vulkan module use a Subgroup memory scope
+/// (VUID-StandaloneSpirv-SubgroupVoteKHR-07951: `SubgroupVoteKHR`, `SubgroupBallotKHR`, or
+/// `GroupNonUniform`, which every core non-uniform capability and rotate implicitly declare).
+fn scope_cap(cap: u32) -> bool {
+    is_core_non_uniform(cap)
+        || [
+            Capability::SubgroupVoteKHR as u32,
+            Capability::SubgroupBallotKHR as u32,
+            Capability::GroupNonUniformRotateKHR as u32,
+        ]
+        .contains(&cap)
+}
+
+/// Whether the module declares a capability that allows a Subgroup memory scope.
+fn provides_subgroup_scope(module: &Module) -> bool {
+    module.capabilities.iter().filter_map(cap_of).any(scope_cap)
+}
+
+/// Whether a barrier or atomic of the module has a Subgroup memory scope (a constant 3). The
+/// sparse load keeps these instructions ([`crate::elide::keep`]).
+fn has_subgroup_memory_scope(module: &Module) -> bool {
+    let subgroup: Vec<u32> = module
+        .types_global_values
+        .iter()
+        .filter(|i| {
+            i.class.opcode == Op::Constant
+                && matches!(i.operands.first(), Some(Operand::LiteralBit32(3)))
+        })
+        .filter_map(|i| i.result_id)
+        .collect();
+    module
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .any(|i| {
+            crate::elide::memory_scope_operand(i.class.opcode)
+                .and_then(|k| i.operands.get(k))
+                .is_some_and(|o| {
+                    matches!(o, Operand::IdScope(id) | Operand::IdRef(id) if subgroup.contains(id))
+                })
+        })
 }
 
 /// Whether the capability number is one of the core `GroupNonUniform*` capabilities (SPIR-V 1.3).

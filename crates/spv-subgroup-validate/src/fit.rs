@@ -41,7 +41,8 @@ pub struct InstFit {
     /// The opcode.
     pub opcode: Op,
     /// The raw group-operation operand, for the ops that take one (reduce 0, scans 1/2,
-    /// clustered 3, partitioned 6-8).
+    /// clustered 3, partitioned 6-8); for `OpGroupNonUniformRotateKHR`, which takes none,
+    /// `Some(3)` (clustered) when it has a `ClusterSize` operand, the feature that adds.
     pub group_op: Option<u32>,
     /// The type of the value that crosses lanes (`None` for ops whose operand is a predicate,
     /// a ballot or nothing).
@@ -98,6 +99,10 @@ pub enum Missing {
     },
     /// A consumer restriction.
     Restriction(Restriction),
+    /// `OpGroupNonUniformRotateKHR` with a `ClusterSize`, on a target with rotate but without
+    /// `shaderSubgroupRotateClustered` (a feature, not a capability: both need
+    /// `GroupNonUniformRotateKHR`).
+    RotateClustered,
 }
 
 impl std::fmt::Display for Missing {
@@ -111,6 +116,9 @@ impl std::fmt::Display for Missing {
                 )
             }
             Missing::Restriction(r) => write!(f, "{}", r.what()),
+            Missing::RotateClustered => {
+                write!(f, "clustered rotates (`shaderSubgroupRotateClustered`)")
+            }
         }
     }
 }
@@ -122,6 +130,14 @@ pub fn is_subgroup_op(op: Op) -> bool {
 
 /// The capability an instruction needs, as the target sees it (the partitioned group
 /// operations need the partitioned capability, clustered reduce the clustered one).
+///
+/// Every core and KHR instruction that takes a subgroup scope or works on a subgroup is here
+/// (checked against the SPIR-V grammar's instructions whose capabilities are subgroup ones; see
+/// `docs/targets.md`, "Which instructions a target is asked about"): the core non-uniform
+/// groups, rotate (`SPV_KHR_subgroup_rotate`), quad control (`SPV_KHR_quad_control`), the
+/// KHR vote and ballot extensions, the partitioned extension, and the `Groups` instructions
+/// (core, kernel-era, with any scope; Vulkan exposes them only through `VK_AMD_shader_ballot`)
+/// with `SPV_KHR_uniform_group_instructions`. Vendor instructions (Intel's) are not.
 pub fn required_capability(op: Op, group_op: Option<u32>) -> Option<Capability> {
     use Capability as C;
     use Op as O;
@@ -148,6 +164,35 @@ pub fn required_capability(op: Op, group_op: Option<u32>) -> Option<Capability> 
             C::GroupNonUniformShuffleRelative
         }
         O::GroupNonUniformQuadBroadcast | O::GroupNonUniformQuadSwap => C::GroupNonUniformQuad,
+        O::GroupNonUniformRotateKHR => C::GroupNonUniformRotateKHR,
+        O::GroupNonUniformQuadAllKHR | O::GroupNonUniformQuadAnyKHR => C::QuadControlKHR,
+        O::GroupAll
+        | O::GroupAny
+        | O::GroupBroadcast
+        | O::GroupIAdd
+        | O::GroupFAdd
+        | O::GroupFMin
+        | O::GroupUMin
+        | O::GroupSMin
+        | O::GroupFMax
+        | O::GroupUMax
+        | O::GroupSMax
+        | O::GroupIAddNonUniformAMD
+        | O::GroupFAddNonUniformAMD
+        | O::GroupFMinNonUniformAMD
+        | O::GroupUMinNonUniformAMD
+        | O::GroupSMinNonUniformAMD
+        | O::GroupFMaxNonUniformAMD
+        | O::GroupUMaxNonUniformAMD
+        | O::GroupSMaxNonUniformAMD => C::Groups,
+        O::GroupIMulKHR
+        | O::GroupFMulKHR
+        | O::GroupBitwiseAndKHR
+        | O::GroupBitwiseOrKHR
+        | O::GroupBitwiseXorKHR
+        | O::GroupLogicalAndKHR
+        | O::GroupLogicalOrKHR
+        | O::GroupLogicalXorKHR => C::GroupUniformArithmeticKHR,
         op if crate::rules::is_arithmetic(op) => match group_op {
             Some(g) if g == GroupOperation::ClusteredReduce as u32 => C::GroupNonUniformClustered,
             Some(6..=8) => C::GroupNonUniformPartitionedEXT,
@@ -179,11 +224,25 @@ pub fn value_operand(op: Op) -> Option<usize> {
         | O::GroupNonUniformBallotBitExtract
         | O::GroupNonUniformBallotBitCount
         | O::GroupNonUniformBallotFindLSB
-        | O::GroupNonUniformBallotFindMSB => None,
+        | O::GroupNonUniformBallotFindMSB
+        | O::GroupNonUniformQuadAllKHR
+        | O::GroupNonUniformQuadAnyKHR
+        | O::GroupAll
+        | O::GroupAny => None,
         O::GroupNonUniformPartitionEXT
         | O::SubgroupFirstInvocationKHR
         | O::SubgroupReadInvocationKHR => Some(0),
         op if crate::rules::is_arithmetic(op) => Some(2),
+        // Scope, Operation, X.
+        op if required_capability(op, None).is_some_and(|c| {
+            matches!(
+                c,
+                Capability::Groups | Capability::GroupUniformArithmeticKHR
+            )
+        }) && op != O::GroupBroadcast =>
+        {
+            Some(2)
+        }
         op if is_subgroup_op(op) => Some(1),
         _ => None,
     }
@@ -202,6 +261,7 @@ pub fn target_has(t: &Target, cap: Capability) -> bool {
             | C::GroupNonUniformShuffleRelative
             | C::GroupNonUniformClustered
             | C::GroupNonUniformQuad
+            | C::GroupNonUniformRotateKHR
     );
     t.has_capability(cap) && (!basic || t.has_capability(C::GroupNonUniform))
 }
@@ -215,6 +275,11 @@ pub fn missing(t: &Target, inst: &InstFit) -> Vec<Missing> {
     };
     if !target_has(t, cap) {
         out.push(Missing::Capability(cap));
+    } else if inst.opcode == Op::GroupNonUniformRotateKHR
+        && inst.group_op == Some(GroupOperation::ClusteredReduce as u32)
+        && !t.ops.rotate_clustered
+    {
+        out.push(Missing::RotateClustered);
     }
     if let Some(r) = restriction(t, inst) {
         out.push(Missing::Restriction(r));
@@ -385,6 +450,67 @@ mod tests {
         assert_eq!(value_operand(Op::GroupNonUniformBallotBitCount), None);
         assert_eq!(value_operand(Op::SubgroupAllKHR), None);
         assert_eq!(value_operand(Op::IAdd), None);
+    }
+
+    #[test]
+    fn rotate_quad_control_and_groups() {
+        let rotate = |group_op| InstFit {
+            opcode: Op::GroupNonUniformRotateKHR,
+            group_op,
+            value: None,
+            result: None,
+        };
+        let cap = |c| vec![Missing::Capability(c)];
+        for t in ["vulkan1.1", "lavapipe", "khr-ballot", "naga"] {
+            assert_eq!(
+                missing(&preset(t), &rotate(None)),
+                cap(Capability::GroupNonUniformRotateKHR),
+                "{t}"
+            );
+        }
+        assert!(missing(&preset("nvidia"), &rotate(Some(3))).is_empty());
+        let mut no_clusters = preset("nvidia");
+        no_clusters.ops.rotate_clustered = false;
+        assert!(missing(&no_clusters, &rotate(None)).is_empty());
+        assert_eq!(
+            missing(&no_clusters, &rotate(Some(3))),
+            vec![Missing::RotateClustered]
+        );
+        assert_eq!(preset_taking(&rotate(Some(3))), Some("nvidia"));
+        let quad_all = InstFit {
+            opcode: Op::GroupNonUniformQuadAllKHR,
+            ..rotate(None)
+        };
+        assert_eq!(
+            missing(&preset("lavapipe"), &quad_all),
+            cap(Capability::QuadControlKHR)
+        );
+        assert!(missing(&preset("nvidia"), &quad_all).is_empty());
+        for op in [Op::GroupIAdd, Op::GroupAny, Op::GroupSMaxNonUniformAMD] {
+            let inst = InstFit {
+                opcode: op,
+                ..rotate(None)
+            };
+            assert_eq!(
+                missing(&preset("nvidia"), &inst),
+                cap(Capability::Groups),
+                "{op:?}"
+            );
+            let mut amd = preset("vulkan1.1");
+            amd.ops.groups = true;
+            assert!(missing(&amd, &inst).is_empty(), "{op:?}");
+        }
+        let uniform = InstFit {
+            opcode: Op::GroupIMulKHR,
+            ..rotate(None)
+        };
+        assert_eq!(preset_taking(&uniform), None);
+        assert_eq!(value_operand(Op::GroupNonUniformRotateKHR), Some(1));
+        assert_eq!(value_operand(Op::GroupIAdd), Some(2));
+        assert_eq!(value_operand(Op::GroupBroadcast), Some(1));
+        assert_eq!(value_operand(Op::GroupIMulKHR), Some(2));
+        assert_eq!(value_operand(Op::GroupAll), None);
+        assert_eq!(value_operand(Op::GroupNonUniformQuadAnyKHR), None);
     }
 
     #[test]

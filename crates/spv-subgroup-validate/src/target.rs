@@ -63,6 +63,17 @@ pub struct SubgroupOps {
     pub khr_vote: bool,
     /// `SubgroupBallotKHR` (`VK_EXT_shader_subgroup_ballot`).
     pub khr_ballot: bool,
+    /// `GroupNonUniformRotateKHR`: `OpGroupNonUniformRotateKHR` without a `ClusterSize`
+    /// (`VK_KHR_shader_subgroup_rotate`'s `shaderSubgroupRotate`, `ROTATE_BIT` in Vulkan 1.4).
+    pub rotate: bool,
+    /// `OpGroupNonUniformRotateKHR` with a `ClusterSize` (`shaderSubgroupRotateClustered`,
+    /// `ROTATE_CLUSTERED_BIT`).
+    pub rotate_clustered: bool,
+    /// `QuadControlKHR`: `OpGroupNonUniformQuadAllKHR/AnyKHR` (`VK_KHR_shader_quad_control`).
+    pub quad_control: bool,
+    /// `Groups`: `OpGroupAll/Any/Broadcast`, `OpGroupIAdd`..`OpGroupSMax` and the AMD
+    /// non-uniform group ops (`VK_AMD_shader_ballot`, the only way Vulkan exposes `Groups`).
+    pub groups: bool,
 }
 
 /// What a consumer rejects although core SPIR-V allows it.
@@ -161,6 +172,10 @@ const VULKAN11_OPS: SubgroupOps = SubgroupOps {
     partitioned: false,
     khr_vote: false,
     khr_ballot: false,
+    rotate: false,
+    rotate_clustered: false,
+    quad_control: false,
+    groups: false,
 };
 
 /// The preset names, in the order `spv-subgroup targets` lists them.
@@ -225,10 +240,15 @@ impl Target {
             "nvidia" => Target {
                 spirv_version: (1, 6),
                 target_env: "vulkan1.3".to_owned(),
+                // Driver 580 is a Vulkan 1.4 driver: `shaderSubgroupRotate(Clustered)` are
+                // core and required there, and it exposes `VK_KHR_shader_quad_control`.
                 ops: SubgroupOps {
                     partitioned: true,
                     khr_vote: true,
                     khr_ballot: true,
+                    rotate: true,
+                    rotate_clustered: true,
+                    quad_control: true,
                     ..VULKAN11_OPS
                 },
                 extended_types: true,
@@ -360,6 +380,18 @@ impl Target {
             .and_then(|v| v.as_str())
             .unwrap_or("device")
             .to_owned();
+        let feature = |structs: &[&str], name: &str| {
+            structs.iter().any(|s| {
+                dev.pointer(&format!("/features/{s}/{name}"))
+                    .and_then(|v| v.as_bool())
+                    .unwrap_or(false)
+            })
+        };
+        let rotate_structs = [
+            "VkPhysicalDeviceShaderSubgroupRotateFeatures",
+            "VkPhysicalDeviceShaderSubgroupRotateFeaturesKHR",
+            "VkPhysicalDeviceVulkan14Features",
+        ];
         let extended_types = dev
             .pointer("/features/VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures/shaderSubgroupExtendedTypes")
             .or_else(|| dev.pointer("/features/VkPhysicalDeviceVulkan12Features/shaderSubgroupExtendedTypes"))
@@ -381,6 +413,14 @@ impl Target {
                 partitioned: has_op("PARTITIONED") || has_ext("VK_NV_shader_subgroup_partitioned"),
                 khr_vote: has_ext("VK_EXT_shader_subgroup_vote"),
                 khr_ballot: has_ext("VK_EXT_shader_subgroup_ballot"),
+                rotate: has_op("ROTATE_BIT") || feature(&rotate_structs, "shaderSubgroupRotate"),
+                rotate_clustered: has_op("ROTATE_CLUSTERED_BIT")
+                    || feature(&rotate_structs, "shaderSubgroupRotateClustered"),
+                quad_control: feature(
+                    &["VkPhysicalDeviceShaderQuadControlFeaturesKHR"],
+                    "shaderQuadControl",
+                ),
+                groups: has_ext("VK_AMD_shader_ballot"),
             },
             extended_types,
             min_subgroup_size: min.max(1),
@@ -394,7 +434,8 @@ impl Target {
     /// Rejects descriptions no device can have (`docs/targets.md`, "What is checked"): an
     /// environment spirv-val does not know, a SPIR-V version that does not exist, core subgroup
     /// groups without `basic` (each of their capabilities implicitly declares `GroupNonUniform`,
-    /// so a device cannot have one without it), and impossible subgroup sizes.
+    /// so a device cannot have one without it), a clustered rotate without rotate, and impossible
+    /// subgroup sizes.
     fn check(&self) -> Result<(), TargetError> {
         if !TARGET_ENVS.contains(&self.target_env.as_str()) {
             return Err(TargetError::Invalid(format!(
@@ -418,6 +459,8 @@ impl Target {
             ("shuffle_relative", o.shuffle_relative),
             ("clustered", o.clustered),
             ("quad", o.quad),
+            ("rotate", o.rotate),
+            ("rotate_clustered", o.rotate_clustered),
         ];
         let without_basic: Vec<&str> = core
             .iter()
@@ -431,6 +474,13 @@ impl Target {
                 without_basic.join("`, `ops."),
                 if without_basic.len() == 1 { "is" } else { "are" }
             )));
+        }
+        if o.rotate_clustered && !o.rotate {
+            return Err(TargetError::Invalid(
+                "`ops.rotate_clustered` is true but `ops.rotate` is false: a clustered rotate \
+                 is an `OpGroupNonUniformRotateKHR`, which needs `rotate`"
+                    .into(),
+            ));
         }
         let ok_size = |s: u32| s.is_power_of_two() && (1..=128).contains(&s);
         if !ok_size(self.min_subgroup_size) || !ok_size(self.max_subgroup_size) {
@@ -469,6 +519,12 @@ impl Target {
             C::GroupNonUniformPartitionedEXT => o.partitioned,
             C::SubgroupVoteKHR => o.khr_vote,
             C::SubgroupBallotKHR => o.khr_ballot,
+            C::GroupNonUniformRotateKHR => o.rotate,
+            C::QuadControlKHR => o.quad_control,
+            C::Groups => o.groups,
+            // SPV_KHR_uniform_group_instructions: no Vulkan extension or version enables it
+            // (it is absent from the Vulkan spec's SPIR-V capability table).
+            C::GroupUniformArithmeticKHR => false,
             _ => true,
         }
     }

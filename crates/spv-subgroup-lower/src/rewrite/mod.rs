@@ -112,6 +112,13 @@ pub(crate) fn describe(inst: &Instruction, em: &Emitter) -> Option<InstFit> {
         Operand::GroupOperation(g) => Some(*g as u32),
         _ => None,
     });
+    // A rotate with a `ClusterSize` (its fourth operand) is clustered, as `InstFit` spells it.
+    let group_op = match opcode {
+        Op::GroupNonUniformRotateKHR => {
+            (inst.operands.len() > 3).then_some(GroupOperation::ClusteredReduce as u32)
+        }
+        _ => group_op,
+    };
     // The value crossing lanes, as the validator's target fit reads it.
     let value_at = fit::value_operand(opcode);
     let value = value_at.and_then(|k| match inst.operands.get(k) {

@@ -69,6 +69,21 @@ pub(crate) fn cap_name(cx: &Cx<'_>) -> &'static str {
     }
 }
 
+/// A capability's name as the module spells it: the partitioned one in the spelling of the
+/// extension the module declares ([`cap_name`]), every other by its grammar name.
+pub(crate) fn cap_text(cx: &Cx<'_>, c: Capability) -> String {
+    match c {
+        Capability::GroupNonUniformPartitionedEXT => cap_name(cx).to_owned(),
+        c => format!("{c:?}"),
+    }
+}
+
+/// Whether `id` is defined by a constant instruction (OpConstant*, OpSpecConstant*).
+pub(crate) fn is_constant(cx: &Cx<'_>, id: u32) -> bool {
+    cx.m.def_op(id)
+        .is_some_and(|o| (Op::ConstantTrue as u32..=Op::SpecConstantOp as u32).contains(&o))
+}
+
 /// SG0201 for instruction `i`, which needs the partitioned capability.
 pub(crate) fn require_capability(cx: &Cx<'_>, i: usize, what: &str, out: &mut Sink) {
     if !cx.m.has_cap(Capability::GroupNonUniformPartitionedEXT) {
@@ -111,7 +126,7 @@ pub(crate) fn group_op_name(g: u32) -> &'static str {
 pub(crate) fn group_op_text(cx: &Cx<'_>, g: u32) -> String {
     let name = group_op_name(g);
     match name.strip_suffix("NV") {
-        Some(base) if crate::rules::common::cap_name(cx).ends_with("EXT") => {
+        Some(base) if cap_name(cx).ends_with("EXT") => {
             format!("{base}EXT")
         }
         _ => name.to_owned(),

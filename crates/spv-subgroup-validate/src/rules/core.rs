@@ -6,8 +6,8 @@ use spirv::{Capability as C, Op};
 
 use crate::module::{Cx, Scalar};
 use crate::rules::common::{
-    describe, family, family_text, fits, group_op_name, is_unsigned, needs_unsigned, opname,
-    scope_name, scope_value,
+    cap_text, describe, family, family_text, fits, group_op_name, is_constant, is_unsigned,
+    needs_unsigned, opname, scope_name, scope_value,
 };
 use crate::rules::Rule;
 use crate::Sink;
@@ -71,20 +71,6 @@ fn shape(op: Op) -> Option<(C, Want, &'static [Want])> {
         ),
         _ => return None,
     })
-}
-
-fn cap_text(c: C) -> &'static str {
-    match c {
-        C::GroupNonUniform => "GroupNonUniform",
-        C::GroupNonUniformVote => "GroupNonUniformVote",
-        C::GroupNonUniformArithmetic => "GroupNonUniformArithmetic",
-        C::GroupNonUniformBallot => "GroupNonUniformBallot",
-        C::GroupNonUniformShuffle => "GroupNonUniformShuffle",
-        C::GroupNonUniformShuffleRelative => "GroupNonUniformShuffleRelative",
-        C::GroupNonUniformClustered => "GroupNonUniformClustered",
-        C::GroupNonUniformQuad => "GroupNonUniformQuad",
-        _ => "?",
-    }
 }
 
 fn satisfies(cx: &Cx<'_>, want: Want, t: u32, result: u32) -> bool {
@@ -369,12 +355,6 @@ fn check_cluster_size(cx: &Cx<'_>, i: usize, name: &str, c: u32, out: &mut Sink)
     }
 }
 
-/// Whether `id` is defined by a constant instruction (OpConstant*, OpSpecConstant*).
-fn is_constant(cx: &Cx<'_>, id: u32) -> bool {
-    cx.m.def_op(id)
-        .is_some_and(|o| (Op::ConstantTrue as u32..=Op::SpecConstantOp as u32).contains(&o))
-}
-
 fn require(cx: &Cx<'_>, i: usize, name: &str, cap: C, out: &mut Sink) {
     if !cx.m.has_cap(cap) {
         out.emit(
@@ -383,7 +363,7 @@ fn require(cx: &Cx<'_>, i: usize, name: &str, cap: C, out: &mut Sink) {
             i,
             format!(
                 "`Op{name}` needs `OpCapability {}`, which the module does not declare",
-                cap_text(cap)
+                cap_text(cx, cap)
             ),
             vec![],
         );

@@ -6,7 +6,7 @@ use spirv::{Capability as C, Op};
 
 use crate::fit::{self, InstFit, Kind, Missing, Restriction, ValueType};
 use crate::module::{Cx, Scalar};
-use crate::rules::common::{is_partitioned, opname};
+use crate::rules::common::{cap_text, is_arithmetic, is_partitioned, opname};
 use crate::rules::Rule;
 use crate::Sink;
 
@@ -15,13 +15,6 @@ const LOWER_NOTE: &str = "run `spv-subgroup lower` to rewrite it with operations
 /// Whether our lowering rewrites uses of this capability.
 fn lowerable(c: C) -> bool {
     matches!(c, C::SubgroupVoteKHR | C::GroupNonUniformPartitionedEXT)
-}
-
-fn cap_display(cx: &Cx<'_>, c: C) -> String {
-    match c {
-        C::GroupNonUniformPartitionedEXT => crate::rules::common::cap_name(cx).to_owned(),
-        c => format!("{c:?}"),
-    }
 }
 
 /// A scalar or vector type id as the fit table sees it.
@@ -43,13 +36,17 @@ fn value_type(cx: &Cx<'_>, type_id: u32) -> Option<ValueType> {
 /// [`fit::value_operand`] names.
 fn describe(cx: &Cx<'_>, i: usize, op: Op) -> InstFit {
     let m = &cx.m;
-    let arithmetic = crate::rules::common::is_arithmetic(op);
+    let arithmetic = is_arithmetic(op);
     // Operands start at word 3 (after the opcode word, result type and result id).
     let value_word = fit::value_operand(op).map(|k| k + 3);
     InstFit {
         opcode: op,
         group_op: if arithmetic || op == Op::GroupNonUniformBallotBitCount {
             m.word(i, 4)
+        } else if op == Op::GroupNonUniformRotateKHR {
+            // A `ClusterSize` (word 6) makes it a clustered rotate, as `InstFit` spells it.
+            m.word(i, 6)
+                .map(|_| spirv::GroupOperation::ClusteredReduce as u32)
         } else {
             None
         },
@@ -97,7 +94,7 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
                 } else {
                     format!("`Op{name}`")
                 };
-                let mut notes = vec![format!("it needs `{}`", cap_display(cx, cap))];
+                let mut notes = vec![format!("it needs `{}`", cap_text(cx, cap))];
                 if lowerable(cap) {
                     notes.push(LOWER_NOTE.into());
                 }
@@ -119,6 +116,18 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
                     r.what()
                 ),
                 vec![],
+            ),
+            Missing::RotateClustered => out.emit(
+                cx,
+                Rule::TargetMissingFeature,
+                i,
+                format!(
+                    "`Op{name}` with a `ClusterSize` is not supported by target `{}`",
+                    t.name
+                ),
+                vec![
+                    "it needs `shaderSubgroupRotateClustered` (`ops.rotate_clustered`)".into(),
+                ],
             ),
             Missing::ExtendedTypes { width } => out.emit(
                 cx,
@@ -148,7 +157,7 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
                 at,
                 format!(
                     "capability `{}` is not supported by target `{}`",
-                    cap_display(cx, cap),
+                    cap_text(cx, cap),
                     t.name
                 ),
                 notes,
@@ -200,7 +209,7 @@ fn check_env_version(cx: &Cx<'_>, out: &mut Sink) {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testutil::{check_target, run, shader, Expect, PART, VOTE};
+    use crate::rules::testutil::{assemble, check_target, run, shader, Expect, PART, VOTE};
 
     #[test]
     fn module_version_against_target_env() {
@@ -296,6 +305,76 @@ mod tests {
             "%r = OpGroupNonUniformBallot %v4uint %uint_3 %true",
         );
         check_target(&ballot, "spv1.3", Some("khr-ballot"), Expect::Has("SG0701"));
+    }
+
+    const ROTATE: &str =
+        "OpCapability GroupNonUniformRotateKHR\nOpExtension \"SPV_KHR_subgroup_rotate\"";
+
+    #[test]
+    fn rotate_on_targets() {
+        let plain = shader(
+            ROTATE,
+            "%r = OpGroupNonUniformRotateKHR %uint %uint_3 %uint_1 %uint_1",
+        );
+        let clustered = shader(
+            ROTATE,
+            "%r = OpGroupNonUniformRotateKHR %uint %uint_3 %uint_1 %uint_1 %uint_2",
+        );
+        for t in ["vulkan1.1", "lavapipe", "naga"] {
+            check_target(&plain, "vulkan1.1", Some(t), Expect::Has("SG0701"));
+            check_target(&clustered, "vulkan1.1", Some(t), Expect::Has("SG0701"));
+        }
+        check_target(&plain, "vulkan1.1", Some("nvidia"), Expect::Clean);
+        check_target(&clustered, "vulkan1.1", Some("nvidia"), Expect::Clean);
+        // The instruction and the capability, and no note about lowering (no rewrite exists).
+        let r = run(&plain, "vulkan1.1", Some("vulkan1.1"));
+        assert_eq!(r.diagnostics.len(), 2, "{r:?}");
+        assert!(r
+            .diagnostics
+            .iter()
+            .all(|d| d.notes.iter().all(|n| !n.contains("spv-subgroup lower"))));
+        // A device with rotate but without clustered rotates.
+        let mut t = crate::target::Target::preset("nvidia").expect("preset");
+        t.ops.rotate_clustered = false;
+        let with = |words: &[u32]| {
+            let opts = crate::ValidateOptions {
+                target_env: Some("vulkan1.1".into()),
+                target: Some(t.clone()),
+            };
+            crate::validate(words, &opts).expect("parses").diagnostics
+        };
+        assert!(with(&assemble(&plain, "vulkan1.1")).is_empty());
+        let d = with(&assemble(&clustered, "vulkan1.1"));
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].rule.code(), "SG0701");
+        assert!(d[0].message.contains("ClusterSize"), "{}", d[0].message);
+    }
+
+    #[test]
+    fn quad_control_and_groups_on_targets() {
+        // spirv-as 2023.1 predates SPV_KHR_quad_control: capability 5087 and
+        // OpGroupNonUniformQuadAllKHR (5110, 4 words) as raw words.
+        let quad = shader(
+            "OpCapability !5087\nOpExtension \"SPV_KHR_quad_control\"",
+            "!0x000413f6 %bool %q %true",
+        );
+        check_target(&quad, "vulkan1.3", Some("lavapipe"), Expect::Has("SG0701"));
+        check_target(&quad, "vulkan1.3", Some("nvidia"), Expect::Clean);
+        let r = run(&quad, "vulkan1.3", Some("lavapipe"));
+        assert_eq!(r.diagnostics.len(), 2, "capability and instruction: {r:?}");
+        let groups = shader(
+            "OpCapability Groups\nOpExtension \"SPV_AMD_shader_ballot\"",
+            "%r = OpGroupIAdd %uint %uint_3 Reduce %uint_1\n%b = OpGroupBroadcast %uint %uint_3 %uint_1 %uint_0",
+        );
+        for t in ["vulkan1.1", "nvidia", "lavapipe", "naga", "khr-ballot"] {
+            let r = run(&groups, "vulkan1.1", Some(t));
+            let n = r
+                .diagnostics
+                .iter()
+                .filter(|d| d.rule.code() == "SG0701")
+                .count();
+            assert_eq!(n, 3, "{t}: capability and two instructions: {r:?}");
+        }
     }
 
     #[test]

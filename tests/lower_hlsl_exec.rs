@@ -51,7 +51,7 @@ fn run_checked(runner: &Runner, words: &[u32], float: bool, what: &str) -> usize
 /// The suite at one subgroup size; runs only inside `lavapipe_subgroup_size_*`.
 #[test]
 fn child_suite() {
-    if std::env::var("SPV_HLSL_CHILD").is_err() {
+    if !lavapipe::is_child() {
         return;
     }
     let runner = Runner::new().unwrap_or_else(|e| panic!("no Vulkan device: {e}"));
@@ -97,27 +97,4 @@ fn child_suite() {
     }
 }
 
-fn at_size(size: u32) {
-    let text = lavapipe::run_child(
-        "child_suite",
-        size,
-        &[("SPV_HLSL_CHILD", "1")],
-        Duration::from_secs(900),
-    );
-    println!("{text}");
-}
-
-#[test]
-fn lavapipe_subgroup_size_4() {
-    at_size(4);
-}
-
-#[test]
-fn lavapipe_subgroup_size_8() {
-    at_size(8);
-}
-
-#[test]
-fn lavapipe_subgroup_size_16() {
-    at_size(16);
-}
+spv_subgroup_tests::lavapipe_size_tests!(900);

@@ -3,6 +3,10 @@
 //! lavapipe's subgroup size follows `LP_NATIVE_VECTOR_WIDTH` (128 bits: 4 lanes, 256: 8,
 //! 512: 16), which it reads when the driver loads, so each size needs a process of its own:
 //! [`run_child`] re-runs one test of the current binary with that variable set.
+//!
+//! Most harnesses have the same shape, which [`lavapipe_size_tests!`](crate::lavapipe_size_tests)
+//! writes for them: a test `child_suite` that does the work only in a child ([`is_child`]), and
+//! three parent tests `lavapipe_subgroup_size_{4,8,16}` that each start one child ([`run_suite`]).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -71,4 +75,54 @@ pub fn run_child(child_test: &str, size: u32, env: &[(&str, &str)], limit: Durat
         "`{child_test}` failed at subgroup size {size}:\n{text}"
     );
     text
+}
+
+/// The variable [`run_suite`] sets in the child, so that `child_suite` knows it is one.
+pub const CHILD_VAR: &str = "SPV_LAVAPIPE_CHILD";
+
+/// Whether this process is a child started by [`run_suite`]; `child_suite` returns at once
+/// otherwise (in the parent, where the driver runs at its default size).
+pub fn is_child() -> bool {
+    std::env::var_os(CHILD_VAR).is_some()
+}
+
+/// Re-runs the test `child_suite` of this binary on lavapipe with subgroup `size` and the extra
+/// variables `env` (see [`run_child`]), and returns what it printed.
+pub fn run_suite(size: u32, env: &[(&str, &str)], limit: Duration) -> String {
+    let mut all = vec![(CHILD_VAR, "1")];
+    all.extend_from_slice(env);
+    run_child("child_suite", size, &all, limit)
+}
+
+/// Defines the parent tests `lavapipe_subgroup_size_4`, `_8` and `_16` of a harness: each runs
+/// the harness's `child_suite` in a child at that size (at most `$limit_secs` seconds) and prints
+/// what it printed. `$env`, when given, is a `fn(u32) -> &'static [(&'static str, &'static str)]`
+/// naming the extra variables of the child at a size. `child_suite` must return at once unless
+/// [`is_child`], and print `subgroup size: N`.
+#[macro_export]
+macro_rules! lavapipe_size_tests {
+    ($limit_secs:expr) => {
+        $crate::lavapipe_size_tests!($limit_secs, |_| &[]);
+    };
+    ($limit_secs:expr, $env:expr) => {
+        #[test]
+        fn lavapipe_subgroup_size_4() {
+            $crate::lavapipe_size_tests!(@run 4, $limit_secs, $env);
+        }
+
+        #[test]
+        fn lavapipe_subgroup_size_8() {
+            $crate::lavapipe_size_tests!(@run 8, $limit_secs, $env);
+        }
+
+        #[test]
+        fn lavapipe_subgroup_size_16() {
+            $crate::lavapipe_size_tests!(@run 16, $limit_secs, $env);
+        }
+    };
+    (@run $size:literal, $limit_secs:expr, $env:expr) => {{
+        let env: fn(u32) -> &'static [(&'static str, &'static str)] = $env;
+        let limit = ::std::time::Duration::from_secs($limit_secs);
+        println!("{}", $crate::lavapipe::run_suite($size, env($size), limit));
+    }};
 }

@@ -9,47 +9,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use spv_subgroup_tests::example::{keys, model, LANES};
 use spv_subgroup_tests::tools;
 use spv_subgroup_vk::{PipelineOptions, Runner};
 
 const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
-const LANES: usize = 64; // local_size_x of the example
-
-/// What `fixtures/examples/partitioned_vote.comp` computes, per invocation, for subgroups of `size`.
-fn model(keys: &[u32], size: usize) -> (Vec<[u32; 4]>, Vec<u32>, Vec<u32>) {
-    let mut masks = vec![[0u32; 4]; keys.len()];
-    let mut sums = vec![0u32; keys.len()];
-    let mut flags = vec![0u32; keys.len()];
-    for (i, _) in keys.iter().enumerate() {
-        let base = i / size * size;
-        let group = base..base + size;
-        let key = keys[i] & 7;
-        for j in group.clone().filter(|&j| keys[j] & 7 == key) {
-            let lane = j - base;
-            masks[i][lane / 32] |= 1 << (lane % 32);
-            sums[i] = sums[i].wrapping_add(keys[j]);
-        }
-        if key != 0 {
-            // The votes run in the branch `key != 0`: only those lanes vote.
-            let bigs: Vec<bool> = group
-                .filter(|&j| keys[j] & 7 != 0)
-                .map(|j| keys[j] > 100)
-                .collect();
-            let mut f = 0;
-            if bigs.iter().all(|&b| b) {
-                f |= 1;
-            }
-            if bigs.iter().any(|&b| b) {
-                f |= 2;
-            }
-            if bigs.iter().all(|&b| b == bigs[0]) {
-                f |= 4;
-            }
-            flags[i] = f;
-        }
-    }
-    (masks, sums, flags)
-}
 
 fn lower_example(dir: &Path) -> Vec<u32> {
     let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
@@ -98,16 +62,7 @@ fn lowered_example_runs_on_lavapipe_as_the_model_predicts() {
         .pipeline(&words, &opts)
         .expect("lavapipe creates a pipeline from the lowered module");
 
-    // Keys with repeats in every subgroup and some lanes with key 0 (outside the vote branch):
-    // lanes 0-15 all small, 16-31 all big (> 100), the rest mixed, so each vote goes both ways
-    // at subgroup sizes up to 16.
-    let keys: Vec<u32> = (0..LANES as u32)
-        .map(|i| match i / 16 {
-            0 => (i * 13) % 97,
-            1 => 101 + (i * 29) % 97,
-            _ => (i * 37 + 11) % 211,
-        })
-        .collect();
+    let keys = keys();
     let mut buffers = vec![
         keys.clone(),
         vec![0; LANES * 4],

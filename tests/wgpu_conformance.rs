@@ -189,6 +189,9 @@ fn run_example(gpu: &Gpu) -> Result<usize, String> {
     let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
     let words = tools::compile_glsl(&src, "vulkan1.1")?;
     let lowered = lower_for_naga(&words)?;
+    // The README's "With wgpu" snippet: the module as the file's bytes, back to words by wgpu.
+    let bytes: Vec<u8> = lowered.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let lowered = wgpu::util::make_spirv_raw(&bytes).into_owned();
     let lanes = example::LANES;
     let keys = example::keys();
     let bufs = vec![

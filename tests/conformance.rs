@@ -302,13 +302,22 @@ fn lower_checked_target(
     float_partition: FloatPartition,
     subgroup_size: Option<u32>,
 ) -> Result<Vec<u32>, String> {
+    lower_checked_opts(
+        words,
+        LowerOptions {
+            target,
+            subgroup_size,
+            float_partition,
+            ..LowerOptions::default()
+        },
+    )
+}
+
+/// [`lower_checked_target`] with any options (the benchmark's forced partition forms).
+fn lower_checked_opts(words: &[u32], opts: LowerOptions) -> Result<Vec<u32>, String> {
+    let target = opts.target.clone();
     let preset = target.name.clone();
     let env = target.target_env.clone();
-    let opts = LowerOptions {
-        target: target.clone(),
-        subgroup_size,
-        float_partition,
-    };
     let (out, _report) = lower_words(words, &opts).map_err(|e| format!("lowering failed: {e}"))?;
     tools::spirv_val(&out, &env)
         .map_err(|e| format!("spirv-val --target-env {env} rejects the lowered module: {e}"))?;

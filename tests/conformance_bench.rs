@@ -4,16 +4,19 @@
 //! (the next input needs the last result), so the time per iteration is the op's latency plus the
 //! loop's own few instructions (the `loop-only` shader, timed again in every row). One subgroup per
 //! workgroup, `GROUPS` workgroups (about one per multiprocessor), timestamps around each dispatch;
-//! after a 2 s warm-up, `ROUNDS` round-robin rounds over baseline and variants, `reps` dispatches
+//! after a 3 s warm-up, `ROUNDS` round-robin rounds over baseline and variants, `reps` dispatches
 //! each, and the median of all samples (GPU clocks moved times up to 5x between rows of one run
 //! before this). Variants: the driver's native op, and the same module lowered for the
-//! `vulkan1.1` preset with the subgroup size unknown and known (`--subgroup-size 32`).
-//! Integer outputs of native and lowered must be bit-identical.
+//! `vulkan1.1` preset with the subgroup size unknown and known (`--subgroup-size 32`); partition
+//! rows also lower with `ops.arithmetic` off and, with `SPV_BENCH_FORMS=1`, with each
+//! `PartitionForm` forced. `SPV_BENCH_FILTER` (comma list of substrings) selects rows,
+//! `SPV_BENCH_ITERS` and `SPV_BENCH_GROUPS` set the chain length and the workgroups.
+//! Integer outputs of native and every lowered variant must be bit-identical.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use spv_subgroup_lower::{FloatPartition, Target};
+use spv_subgroup_lower::{FloatPartition, LowerOptions, PartitionForm, Target};
 use spv_subgroup_vk::{PipelineOptions, Runner};
 
 /// One benchmark: a name, what it measures, and the loop body.
@@ -61,6 +64,27 @@ fn benches() -> Vec<Bench> {
             body: format!(
                 "bool p = (v & 0x10000u) != 0u; v = v * 1664525u + ({f}(p) ? 1013904223u : 12345u);"
             ),
+            float: false,
+        });
+    }
+    // The subgroup ops the partition's forms are made of, each in the dependent chain (its cost
+    // is the row's time less `loop-only`, in units of `loop-only`): what bounds the lowering.
+    // `lid & z` (0 at run time) keeps `v` non-uniform to the compiler, as `v & z` does in
+    // `loop-only`, so that it cannot fold an op of a uniform value.
+    for (name, body) in [
+        ("op-ballot", "v = v * 1664525u + subgroupBallot((v & 0x10000u) != 0u).x + (lid & z);"),
+        ("op-ballot-findlsb-shuffle", "v = subgroupShuffle(v, findLSB(subgroupBallot(true).x)) * 1664525u + 1013904223u + (lid & z);"),
+        ("op-broadcastfirst", "v = subgroupBroadcastFirst(v) * 1664525u + 1013904223u + (lid & z);"),
+        ("op-shufflexor", "v = subgroupShuffleXor(v, 1u) * 1664525u + 1013904223u + (lid & z);"),
+        ("op-or-u32", "v = subgroupOr(v) * 1664525u + 1013904223u + (lid & z);"),
+        ("op-allequal-u32", "v = v * 1664525u + (subgroupAllEqual(v >> 20) ? 1013904223u : 12345u) + (lid & z);"),
+        ("op-uniform-if", "if (subgroupAll((v & 1u) != 2u)) { v = v * 1664525u + 1013904223u; } else { v = v * 22695477u + 1u; }"),
+    ] {
+        v.push(Bench {
+            name,
+            class: "reference",
+            setup: "uint lid = gl_SubgroupInvocationID;".to_owned(),
+            body: body.to_owned(),
             float: false,
         });
     }
@@ -133,6 +157,31 @@ fn benches() -> Vec<Bench> {
             "uvec4 b = subgroupPartitionNV(k + uvec4(v & z)); v += b.x;",
         ),
         (
+            "partition-u16-1key",
+            "uint16_t k = uint16_t(7u);",
+            "uvec4 b = subgroupPartitionNV(k + uint16_t(v & z)); v += b.x;",
+        ),
+        (
+            "partition-f16-1key",
+            "float16_t k = float16_t(-1.5);",
+            "uvec4 b = subgroupPartitionNV(k + float16_t(v & z)); v += b.x;",
+        ),
+        (
+            "partition-uvec2-1key",
+            "uvec2 k = uvec2(7u, 9u);",
+            "uvec4 b = subgroupPartitionNV(k + uvec2(v & z)); v += b.x;",
+        ),
+        (
+            "partition-f16-4keys",
+            "float16_t k = float16_t(float(gl_SubgroupInvocationID % 4u) - 1.5);",
+            "uvec4 b = subgroupPartitionNV(k + float16_t(v & z)); v += b.x;",
+        ),
+        (
+            "partition-u64vec2-4keys",
+            "u64vec2 k = u64vec2(gl_SubgroupInvocationID % 4u, 7u);",
+            "uvec4 b = subgroupPartitionNV(k + u64vec2(v & z)); v += b.x;",
+        ),
+        (
             "partition-bool",
             "bool k = (gl_SubgroupInvocationID & 1u) != 0u;",
             "uvec4 b = subgroupPartitionNV(k != ((v & z) != 0u)); v += b.x;",
@@ -200,6 +249,23 @@ fn benches() -> Vec<Bench> {
         body: "w = subgroupPartitionedInclusiveAddNV(w, b) + 1ul; v += uint(w >> 7);".into(),
         float: false,
     });
+    // Values the lowering moves differently: 8/16-bit (one shuffle each where the target has
+    // the extended types), vectors (one sequence per component).
+    for (name, body) in [
+        ("partitioned-inclusiveadd-u8", "v = v * 1664525u + uint(subgroupPartitionedInclusiveAddNV(uint8_t(v >> 3), b));"),
+        ("partitioned-inclusiveadd-u16", "v = v * 1664525u + uint(subgroupPartitionedInclusiveAddNV(uint16_t(v >> 3), b));"),
+        ("partitioned-inclusiveadd-f16", "v = v * 1664525u + uint(subgroupPartitionedInclusiveAddNV(float16_t(v & 7u), b));"),
+        ("partitioned-inclusiveadd-uvec2", "uvec2 r = subgroupPartitionedInclusiveAddNV(uvec2(v, v >> 5), b); v = v * 1664525u + r.x + r.y;"),
+        ("partitioned-inclusiveadd-vec4", "vec4 r = subgroupPartitionedInclusiveAddNV(vec4(v & 7u, v & 3u, 1.0, 2.0), b); v = v * 1664525u + uint(r.x + r.y + r.z + r.w);"),
+    ] {
+        v.push(Bench {
+            name,
+            class: "scan",
+            setup: "uvec4 b = subgroupPartitionNV(gl_SubgroupInvocationID % 4u);".into(),
+            body: body.to_owned(),
+            float: name.contains("f16") || name.contains("vec4"),
+        });
+    }
     for mode in ["", "Inclusive", "Exclusive"] {
         let name: &'static str =
             Box::leak(format!("partitioned-{}add-f32", mode.to_lowercase()).into_boxed_str());
@@ -212,6 +278,23 @@ fn benches() -> Vec<Bench> {
         });
     }
     v
+}
+
+/// The partition forms timed beside the one the lowering picks, each forced at the known size
+/// (`LowerOptions::partition_form`), with `SPV_BENCH_FORMS=1`.
+fn partition_forms() -> Vec<(String, PartitionForm)> {
+    if std::env::var("SPV_BENCH_FORMS").is_err() {
+        return Vec::new();
+    }
+    [
+        ("bit-sliced", PartitionForm::BitSliced),
+        ("first round", PartitionForm::FirstRound),
+        ("differing bits", PartitionForm::DifferingBits),
+        ("waterfall", PartitionForm::Waterfall),
+    ]
+    .into_iter()
+    .map(|(n, f)| (n.to_owned(), f))
+    .collect()
 }
 
 fn glsl(b: &Bench) -> String {
@@ -228,6 +311,10 @@ fn glsl(b: &Bench) -> String {
 #extension GL_EXT_shader_subgroup_extended_types_int8 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
 #extension GL_EXT_shader_subgroup_extended_types_int16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_subgroup_extended_types_float16 : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint ITERS = 1024u;
 layout(std430, binding = 0) buffer Buf {{ uint zero; uint data[]; }};
@@ -264,10 +351,13 @@ const ROUNDS: usize = 5;
 
 /// Times every benchmark natively and lowered; prints a table (and writes it to `SPV_CONFORMANCE_OUT`).
 pub fn run(runner: &Runner) {
+    // 32768 iterations: dispatches of 0.2 to 10 ms keep the GPU busy between the host's
+    // submissions (with 4096, 25 to 120 us each, its clock fell to a third in the middle of runs
+    // after the warm-up had raised it, and rows timed across the change were unusable).
     let iters: u32 = std::env::var("SPV_BENCH_ITERS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(4096);
+        .unwrap_or(32768);
     let groups: u32 = std::env::var("SPV_BENCH_GROUPS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -296,11 +386,20 @@ pub fn run(runner: &Runner) {
     let base_pipe = base_words
         .as_ref()
         .and_then(|w| runner.pipeline(w, &base_opts).ok());
-    // Warm-up: about two seconds of full-chip work, so the clocks leave their idle state.
-    if let Some(p) = &base_pipe {
+    // Warm-up: about three seconds of full-chip work in long dispatches (2^20 iterations: with
+    // the benchmark's own short dispatches the GPU idled between them and its clock was still
+    // ramping up during the first rows), so the clocks leave their idle state.
+    let warm_pipe = base_words.as_ref().and_then(|w| {
+        let opts = PipelineOptions {
+            spec_constants: vec![(0, size), (1, 1 << 20)],
+            ..base_opts.clone()
+        };
+        runner.pipeline(w, &opts).ok()
+    });
+    if let Some(p) = &warm_pipe {
         let start = std::time::Instant::now();
         let mut input = vec![0u32; 1 + n * 64];
-        while start.elapsed() < Duration::from_secs(2) {
+        while start.elapsed() < Duration::from_secs(3) {
             if runner
                 .run(
                     p,
@@ -314,7 +413,25 @@ pub fn run(runner: &Runner) {
             }
         }
     }
+    // `SPV_BENCH_FILTER`: a comma list of substrings of row names (all rows when unset).
+    let filter: Vec<String> = std::env::var("SPV_BENCH_FILTER")
+        .map(|f| {
+            f.split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let forms = partition_forms();
+    let mut forms_table = format!(
+        "\nPartition forms at size {size}, each forced with `LowerOptions::partition_form` (op-only ratio to native; `loop-only` and native as above)\n\n| op | {} |\n|---|{}\n",
+        forms.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(" | "),
+        "---|".repeat(forms.len())
+    );
     for b in all {
+        if !filter.is_empty() && !filter.iter().any(|f| b.name.contains(f.as_str())) {
+            continue;
+        }
         let src = glsl(&b);
         let native = match super::compile(&src, "vulkan1.1") {
             Ok(w) => w,
@@ -353,6 +470,23 @@ pub fn run(runner: &Runner) {
                 Err(e) => {
                     failures.push(format!("{} {label}: {e}", b.name));
                     variants.push((label, None));
+                }
+            }
+            for (label, form) in &forms {
+                let opts = Target::preset("vulkan1.1")
+                    .ok_or_else(|| "no preset vulkan1.1".to_owned())
+                    .map(|target| LowerOptions {
+                        target,
+                        subgroup_size: Some(size),
+                        float_partition: FloatPartition::Spec,
+                        partition_form: *form,
+                    });
+                match opts.and_then(|o| super::lower_checked_opts(&native, o)) {
+                    Ok(w) => variants.push((label.as_str(), Some(w))),
+                    Err(e) => {
+                        failures.push(format!("{} {label}: {e}", b.name));
+                        variants.push((label.as_str(), None));
+                    }
                 }
             }
         }
@@ -419,23 +553,32 @@ pub fn run(runner: &Runner) {
             (Some(a), Some(b)) if a > 0.0 && b > 0.0 => format!("{:.2}x", b / a),
             _ => "n/a".to_owned(),
         };
-        let other = results.get(3).map(|r| r.1.as_ref());
-        let equal = match (&results[0].1, &results[1].1, &results[2].1) {
-            (Some(a), Some(l), Some(c)) if !l.is_empty() => {
-                if b.float {
-                    "float (not compared)".to_owned()
-                } else if a == l && a == c && other.is_none_or(|o| o == Some(a)) {
-                    "yes".to_owned()
-                } else {
-                    failures.push(format!("{}: native and lowered outputs differ", b.name));
-                    "NO".to_owned()
-                }
-            }
-            _ => "n/a".to_owned(),
+        // Every variant's output against the others (native's where the driver has the op).
+        let outs: Vec<&Vec<u32>> = results
+            .iter()
+            .filter_map(|r| r.1.as_ref())
+            .filter(|o| !o.is_empty())
+            .collect();
+        let equal = if outs.len() < 2 {
+            "n/a".to_owned()
+        } else if b.float {
+            "float (not compared)".to_owned()
+        } else if outs.iter().all(|o| *o == outs[0]) {
+            "yes".to_owned()
+        } else {
+            failures.push(format!("{}: native and lowered outputs differ", b.name));
+            "NO".to_owned()
         };
         let no_arith = results.get(3).map_or("-".to_owned(), |r| {
             format!("{} ({})", fmt(r.0), ratio(sub(results[0].0), sub(r.0)))
         });
+        if b.class == "partition" && !forms.is_empty() {
+            let cells: Vec<String> = results[4..]
+                .iter()
+                .map(|r| ratio(sub(results[0].0), sub(r.0)))
+                .collect();
+            let _ = writeln!(forms_table, "| {} | {} |", b.name, cells.join(" | "));
+        }
         let _ = writeln!(
             table,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {no_arith} | {equal} |",
@@ -450,6 +593,9 @@ pub fn run(runner: &Runner) {
             ratio(results[0].0, results[2].0),
             ratio(sub(results[0].0), sub(results[2].0)),
         );
+    }
+    if !forms.is_empty() {
+        table.push_str(&forms_table);
     }
     if std::env::var("SPV_BENCH_NO_WORKLOADS").is_err() {
         workloads(runner, &mut table, &mut failures);

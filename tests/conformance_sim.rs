@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 use model::KeyEq;
 use shaders::{Case, Family};
-use spv_subgroup_lower::{lower_words, FloatPartition, LowerOptions, Target};
+use spv_subgroup_lower::{lower_words, FloatPartition, LowerOptions, PartitionForm, Target};
 use spv_subgroup_sim::{Dispatch, Module};
 use spv_subgroup_tests::tools;
 
@@ -170,6 +170,7 @@ fn run_part(part: usize) {
                 target,
                 subgroup_size: None,
                 float_partition: FloatPartition::Spec,
+                ..LowerOptions::default()
             };
             let w = match lower_words(&native, &opts) {
                 Ok((w, _)) => w,
@@ -239,4 +240,59 @@ fn part_2() {
 #[test]
 fn part_3() {
     run_part(3);
+}
+
+/// The partition cases lowered with every form forced (`LowerOptions::partition_form`), for
+/// `vulkan1.1` with the size unknown and known: each form must match the model at every size,
+/// not only the form the lowering picks for the case's key type.
+#[test]
+fn partition_forms() {
+    let filter = std::env::var("SPV_CONFORMANCE_FILTER").unwrap_or_default();
+    let sizes = sizes();
+    let mut fails = Vec::new();
+    let mut runs = 0usize;
+    let mut work = Work::default();
+    let forms = [
+        PartitionForm::BitSliced,
+        PartitionForm::FirstRound,
+        PartitionForm::DifferingBits,
+        PartitionForm::Waterfall,
+    ];
+    for case in shaders::all_cases()
+        .iter()
+        .filter(|c| c.family == Family::Partition && c.name.contains(&filter))
+    {
+        let native = compile(&case.glsl, case.env);
+        for form in forms {
+            for size in [None, Some(32)] {
+                let opts = LowerOptions {
+                    target: Target::preset("vulkan1.1").expect("preset"),
+                    subgroup_size: size,
+                    float_partition: FloatPartition::Spec,
+                    partition_form: form,
+                };
+                let variant = format!("lowered:vulkan1.1:{form:?}:{size:?}");
+                let w = match lower_words(&native, &opts) {
+                    Ok((w, _)) => w,
+                    Err(e) => {
+                        fails.push(format!("{} [{variant}]: lowering failed: {e}", case.name));
+                        continue;
+                    }
+                };
+                let at: Vec<u32> = sizes
+                    .iter()
+                    .copied()
+                    .filter(|s| size.is_none_or(|n| *s <= n))
+                    .collect();
+                fails.extend(run_variant(case, &w, &at, true, &variant, &mut work));
+                runs += at.len();
+            }
+        }
+    }
+    println!("partition forms in the simulator: {runs} (case, form, size) runs at sizes {sizes:?}");
+    for f in fails.iter().take(40) {
+        println!("FAIL {f}");
+    }
+    assert!(fails.is_empty(), "{} failures (first ones above)", fails.len());
+    assert!(runs > 0 || !filter.is_empty(), "no partition case ran");
 }

@@ -88,6 +88,7 @@ fn check(glsl: &str, size: u32, local: u32) -> Result<usize, String> {
             target,
             subgroup_size: None,
             float_partition: FloatPartition::Spec,
+            ..LowerOptions::default()
         };
         let (lowered, _) = lower_words(&native, &opts).map_err(|e| format!("lower {p}: {e}"))?;
         let got = run(&lowered, size, local, &format!("lowered:{p}"))?;

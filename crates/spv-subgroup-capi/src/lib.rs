@@ -465,6 +465,7 @@ pub unsafe extern "C" fn spvsg_lower(
             target: ctx.target.clone(),
             subgroup_size: ctx.subgroup_size,
             float_partition: ctx.float_partition,
+            ..LowerOptions::default()
         };
         let (out, report) =
             lower_and_verify(words, &opts, ctx.target_env.as_deref()).map_err(failure_of)?;

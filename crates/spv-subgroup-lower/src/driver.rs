@@ -273,11 +273,32 @@ fn lower_module(
     let before = (module.capabilities.len(), module.extensions.len());
     let mut em = Emitter::new(module, target, max_lanes, source);
     em.float_partition = opts.float_partition;
+    em.partition_form = opts.partition_form;
     let mut counts: HashMap<String, usize> = HashMap::new();
     let mut rewritten: BTreeSet<Id> = BTreeSet::new();
     let mut helpers = outline::Helpers::new(module);
+    // naga's validator takes the `SubgroupSize` built-in in compute and fragment entry points
+    // only (`VaryingContext::validate_impl` in naga's `valid/interface.rs`; not in vertex
+    // shaders): for naga-like consumers (no mask built-ins) the size branch is emitted only in
+    // functions that no other stage reaches.
+    let size_ok: Option<BTreeSet<Id>> = target.restrictions.no_mask_builtins.then(|| {
+        stages::only_reached_from(
+            module,
+            &[
+                spirv::ExecutionModel::GLCompute,
+                spirv::ExecutionModel::Fragment,
+            ],
+        )
+    });
     for function in &mut module.functions {
         let before = em.bound();
+        em.size_builtin_ok = size_ok.as_ref().is_none_or(|ok| {
+            function
+                .def
+                .as_ref()
+                .and_then(|d| d.result_id)
+                .is_some_and(|id| ok.contains(&id))
+        });
         lower_function(function, &mut em, &mut counts, &mut helpers)?;
         if em.bound() != before {
             rewritten.extend(function.def.as_ref().and_then(|d| d.result_id));

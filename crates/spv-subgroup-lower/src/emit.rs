@@ -13,7 +13,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use rspirv::dr::{Block, Instruction, Operand};
 use spirv::{BuiltIn, Capability, Decoration, Op, StorageClass};
 
-use crate::{FloatPartition, LowerError, Target};
+use crate::{FloatPartition, LowerError, PartitionForm, Target};
 use spv_subgroup_validate::target::Restrictions;
 
 /// A result id.
@@ -157,6 +157,8 @@ pub(crate) struct Emitter<'t> {
     pub used_builtins: BTreeSet<Id>,
     /// How partition keys of float type compare (set by the driver from the options).
     pub float_partition: FloatPartition,
+    /// Which partition form to emit (set by the driver from the options).
+    pub partition_form: PartitionForm,
     /// Whether the module has a fragment entry point (integer inputs there must be `Flat`).
     fragment: bool,
     /// The input's words when lowering words: placeholders of elided instructions point into
@@ -170,6 +172,9 @@ pub(crate) struct Emitter<'t> {
     /// The new ids of the functions copied for other stages (`stages`), which their
     /// placeholders take when assembled.
     pub renames: crate::elide::Renames,
+    /// Whether the function being lowered may load the `SubgroupSize` built-in (set by the
+    /// driver: false in functions that stages of a naga-like consumer reach where naga refuses it).
+    pub size_builtin_ok: bool,
 }
 
 /// How many instructions the module has (each defines at most one id).
@@ -227,8 +232,10 @@ impl<'t> Emitter<'t> {
             classes: Vec::new(),
             used_builtins: BTreeSet::new(),
             float_partition: FloatPartition::default(),
+            partition_form: PartitionForm::default(),
             in_size_choice: false,
             renames: Default::default(),
+            size_builtin_ok: true,
             int64_words: target.restrictions != Restrictions::default()
                 || module.capabilities.iter().any(|c| {
                     matches!(
@@ -887,11 +894,10 @@ impl<'e, 't> Code<'e, 't> {
     ) -> Result<Id, LowerError> {
         let max = self.em.max_lanes;
         let has_size = self.em.has_core_ballot() || self.em.target.ops.basic;
-        // naga's validator takes `SubgroupSize` only in some stages (not in vertex shaders), and
-        // the emitter does not know the stage: for naga-like consumers (those without the mask
-        // built-ins) the general sequence alone is emitted.
-        let consumer_limits_builtins = self.em.target.restrictions.no_mask_builtins;
-        if max <= 32 || self.em.in_size_choice || !has_size || consumer_limits_builtins {
+        // naga's validator takes `SubgroupSize` only in compute and fragment shaders: where a
+        // naga-like consumer's other stages reach the function, the driver says so and the
+        // general sequence alone is emitted.
+        if max <= 32 || self.em.in_size_choice || !has_size || !self.em.size_builtin_ok {
             return body(self);
         }
         self.em.need(Capability::GroupNonUniform);

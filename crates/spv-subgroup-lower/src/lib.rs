@@ -21,6 +21,29 @@ pub enum FloatPartition {
     Bitwise,
 }
 
+/// Which sequence `OpGroupNonUniformPartitionNV/EXT` is lowered to.
+///
+/// For measurement and tests: [`PartitionForm::Auto`], the default, picks the form by the key's
+/// width and the target (docs/lowering.md, costs measured in docs/PERFORMANCE.md); the others
+/// force one form where the key and the target allow it and fall back to `Auto` elsewhere (bool
+/// keys take only the bit-sliced and waterfall forms, the differing-bits form needs the target's
+/// `arithmetic` ops, every form but the bit-sliced one reads a lane's value). Every form
+/// computes the same result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PartitionForm {
+    /// The form the lowering picks.
+    #[default]
+    Auto,
+    /// One ballot per key bit.
+    BitSliced,
+    /// One waterfall round (one key among the active lanes is done), then one ballot per key bit.
+    FirstRound,
+    /// One waterfall round, then ballots of only the bits in which the active lanes differ.
+    DifferingBits,
+    /// One round per distinct key.
+    Waterfall,
+}
+
 /// Options of the lowering pass.
 #[derive(Clone, Debug, Default)]
 pub struct LowerOptions {
@@ -31,6 +54,8 @@ pub struct LowerOptions {
     pub subgroup_size: Option<u32>,
     /// How partition keys of float type are compared.
     pub float_partition: FloatPartition,
+    /// Which sequence the partition op gets (for measurement; `Auto` by default).
+    pub partition_form: PartitionForm,
 }
 
 /// What the pass did.

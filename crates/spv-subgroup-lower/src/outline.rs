@@ -25,6 +25,9 @@ struct Key {
     opcode: u32,
     result_type: Option<Id>,
     operands: Vec<KeyOperand>,
+    /// Whether the helper may choose by `SubgroupSize` (not where a naga-like consumer's
+    /// vertex stage calls it): the same op gets two helpers when both kinds of caller have it.
+    size_builtin_ok: bool,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -101,6 +104,7 @@ pub(crate) fn call(
         opcode: inst.class.opcode as u32,
         result_type: Some(result_type),
         operands: Vec::new(),
+        size_builtin_ok: code.em.size_builtin_ok,
     };
     let mut args = Vec::new();
     for op in &inst.operands {

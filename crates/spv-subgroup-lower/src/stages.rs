@@ -254,6 +254,27 @@ fn clone_function(
     Some(c)
 }
 
+/// The functions that only entry points of the `allowed` execution models reach (at least one
+/// of them): code emitted there may use what only those stages accept.
+pub(crate) fn only_reached_from(module: &Module, allowed: &[ExecutionModel]) -> BTreeSet<Id> {
+    let calls = call_graph(module);
+    let (mut ok_roots, mut other_roots) = (Vec::new(), Vec::new());
+    for ep in &module.entry_points {
+        if let [Operand::ExecutionModel(model), Operand::IdRef(root), ..] = ep.operands.as_slice() {
+            if allowed.contains(model) {
+                ok_roots.push(*root);
+            } else {
+                other_roots.push(*root);
+            }
+        }
+    }
+    let other = reachable(&calls, &other_roots);
+    reachable(&calls, &ok_roots)
+        .into_iter()
+        .filter(|f| !other.contains(f))
+        .collect()
+}
+
 /// Function id -> the functions it calls.
 pub(crate) fn call_graph(module: &Module) -> HashMap<Id, Vec<Id>> {
     let mut calls: HashMap<Id, Vec<Id>> = HashMap::new();

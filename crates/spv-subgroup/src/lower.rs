@@ -95,6 +95,7 @@ impl Opts {
                     FloatPartitionArg::Spec => FloatPartition::Spec,
                     FloatPartitionArg::Bitwise => FloatPartition::Bitwise,
                 },
+                ..LowerOptions::default()
             },
             target_arg: self.target.clone(),
             verify: !self.no_verify,

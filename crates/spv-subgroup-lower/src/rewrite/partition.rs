@@ -9,19 +9,25 @@
 //!
 //! **Bit-sliced form** (keys of at most 64 significant bits, and at most four per lane of the
 //! subgroup: every scalar key and two-word vectors; and every key on a target that has ballots
-//! but no way to read another lane; keys of more than 8 bits first try one waterfall round,
-//! which answers alone when every active lane holds the same key): `m = act`, then per key bit `j` with
-//! `b = Ballot(bit j)`: `m &= bit j ? b : ~b`. No loop, no shuffle: one ballot per key bit plus
-//! the active mask. A bool key is the one-bit case: `m = p ? Ballot(p) : act & ~Ballot(p)`.
+//! but no way to read another lane; keys of more than [`FIRST_ROUND_MIN_BITS`] bits first try
+//! one waterfall round, which answers alone when every active lane holds the same key):
+//! `m = act`, then per key bit `j` with `b = Ballot(bit j)`: `m = bit j ? m & b : m & ~b`. No
+//! loop, no shuffle: one ballot per key bit plus the active mask. A bool key is the one-bit
+//! case: `m = p ? Ballot(p) : act & ~Ballot(p)`.
 //!
-//! **Differing bits** (keys of more than 8 bits that the bit-sliced form would take, on a target
-//! with the core `arithmetic` ops; it replaces the waterfall round and the full slices there):
-//! the waterfall round's test first (the leader's words, one ballot: one key among the active
-//! lanes is done), else per key word `d = Or(w ^ w_leader)`, the bits in which the active lanes
-//! differ; no bit of `d`, nothing to separate; at most [`LOOP_MAX_BITS`] of them, one ballot per
-//! bit of `d` in a uniform loop; more, every bit of the word in a straight line. Its cost follows
-//! the number of differing bits (`log2` of the distinct keys for keys like `lane % 4`), not the
-//! width. The loop's trip count is the bit count of `d`, whatever the ballots return.
+//! **Differing bits** (keys of two words, such as 64-bit scalars, that the bit-sliced form would
+//! take, on a target with the core `arithmetic` ops; it replaces the waterfall round and the full
+//! slices there): the waterfall round's test first (the leader's words, one ballot: one key
+//! among the active lanes is done), else per key word `d = Or(w ^ w_leader)`, the bits in which
+//! the active lanes differ; no bit of `d`, nothing to separate; at most [`LOOP_MAX_BITS`] of
+//! them, one ballot per bit of `d` in a uniform loop; more, every bit of the word in a straight
+//! line. Its cost follows the number of differing bits (`log2` of the distinct keys for keys
+//! like `lane % 4`), not the width. The loop's trip count is the bit count of `d`, whatever the
+//! ballots return. One-word keys do not take it: measured on NVIDIA, the reduction costs about
+//! a third of the 32 slices it would save, and it saves them only when the keys differ in at
+//! most 3 bits (docs/PERFORMANCE.md).
+//!
+//! [`PartitionForm`] forces one of the forms (for measurement); `Auto` picks as above.
 //!
 //! **Subgroup size.** When the subgroup size is not known to be at most 32, the match is emitted
 //! twice under a uniform branch on `SubgroupSize <= 32` ([`Code::by_subgroup_size`]): one-word
@@ -50,7 +56,7 @@ use spirv::{Capability, GroupOperation, Op};
 
 use super::{id_operand, invalid};
 use crate::emit::{Code, Id, Scalar, Ty};
-use crate::{FloatPartition, LowerError};
+use crate::{FloatPartition, LowerError, PartitionForm};
 
 /// Keys with at most this many significant bits use the bit-sliced form.
 ///
@@ -139,20 +145,31 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
 /// The mask of the active lanes whose key equals this lane's, by the form the key and the
 /// target call for (see the module doc).
 fn match_mask(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
-    let wide = key.bits() > FIRST_ROUND_MIN_BITS && key.bools.is_none();
-    let sliceable = uses_bit_slices(key.bits(), code.em.max_lanes);
-    if wide && sliceable && can_reduce_words(code) && can_read_lanes(code) {
-        differing_bits(code, key)
-    } else if !can_read_lanes(code) {
-        bit_sliced(code, key)
-    } else if sliceable {
-        if wide {
-            first_round_then_bit_sliced(code, key)
-        } else {
-            bit_sliced(code, key)
+    let words_key = key.bools.is_none();
+    let reads = can_read_lanes(code);
+    match code.em.partition_form {
+        PartitionForm::BitSliced => return bit_sliced(code, key),
+        PartitionForm::FirstRound if words_key && reads => {
+            return first_round_then_bit_sliced(code, key)
         }
-    } else {
+        PartitionForm::DifferingBits if words_key && reads && can_reduce_words(code) => {
+            return differing_bits(code, key)
+        }
+        PartitionForm::Waterfall if reads => return waterfall(code, key),
+        _ => {}
+    }
+    let wide = key.bits() > FIRST_ROUND_MIN_BITS && words_key;
+    let sliceable = uses_bit_slices(key.bits(), code.em.max_lanes);
+    if !reads {
+        bit_sliced(code, key)
+    } else if !sliceable {
         waterfall(code, key)
+    } else if !wide {
+        bit_sliced(code, key)
+    } else if key.words.len() > 1 && can_reduce_words(code) {
+        differing_bits(code, key)
+    } else {
+        first_round_then_bit_sliced(code, key)
     }
 }
 
@@ -248,10 +265,14 @@ fn pack(code: &mut Code, words: Vec<(Id, u32)>, width: u32) -> Vec<(Id, u32)> {
     out
 }
 
-/// Keys with more bits than this slice only their differing bits (with the target's bitwise
-/// reductions) or try one waterfall round before the bit slices; keys of at most this many bits
-/// (8-bit keys: 1.18x native on NVIDIA, docs/PERFORMANCE.md) keep the plain bit slices.
-const FIRST_ROUND_MIN_BITS: u32 = 8;
+/// Keys with more bits than this try one waterfall round before the bit slices (and keys of two
+/// words slice only their differing bits, with the target's bitwise reductions); keys of at most
+/// this many bits take the plain bit slices.
+/// Measured on NVIDIA (docs/PERFORMANCE.md, in units of the benchmark's `loop-only` time): the
+/// round's test costs about 12 (the whole one-key case), about 9 more than the slices when it
+/// fails, and a slice about 0.7 per key bit, so 16 slices (12) cost what the one-key test does
+/// and the round pays only for wider keys.
+const FIRST_ROUND_MIN_BITS: u32 = 16;
 
 /// Whether the target reduces 32-bit words with the core `BitwiseOr`/`BitwiseAnd` (the
 /// `arithmetic` feature), which the differing-bits form needs.
@@ -280,8 +301,8 @@ fn reduce_word(code: &mut Code, op: Op, w: Id) -> Id {
 /// differing bits (one dependent round each): keys spread over the word, such as hashes, differ
 /// in most of its bits even when there are only a few of them.
 /// Measured on NVIDIA (docs/PERFORMANCE.md, in units of the benchmark's `loop-only` time): a
-/// loop round costs about 3, the 32 straight-line slices about 25, so the break-even is 8 bits.
-pub(crate) const LOOP_MAX_BITS: u32 = 8;
+/// loop round costs about 3.3, the 32 straight-line slices about 22, so the break-even is 6 bits.
+pub(crate) const LOOP_MAX_BITS: u32 = 6;
 
 /// Bit slices of the differing bits only: per key word `d = Or(w ^ w_leader)` over the active
 /// lanes (the leader's word read once, one reduction) holds the bits that are not the same on
@@ -356,9 +377,7 @@ fn differing_words(
                         let hit = c.op(Op::BitwiseAnd, Ty::U32, &[w, low]);
                         let p = c.op(Op::INotEqual, Ty::BOOL, &[hit, zero]);
                         let b = c.ballot(p)?;
-                        let nb = c.mask_not(b);
-                        let side = c.mask_select(p, b, nb);
-                        let m2 = c.mask_and(m, side);
+                        let m2 = narrow(c, m, p, b);
                         let again = c.op(Op::INotEqual, Ty::BOOL, &[rest, zero]);
                         Ok((vec![m2, rest], again))
                     })?;
@@ -379,20 +398,33 @@ fn differing_words(
     Ok(m)
 }
 
+/// One slice: `m` narrowed to the lanes on this lane's side of the ballot `b` of `p`,
+/// `p ? m & b : m & ~b`.
+/// Measured on NVIDIA (docs/PERFORMANCE.md), with each bit's test right before its ballot:
+/// 0.7 units of `loop-only` per key bit, against 0.88 for `m & (p ? b : ~b)` with all tests
+/// emitted first, and 1.0 for `m & ~(b ^ s)` with `s` the bit sign-extended by
+/// `OpBitFieldSExtract`.
+fn narrow(code: &mut Code, m: Id, p: Id, b: Id) -> Id {
+    let with = code.mask_and(m, b);
+    let without = code.mask_and_not(m, b);
+    code.mask_select(p, with, without)
+}
+
+/// Whether bit `j` of the word `w` is set: `(w & (1 << j)) != 0`.
+fn bit_of(code: &mut Code, w: Id, j: u32) -> Id {
+    let zero = code.em.u32(0);
+    let bit = code.em.u32(1 << j);
+    let hit = code.op(Op::BitwiseAnd, Ty::U32, &[w, bit]);
+    code.op(Op::INotEqual, Ty::BOOL, &[hit, zero])
+}
+
 /// `m` narrowed by every bit of one key word, one ballot per bit, in a straight line.
 fn slice_word(code: &mut Code, m: Id, w: Id, bits: u32) -> Result<Id, LowerError> {
-    let one = code.em.u32(1);
-    let zero = code.em.u32(0);
     let mut m = m;
     for j in 0..bits {
-        let k = code.em.u32(j);
-        let s = code.op(Op::ShiftRightLogical, Ty::U32, &[w, k]);
-        let bit = code.op(Op::BitwiseAnd, Ty::U32, &[s, one]);
-        let p = code.op(Op::INotEqual, Ty::BOOL, &[bit, zero]);
+        let p = bit_of(code, w, j);
         let b = code.ballot(p)?;
-        let nb = code.mask_not(b);
-        let side = code.mask_select(p, b, nb);
-        m = code.mask_and(m, side);
+        m = narrow(code, m, p, b);
     }
     Ok(m)
 }
@@ -423,40 +455,20 @@ fn first_round_then_bit_sliced(code: &mut Code, key: &Key) -> Result<Id, LowerEr
     code.uniform_if(one_key, mt, |_| Ok(act), |code| bit_sliced(code, key))
 }
 
-/// One ballot per key bit; no loop.
+/// One ballot per key bit; no loop. Each bit's test is emitted right before its ballot and
+/// slice: measured on NVIDIA (docs/PERFORMANCE.md), all tests first and then all ballots cost
+/// 25% more (28 against 22 units of `loop-only` for a 32-bit key).
 fn bit_sliced(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
-    let mut preds = Vec::new();
+    let mut m = code.active()?;
     if let Some(bools) = &key.bools {
-        preds.extend(bools.iter().copied());
-    } else {
-        let one = code.em.u32(1);
-        let zero = code.em.u32(0);
-        for &(w, bits) in &key.words {
-            for j in 0..bits {
-                let bit = if j == 0 {
-                    code.op(Op::BitwiseAnd, Ty::U32, &[w, one])
-                } else {
-                    let k = code.em.u32(j);
-                    let s = code.op(Op::ShiftRightLogical, Ty::U32, &[w, k]);
-                    code.op(Op::BitwiseAnd, Ty::U32, &[s, one])
-                };
-                preds.push(code.op(Op::INotEqual, Ty::BOOL, &[bit, zero]));
-            }
+        for &p in bools {
+            let b = code.ballot(p)?;
+            m = narrow(code, m, p, b);
         }
+        return Ok(m);
     }
-    let act = code.active()?;
-    let mut m = act;
-    for (j, &p) in preds.iter().enumerate() {
-        let b = code.ballot(p)?;
-        let nb = code.mask_not(b);
-        if j == 0 {
-            // b holds only active lanes already: p ? b : act & ~b.
-            let off = code.mask_and(act, nb);
-            m = code.mask_select(p, b, off);
-        } else {
-            let side = code.mask_select(p, b, nb);
-            m = code.mask_and(m, side);
-        }
+    for &(w, bits) in &key.words {
+        m = slice_word(code, m, w, bits)?;
     }
     Ok(m)
 }

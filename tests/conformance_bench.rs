@@ -366,7 +366,7 @@ pub fn run(runner: &Runner) {
     let size = runner.info().subgroup_size;
     let mut table = format!(
         "GPU benchmark on {} ({}), subgroup size {size}: ns per op per subgroup (dependent chain of {iters}, \
-         {groups} workgroups of one subgroup, median of {rounds} round-robin rounds x {reps} dispatches, after a 2 s warm-up)\n\n\
+         {groups} workgroups of one subgroup, median of {rounds} round-robin rounds x {reps} dispatches, after a 3 s warm-up)\n\n\
          | op | class | loop-only | native | lowered (size unknown) | ratio | op-only ratio | lowered (size known) | ratio | op-only ratio | no `arithmetic`, size known (op-only ratio) | outputs equal |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|\n",
         runner.info().name,

@@ -293,6 +293,10 @@ fn partition_forms() {
     for f in fails.iter().take(40) {
         println!("FAIL {f}");
     }
-    assert!(fails.is_empty(), "{} failures (first ones above)", fails.len());
+    assert!(
+        fails.is_empty(),
+        "{} failures (first ones above)",
+        fails.len()
+    );
     assert!(runs > 0 || !filter.is_empty(), "no partition case ran");
 }

@@ -1,9 +1,11 @@
 //! The lowering library's contract beyond the fixtures: unchanged modules come back word for
 //! word, errors name the instruction and the missing feature, hygiene (capabilities, extensions,
-//! version, generator word), the options (subgroup size, float comparison), and no panic on
-//! malformed input.
+//! version, generator word), the options (subgroup size, float comparison, partition form), the
+//! stages that get the `SubgroupSize` branch for naga, and no panic on malformed input.
 
-use spv_subgroup_lower::{lower_words, FloatPartition, LowerError, LowerOptions, Target};
+use spv_subgroup_lower::{
+    lower_words, FloatPartition, LowerError, LowerOptions, PartitionForm, Target,
+};
 use spv_subgroup_tests::tools;
 
 const VOTE_1_0: &str = r#"
@@ -361,4 +363,65 @@ fn a_core_op_no_rewrite_provides_is_refused_naming_a_target_that_takes_it() {
     let (out, report) = lower_words(&words, &opts("vulkan1.1")).unwrap();
     assert!(!report.changed);
     assert_eq!(out, words);
+}
+
+#[test]
+fn partition_form_forces_each_form_and_auto_picks_by_key_words() {
+    let words = tools::assemble(PARTITION_1_3, "spv1.3").unwrap();
+    let lowered = |form: PartitionForm| {
+        let mut o = opts("vulkan1.1");
+        o.subgroup_size = Some(32);
+        o.partition_form = form;
+        dis(&lower_words(&words, &o).unwrap().0)
+    };
+    let reduction = "OpGroupNonUniformBitwiseOr";
+    let shuffle = "OpGroupNonUniformShuffle";
+    let sliced = lowered(PartitionForm::BitSliced);
+    assert!(
+        !sliced.contains(shuffle) && !sliced.contains(reduction),
+        "{sliced}"
+    );
+    let round = lowered(PartitionForm::FirstRound);
+    assert!(
+        round.contains(shuffle) && !round.contains(reduction),
+        "{round}"
+    );
+    let differing = lowered(PartitionForm::DifferingBits);
+    assert!(differing.contains(reduction), "{differing}");
+    let waterfall = lowered(PartitionForm::Waterfall);
+    assert!(waterfall.contains("OpLoopMerge") && !waterfall.contains(reduction));
+    // A float key is one word over 16 bits: the first round, then the slices.
+    assert_eq!(lowered(PartitionForm::Auto), round);
+    // A two-word key takes the differing bits.
+    let double_key = PARTITION_1_3
+        .replace(
+            "OpCapability Shader",
+            "OpCapability Shader\nOpCapability Float64",
+        )
+        .replace("%float = OpTypeFloat 32", "%float = OpTypeFloat 64");
+    let words = tools::assemble(&double_key, "spv1.3").unwrap();
+    let mut o = opts("vulkan1.1");
+    o.subgroup_size = Some(32);
+    assert!(dis(&lower_words(&words, &o).unwrap().0).contains(reduction));
+}
+
+#[test]
+fn naga_gets_the_size_branch_only_where_it_takes_subgroup_size() {
+    let size = "BuiltIn SubgroupSize";
+    let compute = tools::assemble(PARTITION_1_3, "spv1.3").unwrap();
+    let out = dis(&lower_words(&compute, &opts("naga")).unwrap().0);
+    assert!(out.contains(size), "{out}");
+    // naga's validator refuses `SubgroupSize` in a vertex shader.
+    let vertex = PARTITION_1_3
+        .replace(
+            "OpEntryPoint GLCompute %main \"main\"",
+            "OpEntryPoint Vertex %main \"main\"",
+        )
+        .replace("OpExecutionMode %main LocalSize 32 1 1\n", "");
+    let words = tools::assemble(&vertex, "spv1.3").unwrap();
+    let out = dis(&lower_words(&words, &opts("naga")).unwrap().0);
+    assert!(!out.contains(size), "{out}");
+    // Other consumers take it in every stage.
+    let out = dis(&lower_words(&words, &opts("vulkan1.1")).unwrap().0);
+    assert!(out.contains(size), "{out}");
 }

@@ -7,6 +7,9 @@
 //! point would hand the other stage a `Flat` input. Such functions are cloned for the other
 //! stages, loading an undecorated twin of each `Flat` built-in, and those entry points call
 //! (or are) the clones.
+//!
+//! Also which functions only entry points of some stages reach ([`only_reached_from`]): a
+//! naga-like consumer takes the `SubgroupSize` built-in in compute and fragment shaders only.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

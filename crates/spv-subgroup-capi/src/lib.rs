@@ -353,39 +353,31 @@ pub unsafe extern "C" fn spvsg_validate(
 ) -> spvsg_result_t {
     // SAFETY: forwarded from this function's contract.
     unsafe {
-        clear(diagnostic);
-        clear(report);
+        with_module(
+            context,
+            (words, word_count),
+            (report, "report"),
+            diagnostic,
+            |ctx, words| {
+                let opts = ValidateOptions {
+                    target_env: ctx.target_env.clone(),
+                    target: Some(ctx.target.clone()),
+                };
+                let found = validate(words, &opts).map_err(|e| Failure {
+                    code: SPVSG_ERROR_INVALID_BINARY,
+                    word_offset: e.word_offset,
+                    result_id: 0,
+                    message: e.to_string(),
+                })?;
+                let code = if found.has_errors() {
+                    SPVSG_FINDINGS
+                } else {
+                    SPVSG_SUCCESS
+                };
+                Ok((report_of(&found.diagnostics), code))
+            },
+        )
     }
-    guard(diagnostic, || {
-        // SAFETY: forwarded from this function's contract.
-        let (Some(ctx), Some(words)) = (unsafe { context.as_ref() }, unsafe {
-            words_arg(words, word_count)
-        }) else {
-            return Err(null_pointer("context and words"));
-        };
-        if report.is_null() {
-            return Err(null_pointer("report"));
-        }
-        let opts = ValidateOptions {
-            target_env: ctx.target_env.clone(),
-            target: Some(ctx.target.clone()),
-        };
-        let found = validate(words, &opts).map_err(|e| Failure {
-            code: SPVSG_ERROR_INVALID_BINARY,
-            word_offset: e.word_offset,
-            result_id: 0,
-            message: e.to_string(),
-        })?;
-        let code = if found.has_errors() {
-            SPVSG_FINDINGS
-        } else {
-            SPVSG_SUCCESS
-        };
-        let built = Box::into_raw(Box::new(report_of(&found.diagnostics)));
-        // SAFETY: checked non-null above; the caller provides storage for one pointer.
-        unsafe { *report = built };
-        Ok(code)
-    })
 }
 
 /// How many findings a report holds (0 for NULL).
@@ -448,39 +440,32 @@ pub unsafe extern "C" fn spvsg_lower(
 ) -> spvsg_result_t {
     // SAFETY: forwarded from this function's contract.
     unsafe {
-        clear(diagnostic);
-        clear(binary);
+        with_module(
+            context,
+            (words, word_count),
+            (binary, "binary"),
+            diagnostic,
+            |ctx, words| {
+                let opts = LowerOptions {
+                    target: ctx.target.clone(),
+                    subgroup_size: ctx.subgroup_size,
+                    float_partition: ctx.float_partition,
+                    ..LowerOptions::default()
+                };
+                let (out, report) = lower_and_verify(words, &opts, ctx.target_env.as_deref())
+                    .map_err(failure_of)?;
+                let rewritten = report.rewrites.iter().map(|(_, n)| n).sum();
+                let code = Box::into_raw(out.into_boxed_slice());
+                let built = spvsg_binary_t {
+                    code: code.cast(),
+                    word_count: code.len(),
+                    changed: report.changed,
+                    rewritten,
+                };
+                Ok((built, SPVSG_SUCCESS))
+            },
+        )
     }
-    guard(diagnostic, || {
-        // SAFETY: forwarded from this function's contract.
-        let (Some(ctx), Some(words)) = (unsafe { context.as_ref() }, unsafe {
-            words_arg(words, word_count)
-        }) else {
-            return Err(null_pointer("context and words"));
-        };
-        if binary.is_null() {
-            return Err(null_pointer("binary"));
-        }
-        let opts = LowerOptions {
-            target: ctx.target.clone(),
-            subgroup_size: ctx.subgroup_size,
-            float_partition: ctx.float_partition,
-            ..LowerOptions::default()
-        };
-        let (out, report) =
-            lower_and_verify(words, &opts, ctx.target_env.as_deref()).map_err(failure_of)?;
-        let rewritten = report.rewrites.iter().map(|(_, n)| n).sum();
-        let code = Box::into_raw(out.into_boxed_slice());
-        let built = Box::into_raw(Box::new(spvsg_binary_t {
-            code: code.cast(),
-            word_count: code.len(),
-            changed: report.changed,
-            rewritten,
-        }));
-        // SAFETY: checked non-null above; the caller provides storage for one pointer.
-        unsafe { *binary = built };
-        Ok(SPVSG_SUCCESS)
-    })
 }
 
 /// Frees a lowered module and its words. NULL is ignored.
@@ -591,6 +576,43 @@ fn failure_of(f: VerifyError) -> Failure {
         result_id,
         message: f.to_string(),
     }
+}
+
+/// The frame of an entry point that takes a context and a module and hands back one object:
+/// clears the out-pointers, refuses NULLs, runs `body` with no panic crossing the boundary, and
+/// stores the object `body` built in `*out` (boxed; the matching destroy function frees it).
+///
+/// # Safety
+/// `context` is NULL or a live context; `words` is `(pointer, count)` with the pointer NULL or
+/// pointing to `count` readable words; `out.0` and `diagnostic` are NULL or point to writable
+/// storage for one pointer.
+unsafe fn with_module<T>(
+    context: *const spvsg_context_t,
+    (words, word_count): (*const u32, usize),
+    (out, out_name): (*mut *mut T, &str),
+    diagnostic: *mut *mut spvsg_diagnostic_t,
+    body: impl FnOnce(&spvsg_context_t, &[u32]) -> Result<(T, spvsg_result_t), Failure>,
+) -> spvsg_result_t {
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        clear(diagnostic);
+        clear(out);
+    }
+    guard(diagnostic, || {
+        // SAFETY: forwarded from this function's contract.
+        let (Some(ctx), Some(words)) = (unsafe { context.as_ref() }, unsafe {
+            words_arg(words, word_count)
+        }) else {
+            return Err(null_pointer("context and words"));
+        };
+        if out.is_null() {
+            return Err(null_pointer(out_name));
+        }
+        let (built, code) = body(ctx, words)?;
+        // SAFETY: checked non-null above; the caller provides storage for one pointer.
+        unsafe { *out = Box::into_raw(Box::new(built)) };
+        Ok(code)
+    })
 }
 
 /// Runs an entry point's body: a `Failure` or a caught panic becomes its code and, when the

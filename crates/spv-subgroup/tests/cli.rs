@@ -5,26 +5,12 @@
 //! Modules are compiled from GLSL with `glslangValidator` or assembled with `spirv-as` at test time
 //! (a missing tool fails the test with an install hint).
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
+use std::process::{Command, Stdio};
+
+use common::*;
 use spv_subgroup_tests::tools;
-
-const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
-
-fn example_source() -> PathBuf {
-    tools::workspace_root().join("fixtures/examples/partitioned_vote.comp")
-}
-
-fn to_bytes(words: &[u32]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-/// The example shader compiled by glslang: uses both extensions, valid.
-fn example_words() -> Vec<u32> {
-    tools::compile_glsl(&example_source(), "vulkan1.1").expect("the example compiles")
-}
 
 /// The example with one `OpExtension` line removed (disassemble, edit, reassemble).
 fn example_without_extension(ext: &str) -> Vec<u32> {
@@ -39,74 +25,13 @@ fn example_without_extension(ext: &str) -> Vec<u32> {
     tools::assemble(&edited, "vulkan1.1").expect("the edited module assembles")
 }
 
-/// A compute shader without any subgroup operation (nothing to lower).
-fn plain_words() -> Vec<u32> {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("plain.comp");
-    std::fs::write(
-        &src,
-        "#version 450\nlayout(local_size_x = 8) in;\nlayout(std430, binding = 0) buffer B { uint v[]; };\n\
-         void main() { v[gl_GlobalInvocationID.x] += 1u; }\n",
-    )
-    .unwrap();
-    tools::compile_glsl(&src, "vulkan1.1").expect("plain shader compiles")
-}
-
-fn run(args: &[&str], cwd: &Path, stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(EXE)
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    if let Some(bytes) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        pipe.write_all(bytes).unwrap();
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Shows everything about a run in assertion messages.
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    )
-}
-
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let p = dir.join(name);
-    if let Some(parent) = p.parent() {
-        std::fs::create_dir_all(parent).unwrap();
-    }
-    std::fs::write(&p, bytes).unwrap();
-    p
-}
-
 // ---- validate ---------------------------------------------------------------------------------
 
 #[test]
 fn valid_glslang_shader_prints_nothing_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "ok.spv", &to_bytes(&example_words()));
-    let o = run(&["validate", "ok.spv"], dir.path(), None);
+    let o = run(&["validate", "ok.spv"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert_eq!(text(&o.stdout), "", "{}", show(&o));
 }
@@ -121,7 +46,7 @@ fn missing_partitioned_extension_prints_rule_and_instruction_and_exits_1() {
             "SPV_NV_shader_subgroup_partitioned",
         )),
     );
-    let o = run(&["validate", "bad.spv"], dir.path(), None);
+    let o = run(&["validate", "bad.spv"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     let out = text(&o.stdout);
     assert!(out.contains("error[SG0202]"), "{}", show(&o));
@@ -141,7 +66,7 @@ fn missing_vote_extension_prints_rule_and_exits_1() {
         "bad.spv",
         &to_bytes(&example_without_extension("SPV_KHR_subgroup_vote")),
     );
-    let o = run(&["validate", "bad.spv"], dir.path(), None);
+    let o = run(&["validate", "bad.spv"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     assert!(text(&o.stdout).contains("error[SG0102]"), "{}", show(&o));
     assert!(
@@ -155,22 +80,14 @@ fn missing_vote_extension_prints_rule_and_exits_1() {
 fn target_misfit_exits_1_and_suggests_lower() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "ex.spv", &to_bytes(&example_words()));
-    let o = run(
-        &["validate", "--target", "vulkan1.1", "ex.spv"],
-        dir.path(),
-        None,
-    );
+    let o = run(&["validate", "--target", "vulkan1.1", "ex.spv"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     assert!(
         text(&o.stdout).contains("spv-subgroup lower"),
         "{}",
         show(&o)
     );
-    let o = run(
-        &["validate", "--target", "nvidia", "ex.spv"],
-        dir.path(),
-        None,
-    );
+    let o = run(&["validate", "--target", "nvidia", "ex.spv"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
 }
 
@@ -182,9 +99,9 @@ fn stdin_is_read_without_input_and_with_dash() {
         "SPV_NV_shader_subgroup_partitioned",
     ));
     for args in [&["validate"][..], &["validate", "-"][..]] {
-        let o = run(args, dir.path(), Some(&good));
+        let o = run_with_stdin(args, dir.path(), &good);
         assert_eq!(code(&o), 0, "{}", show(&o));
-        let o = run(args, dir.path(), Some(&bad));
+        let o = run_with_stdin(args, dir.path(), &bad);
         assert_eq!(code(&o), 1, "{}", show(&o));
         assert!(text(&o.stdout).contains("<stdin>"), "{}", show(&o));
     }
@@ -200,11 +117,7 @@ fn directory_is_searched_recursively_for_spv_files() {
         &to_bytes(&plain_words()),
     );
     write(dir.path(), "shaders/readme.txt", b"not a module");
-    let o = run(
-        &["validate", "--format", "json", "shaders"],
-        dir.path(),
-        None,
-    );
+    let o = run(&["validate", "--format", "json", "shaders"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let files: Vec<&str> = doc["files"]
@@ -220,7 +133,7 @@ fn directory_is_searched_recursively_for_spv_files() {
         "shaders/nested/c.spv",
         &to_bytes(&example_without_extension("SPV_KHR_subgroup_vote")),
     );
-    let o = run(&["validate", "shaders"], dir.path(), None);
+    let o = run(&["validate", "shaders"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     assert!(
         text(&o.stdout).contains("shaders/nested/c.spv"),
@@ -230,7 +143,7 @@ fn directory_is_searched_recursively_for_spv_files() {
     assert!(text(&o.stderr).contains("checked 3 files"), "{}", show(&o));
 
     std::fs::create_dir(dir.path().join("empty")).unwrap();
-    let o = run(&["validate", "empty"], dir.path(), None);
+    let o = run(&["validate", "empty"], dir.path());
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(text(&o.stderr).contains("no `*.spv` files"), "{}", show(&o));
 }
@@ -256,7 +169,6 @@ fn json_output_shape() {
             "validate", "--format", "json", "good.spv", "bad.spv", "junk.spv",
         ],
         dir.path(),
-        None,
     );
     assert_eq!(code(&o), 1, "{}", show(&o));
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
@@ -281,7 +193,7 @@ fn human_output_snapshot() {
             "SPV_NV_shader_subgroup_partitioned",
         )),
     );
-    let o = run(&["validate", "bad.spv"], dir.path(), None);
+    let o = run(&["validate", "bad.spv"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     insta::assert_snapshot!("validate_human", text(&o.stdout));
 }
@@ -296,21 +208,13 @@ fn color_always_colours_the_heads() {
             "SPV_NV_shader_subgroup_partitioned",
         )),
     );
-    let o = run(
-        &["validate", "--color", "always", "bad.spv"],
-        dir.path(),
-        None,
-    );
+    let o = run(&["validate", "--color", "always", "bad.spv"], dir.path());
     assert!(
         text(&o.stdout).contains("\x1b[1;31merror[SG0202]\x1b[0m"),
         "{}",
         show(&o)
     );
-    let o = run(
-        &["validate", "--color", "never", "bad.spv"],
-        dir.path(),
-        None,
-    );
+    let o = run(&["validate", "--color", "never", "bad.spv"], dir.path());
     assert!(!text(&o.stdout).contains('\x1b'), "{}", show(&o));
 }
 
@@ -321,22 +225,18 @@ fn malformed_input_names_file_and_word_offset() {
     // The first instruction (word 5) now claims more words than the module has.
     words[5] = (0xffff << 16) | (words[5] & 0xffff);
     write(dir.path(), "cut.spv", &to_bytes(&words));
-    let o = run(&["validate", "cut.spv"], dir.path(), None);
+    let o = run(&["validate", "cut.spv"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     let out = text(&o.stdout);
     assert!(out.contains("cut.spv"), "{}", show(&o));
     assert!(out.contains("word 5"), "{}", show(&o));
-    let o = run(
-        &["validate", "--format", "json", "cut.spv"],
-        dir.path(),
-        None,
-    );
+    let o = run(&["validate", "--format", "json", "cut.spv"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(doc["files"][0]["error"]["word_offset"], 5, "{}", show(&o));
 
     write(dir.path(), "text.spv", b"#version 450\n");
-    let o = run(&["validate", "text.spv"], dir.path(), None);
+    let o = run(&["validate", "text.spv"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     assert!(text(&o.stdout).contains("text.spv"), "{}", show(&o));
 }
@@ -345,16 +245,15 @@ fn malformed_input_names_file_and_word_offset() {
 fn usage_and_io_errors_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "ok.spv", &to_bytes(&plain_words()));
-    let o = run(&["validate", "missing.spv"], dir.path(), None);
+    let o = run(&["validate", "missing.spv"], dir.path());
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(text(&o.stderr).contains("missing.spv"), "{}", show(&o));
     // An unreadable file among readable ones: the others are still checked.
-    let o = run(&["validate", "ok.spv", "missing.spv"], dir.path(), None);
+    let o = run(&["validate", "ok.spv", "missing.spv"], dir.path());
     assert_eq!(code(&o), 2, "{}", show(&o));
     let o = run(
         &["validate", "--target-env", "vulkan9", "ok.spv"],
         dir.path(),
-        None,
     );
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(
@@ -365,7 +264,6 @@ fn usage_and_io_errors_exit_2() {
     let o = run(
         &["validate", "--target", "no-such-device", "ok.spv"],
         dir.path(),
-        None,
     );
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(
@@ -373,9 +271,9 @@ fn usage_and_io_errors_exit_2() {
         "lists the presets: {}",
         show(&o)
     );
-    let o = run(&["validate", "--format", "xml", "ok.spv"], dir.path(), None);
+    let o = run(&["validate", "--format", "xml", "ok.spv"], dir.path());
     assert_eq!(code(&o), 2, "{}", show(&o));
-    let o = run(&["frobnicate"], dir.path(), None);
+    let o = run(&["frobnicate"], dir.path());
     assert_eq!(code(&o), 2, "{}", show(&o));
 }
 
@@ -392,11 +290,7 @@ fn spirv_val_target_envs_are_accepted() {
         "universal1.3",
         "vulkan1.1spv1.4",
     ] {
-        let o = run(
-            &["validate", "--target-env", env, "ok.spv"],
-            dir.path(),
-            None,
-        );
+        let o = run(&["validate", "--target-env", env, "ok.spv"], dir.path());
         assert_eq!(code(&o), 0, "--target-env {env}: {}", show(&o));
     }
 }
@@ -409,7 +303,7 @@ fn help_documents_exit_status_and_examples() {
         &["validate", "--help"][..],
         &["lower", "--help"][..],
     ] {
-        let o = run(args, dir.path(), None);
+        let o = run(args, dir.path());
         assert_eq!(code(&o), 0, "{}", show(&o));
         let out = text(&o.stdout);
         assert!(
@@ -425,7 +319,7 @@ fn help_documents_exit_status_and_examples() {
 #[test]
 fn explain_by_code_and_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let by_code = run(&["explain", "SG0101"], dir.path(), None);
+    let by_code = run(&["explain", "SG0101"], dir.path());
     assert_eq!(code(&by_code), 0, "{}", show(&by_code));
     let out = text(&by_code.stdout);
     assert!(
@@ -434,7 +328,7 @@ fn explain_by_code_and_by_name() {
         show(&by_code)
     );
     // The kind and the VUID of a rule Vulkan names (issue 13, issue 9 item 2).
-    let vuid = run(&["explain", "SG0609"], dir.path(), None);
+    let vuid = run(&["explain", "SG0609"], dir.path());
     let out_v = text(&vuid.stdout);
     assert!(
         out_v.starts_with("SG0609 subgroup-memory-scope (error, invalid)")
@@ -442,7 +336,7 @@ fn explain_by_code_and_by_name() {
         "{}",
         show(&vuid)
     );
-    let ub = run(&["explain", "SG0606"], dir.path(), None);
+    let ub = run(&["explain", "SG0606"], dir.path());
     assert!(
         text(&ub.stdout)
             .starts_with("SG0606 cluster-size-undefined (warning, undefined behaviour)"),
@@ -450,21 +344,21 @@ fn explain_by_code_and_by_name() {
         show(&ub)
     );
     assert!(out.contains("SubgroupVoteKHR"), "{}", show(&by_code));
-    let lower_case = run(&["explain", "sg0101"], dir.path(), None);
+    let lower_case = run(&["explain", "sg0101"], dir.path());
     assert_eq!(by_code.stdout, lower_case.stdout);
-    let by_name = run(&["explain", "vote-missing-capability"], dir.path(), None);
+    let by_name = run(&["explain", "vote-missing-capability"], dir.path());
     assert_eq!(by_code.stdout, by_name.stdout);
-    let all = run(&["explain"], dir.path(), None);
+    let all = run(&["explain"], dir.path());
     assert_eq!(code(&all), 0);
     assert!(text(&all.stdout).lines().count() > 10, "{}", show(&all));
-    let unknown = run(&["explain", "SG9999"], dir.path(), None);
+    let unknown = run(&["explain", "SG9999"], dir.path());
     assert_eq!(code(&unknown), 2, "{}", show(&unknown));
 }
 
 #[test]
 fn targets_lists_presets_and_shows_editable_json() {
     let dir = tempfile::tempdir().unwrap();
-    let o = run(&["targets"], dir.path(), None);
+    let o = run(&["targets"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     for name in ["vulkan1.1", "lavapipe", "nvidia", "khr-ballot", "naga"] {
         assert!(
@@ -473,7 +367,7 @@ fn targets_lists_presets_and_shows_editable_json() {
             show(&o)
         );
     }
-    let o = run(&["targets", "--show", "nvidia"], dir.path(), None);
+    let o = run(&["targets", "--show", "nvidia"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     let mut edited: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(edited["ops"]["partitioned"], true);
@@ -481,14 +375,13 @@ fn targets_lists_presets_and_shows_editable_json() {
     edited["name"] = "my-gpu".into();
     edited["ops"]["partitioned"] = false.into();
     write(dir.path(), "my-gpu.json", edited.to_string().as_bytes());
-    let o = run(&["targets", "--show", "my-gpu.json"], dir.path(), None);
+    let o = run(&["targets", "--show", "my-gpu.json"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert!(text(&o.stdout).contains("\"my-gpu\""), "{}", show(&o));
     write(dir.path(), "ex.spv", &to_bytes(&example_words()));
     let o = run(
         &["validate", "--target", "my-gpu.json", "ex.spv"],
         dir.path(),
-        None,
     );
     assert_eq!(
         code(&o),
@@ -498,15 +391,11 @@ fn targets_lists_presets_and_shows_editable_json() {
     );
     // A vulkaninfo report is read too.
     let report = tools::workspace_root().join("fixtures/targets/lavapipe-vulkaninfo.json");
-    let o = run(
-        &["targets", "--show", report.to_str().unwrap()],
-        dir.path(),
-        None,
-    );
+    let o = run(&["targets", "--show", report.to_str().unwrap()], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     let t: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(t["ops"]["khr_vote"], true);
-    let o = run(&["targets", "--show", "nope"], dir.path(), None);
+    let o = run(&["targets", "--show", "nope"], dir.path());
     assert_eq!(code(&o), 2, "{}", show(&o));
 }
 
@@ -532,7 +421,7 @@ fn closed_stdout_exits_quietly() {
 fn lower_writes_a_valid_module_and_a_summary() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "in.spv", &to_bytes(&example_words()));
-    let o = run(&["lower", "in.spv", "-o", "out.spv"], dir.path(), None);
+    let o = run(&["lower", "in.spv", "-o", "out.spv"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     let err = text(&o.stderr);
     assert!(
@@ -556,11 +445,10 @@ fn lower_writes_a_valid_module_and_a_summary() {
     let o = run(
         &["validate", "--target", "vulkan1.1", "out.spv"],
         dir.path(),
-        None,
     );
     assert_eq!(code(&o), 0, "{}", show(&o));
     // Lowering the output again changes nothing.
-    let o = run(&["lower", "out.spv", "-o", "again.spv"], dir.path(), None);
+    let o = run(&["lower", "out.spv", "-o", "again.spv"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert_eq!(
         std::fs::read(dir.path().join("again.spv")).unwrap(),
@@ -573,7 +461,7 @@ fn lower_leaves_an_unchanged_module_byte_identical() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = to_bytes(&plain_words());
     write(dir.path(), "in.spv", &bytes);
-    let o = run(&["lower", "in.spv", "-o", "out.spv"], dir.path(), None);
+    let o = run(&["lower", "in.spv", "-o", "out.spv"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert!(text(&o.stderr).contains("unchanged"), "{}", show(&o));
     assert_eq!(std::fs::read(dir.path().join("out.spv")).unwrap(), bytes);
@@ -583,7 +471,6 @@ fn lower_leaves_an_unchanged_module_byte_identical() {
     let o = run(
         &["lower", "--target", "nvidia", "ex.spv", "-o", "ex.out.spv"],
         dir.path(),
-        None,
     );
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert_eq!(std::fs::read(dir.path().join("ex.out.spv")).unwrap(), bytes);
@@ -597,17 +484,16 @@ fn big_endian_modules_are_read_and_kept_as_is_when_unchanged() {
         .flat_map(|w| w.to_be_bytes())
         .collect();
     write(dir.path(), "be.spv", &be);
-    let o = run(&["validate", "be.spv"], dir.path(), None);
+    let o = run(&["validate", "be.spv"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     let o = run(
         &["lower", "--target", "nvidia", "be.spv", "-o", "same.spv"],
         dir.path(),
-        None,
     );
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert_eq!(std::fs::read(dir.path().join("same.spv")).unwrap(), be);
     // A lowered module is written little-endian, as the tools write it.
-    let o = run(&["lower", "be.spv", "-o", "low.spv"], dir.path(), None);
+    let o = run(&["lower", "be.spv", "-o", "low.spv"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     let out = tools::read_words(&dir.path().join("low.spv"));
     assert_eq!(out[0], 0x0723_0203);
@@ -619,9 +505,9 @@ fn lower_dash_reads_stdin_and_writes_stdout() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = to_bytes(&example_words());
     write(dir.path(), "in.spv", &bytes);
-    let file = run(&["lower", "in.spv", "-o", "out.spv"], dir.path(), None);
+    let file = run(&["lower", "in.spv", "-o", "out.spv"], dir.path());
     assert_eq!(code(&file), 0, "{}", show(&file));
-    let piped = run(&["lower", "-", "-o", "-"], dir.path(), Some(&bytes));
+    let piped = run_with_stdin(&["lower", "-", "-o", "-"], dir.path(), &bytes);
     assert_eq!(code(&piped), 0, "{}", show(&piped));
     assert_eq!(
         piped.stdout,
@@ -644,7 +530,6 @@ fn lower_failures_leave_no_file() {
     let o = run(
         &["lower", "plain.spv", "-o", "no/such/dir/out.spv"],
         dir.path(),
-        None,
     );
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(
@@ -655,7 +540,7 @@ fn lower_failures_leave_no_file() {
     assert!(!dir.path().join("no").exists());
     // Malformed input: exit 1, an existing output is left as it was, no temporary files remain.
     write(dir.path(), "keep.spv", b"previous");
-    let o = run(&["lower", "junk.spv", "-o", "keep.spv"], dir.path(), None);
+    let o = run(&["lower", "junk.spv", "-o", "keep.spv"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     assert!(text(&o.stderr).contains("junk.spv"), "{}", show(&o));
     assert_eq!(
@@ -671,7 +556,6 @@ fn lower_failures_leave_no_file() {
     let o = run(
         &["lower", "--target", "bare.json", "in.spv", "-o", "keep.spv"],
         dir.path(),
-        None,
     );
     assert_eq!(code(&o), 1, "{}", show(&o));
     assert!(
@@ -754,7 +638,7 @@ fn lower_rejects_bad_options() {
             "32",
         ][..],
     ] {
-        let o = run(args, dir.path(), None);
+        let o = run(args, dir.path());
         assert_eq!(code(&o), 2, "{args:?}: {}", show(&o));
         assert!(!dir.path().join("o.spv").exists());
     }
@@ -770,7 +654,6 @@ fn lower_rejects_bad_options() {
             "bitwise",
         ],
         dir.path(),
-        None,
     );
     assert_eq!(code(&o), 0, "{}", show(&o));
 }
@@ -780,7 +663,7 @@ fn lower_rejects_bad_options() {
 #[test]
 fn docs_targets_md_shows_the_current_lavapipe_preset() {
     let dir = tempfile::tempdir().unwrap();
-    let o = run(&["targets", "--show", "lavapipe"], dir.path(), None);
+    let o = run(&["targets", "--show", "lavapipe"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     let doc = std::fs::read_to_string(tools::workspace_root().join("docs/targets.md")).unwrap();
     let start = doc

@@ -4,59 +4,15 @@
 //! (Id bounds near 2^32 are `cli_lower_reliability.rs`'s P06/P07 test, a closed stdout
 //! `cli_io.rs`'s P10 test.)
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-use spv_subgroup_tests::tools;
-
-const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
-
-fn to_bytes(words: &[u32]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-/// The README example (something to lower), compiled by glslang.
-fn example() -> Vec<u32> {
-    let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
-    tools::compile_glsl(&src, "vulkan1.1").expect("the example compiles")
-}
-
-/// Runs `sh -c SCRIPT` in `dir` with `$0` set to the binary.
-fn sh(script: &str, dir: &Path) -> Output {
-    Command::new("sh")
-        .args(["-c", script, EXE])
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("sh runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn temp_files(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".spv-subgroup-"))
-        .collect()
-}
+use common::*;
 
 #[test]
 fn word_count_past_the_end_is_malformed_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut words = example();
+    let mut words = example_words();
     // The last instruction (OpFunctionEnd) claims 0xFFFF words.
     let last = words.len() - 1;
     words[last] |= 0xFFFF << 16;
@@ -80,7 +36,7 @@ fn word_count_past_the_end_is_malformed_and_nothing_is_written() {
 fn output_naming_the_input_replaces_it_whole_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let input = to_bytes(&example());
+    let input = to_bytes(&example_words());
     std::fs::write(d.join("in.spv"), &input).unwrap();
     let o = sh(r#"exec "$0" lower in.spv -o ref.spv -q"#, d);
     assert_eq!(code(&o), 0, "{}", show(&o));
@@ -103,7 +59,7 @@ fn full_disk_is_an_io_error_and_the_old_output_survives() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // A module larger than the disk: the example with 64 KiB of OpNop in its first block.
-    let mut words = example();
+    let mut words = example_words();
     let at = first_block_body(&words);
     words.splice(at..at, std::iter::repeat_n(1 << 16, 16 * 1024));
     std::fs::write(d.join("in.spv"), to_bytes(&words)).unwrap();
@@ -159,7 +115,7 @@ fn lowering_a_large_module_stays_within_its_memory_bound() {
     // about 4, so 200 MB of address space beyond the program's own is plenty.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut words = example();
+    let mut words = example_words();
     let at = first_block_body(&words);
     words.splice(at..at, std::iter::repeat_n(1 << 16, 4 * 1024 * 1024));
     std::fs::write(d.join("in.spv"), to_bytes(&words)).unwrap();

@@ -5,74 +5,19 @@
 //! symbolic links), never by writing to the machine's own `/dev`: a broken build must not be able
 //! to replace a real device node.
 
+mod common;
+
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::*;
 use spv_subgroup_tests::tools;
 
-const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
 const MAGIC: [u8; 4] = 0x0723_0203u32.to_le_bytes();
-
-fn to_bytes(words: &[u32]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-/// The README example (both extensions, something to lower), compiled by glslang.
-fn example_bytes() -> Vec<u8> {
-    let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
-    to_bytes(&tools::compile_glsl(&src, "vulkan1.1").expect("the example compiles"))
-}
-
-fn command(args: &[&str], cwd: &Path) -> Command {
-    let mut c = Command::new(EXE);
-    c.args(args).current_dir(cwd).env("NO_COLOR", "1");
-    c
-}
-
-fn run(args: &[&str], cwd: &Path) -> Output {
-    command(args, cwd)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the binary runs")
-}
-
-/// Runs `sh -c SCRIPT` with `$0` set to the binary (for umask and closed descriptors).
-fn run_sh(script: &str, cwd: &Path) -> Output {
-    Command::new("sh")
-        .args(["-c", script, EXE])
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("sh runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    )
-}
-
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
-}
 
 /// The example lowered into a plain new file: what every other kind of output must receive.
 fn lowered_reference(dir: &Path) -> Vec<u8> {
@@ -88,14 +33,6 @@ fn setup() -> (tempfile::TempDir, Vec<u8>) {
     write(dir.path(), "in.spv", &example_bytes());
     let reference = lowered_reference(dir.path());
     (dir, reference)
-}
-
-fn temp_files(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".spv-subgroup-"))
-        .collect()
 }
 
 // ---- P01: outputs that are not regular files ---------------------------------------------------
@@ -222,12 +159,12 @@ fn p01_directory_output_is_refused() {
 #[test]
 fn p10_closed_stdout_is_an_error() {
     let (dir, _) = setup();
-    let o = run_sh(r#"exec "$0" lower in.spv -o - >&-"#, dir.path());
+    let o = sh(r#"exec "$0" lower in.spv -o - >&-"#, dir.path());
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(text(&o.stderr).contains("stdout"), "{}", show(&o));
     assert!(text(&o.stderr).contains("closed"), "{}", show(&o));
     // The same through /dev/stdout.
-    let o = run_sh(r#"exec "$0" lower in.spv -o /dev/stdout >&-"#, dir.path());
+    let o = sh(r#"exec "$0" lower in.spv -o /dev/stdout >&-"#, dir.path());
     assert_eq!(code(&o), 2, "{}", show(&o));
 }
 
@@ -390,7 +327,7 @@ fn p14_control_characters_in_module_strings_are_escaped() {
 #[test]
 fn p15_new_outputs_respect_the_umask() {
     let (dir, _) = setup();
-    let o = run_sh(
+    let o = sh(
         r#"umask 077; exec "$0" lower in.spv -o new.spv -q"#,
         dir.path(),
     );
@@ -400,7 +337,7 @@ fn p15_new_outputs_respect_the_umask() {
         .mode()
         & 0o7777;
     assert_eq!(mode, 0o600, "{mode:o}");
-    let o = run_sh(
+    let o = sh(
         r#"umask 022; exec "$0" lower in.spv -o new22.spv -q"#,
         dir.path(),
     );

@@ -4,42 +4,16 @@
 //! disassembly as the snippet, agreeing with the JSON format's word offsets.
 //! Also: `validate` checks files in parallel but prints in input order (issue 11 item 2).
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod common;
 
+use common::*;
 use serde_json::Value;
 use spv_subgroup_tests::tools;
-
-const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
-
-fn run(args: &[&str], cwd: &Path) -> Output {
-    Command::new(EXE)
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("the binary runs")
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn to_bytes(words: &[u32]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
 
 /// A directory with a valid module, one with findings (the vote extension removed), one whose
 /// name needs percent-encoding, and a malformed one.
 fn inputs() -> tempfile::TempDir {
-    let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
-    let words = tools::compile_glsl(&src, "vulkan1.1").expect("the example compiles");
+    let words = example_words();
     let text = tools::disassemble(&words);
     let line = "OpExtension \"SPV_KHR_subgroup_vote\"";
     assert!(text.contains(line));

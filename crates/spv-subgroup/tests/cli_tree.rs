@@ -5,103 +5,23 @@
 //! Modules are compiled from GLSL with `glslangValidator` at test time (a missing tool fails the
 //! test with an install hint); outputs are checked with `spirv-val`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
 use spv_subgroup_tests::tools;
-
-const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
-
-fn to_bytes(words: &[u32]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-/// The README example: uses both extensions, so it changes when lowered for Vulkan 1.1.
-fn example() -> Vec<u8> {
-    let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
-    to_bytes(&tools::compile_glsl(&src, "vulkan1.1").expect("the example compiles"))
-}
-
-/// A compute shader without any subgroup operation (nothing to lower).
-fn plain() -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("plain.comp");
-    std::fs::write(
-        &src,
-        "#version 450\nlayout(local_size_x = 8) in;\nlayout(std430, binding = 0) buffer B { uint v[]; };\n\
-         void main() { v[gl_GlobalInvocationID.x] += 1u; }\n",
-    )
-    .unwrap();
-    to_bytes(&tools::compile_glsl(&src, "vulkan1.1").expect("plain shader compiles"))
-}
-
-fn put(root: &Path, rel: &str, bytes: &[u8]) -> PathBuf {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(&p, bytes).unwrap();
-    p
-}
-
-fn run(args: &[&str], cwd: &Path) -> Output {
-    Command::new(EXE)
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Every regular file below `dir`, as sorted relative paths.
-fn files_below(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().display().to_string());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
-fn words(bytes: &[u8]) -> Vec<u32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
 
 /// A tree of nested directories with lowered, unchanged and ignored files.
 fn tree(root: &Path) -> (Vec<u8>, Vec<u8>) {
-    let (ex, pl) = (example(), plain());
-    put(root, "in/a.spv", &ex);
-    put(root, "in/plain.spv", &pl);
-    put(root, "in/sub/b.spv", &ex);
-    put(root, "in/sub/deeper/still/c.spv", &ex);
-    put(root, "in/notes.txt", b"not a module");
-    put(root, "in/sub/shader.comp", b"#version 450\n");
+    let (ex, pl) = (example_bytes(), to_bytes(&plain_words()));
+    write(root, "in/a.spv", &ex);
+    write(root, "in/plain.spv", &pl);
+    write(root, "in/sub/b.spv", &ex);
+    write(root, "in/sub/deeper/still/c.spv", &ex);
+    write(root, "in/notes.txt", b"not a module");
+    write(root, "in/sub/shader.comp", b"#version 450\n");
     (ex, pl)
 }
 
@@ -181,9 +101,9 @@ fn refused_files_are_reported_in_order_and_the_rest_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let (ex, _) = tree(dir.path());
     // Malformed modules sort before, between and after the good ones.
-    put(dir.path(), "in/0junk.spv", b"junk");
-    put(dir.path(), "in/m/junk.spv", &[0u8; 20]);
-    put(dir.path(), "in/zz.spv", &ex[..ex.len() - 4]);
+    write(dir.path(), "in/0junk.spv", b"junk");
+    write(dir.path(), "in/m/junk.spv", &[0u8; 20]);
+    write(dir.path(), "in/zz.spv", &ex[..ex.len() - 4]);
     let o = run(&["lower", "in", "-o", "out"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     let err = stderr(&o);
@@ -241,7 +161,7 @@ fn unreadable_inputs_and_unwritable_outputs_exit_2_and_the_rest_is_written() {
     // A `*.spv` link to nowhere is a missing build product, not something to skip.
     std::os::unix::fs::symlink("missing.spv", dir.path().join("in/dangling.spv")).unwrap();
     // `out/sub` is a file, so nothing can be written below it.
-    put(dir.path(), "out/sub", b"in the way");
+    write(dir.path(), "out/sub", b"in the way");
     let o = run(&["lower", "in", "-o", "out"], dir.path());
     assert_eq!(code(&o), 2, "{}", show(&o));
     let err = stderr(&o);
@@ -315,8 +235,8 @@ fn an_output_inside_the_input_is_not_lowered_again() {
 fn an_existing_output_directory_is_updated_in_place() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path());
-    put(dir.path(), "out/a.spv", b"stale");
-    put(dir.path(), "out/keep.txt", b"someone else's");
+    write(dir.path(), "out/a.spv", b"stale");
+    write(dir.path(), "out/keep.txt", b"someone else's");
     let o = run(&["lower", "in", "-o", "out"], dir.path());
     assert_eq!(code(&o), 0, "{}", show(&o));
     let out = dir.path().join("out");
@@ -326,7 +246,7 @@ fn an_existing_output_directory_is_updated_in_place() {
         b"someone else's"
     );
     // A file where the directory should be is a usage error; nothing is touched.
-    put(dir.path(), "file", b"x");
+    write(dir.path(), "file", b"x");
     let o = run(&["lower", "in", "-o", "file"], dir.path());
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(stderr(&o).contains("names a directory"), "{}", show(&o));
@@ -337,7 +257,7 @@ fn an_existing_output_directory_is_updated_in_place() {
 fn plans_that_would_lose_work_are_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path());
-    put(dir.path(), "other/a.spv", &plain());
+    write(dir.path(), "other/a.spv", &to_bytes(&plain_words()));
     let cases: &[(&[&str], &str)] = &[
         // Two inputs for one output.
         (
@@ -354,7 +274,7 @@ fn plans_that_would_lose_work_are_refused_before_anything_is_written() {
         (&["lower", "empty", "-o", "out"], "no `*.spv` files"),
     ];
     std::fs::create_dir(dir.path().join("empty")).unwrap();
-    put(dir.path(), "out/a.spv", b"before");
+    write(dir.path(), "out/a.spv", b"before");
     for (args, says) in cases {
         let o = run(args, dir.path());
         assert_eq!(code(&o), 2, "{args:?}: {}", show(&o));
@@ -373,7 +293,7 @@ fn plans_that_would_lose_work_are_refused_before_anything_is_written() {
 fn an_internal_error_wins_over_the_other_statuses() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path());
-    put(dir.path(), "in/junk.spv", b"junk");
+    write(dir.path(), "in/junk.spv", b"junk");
     std::os::unix::fs::symlink("missing.spv", dir.path().join("in/dangling.spv")).unwrap();
     let o = Command::new(EXE)
         .args(["lower", "in", "-o", "out"])
@@ -401,13 +321,13 @@ fn an_internal_error_wins_over_the_other_statuses() {
 #[test]
 fn many_files_come_out_the_same_as_one_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
-    let (ex, pl) = (example(), plain());
+    let (ex, pl) = (example_bytes(), to_bytes(&plain_words()));
     // Enough files that every core takes several, in an order no two runs share.
     for i in 0..48 {
         let bytes = if i % 3 == 0 { &pl } else { &ex };
-        put(dir.path(), &format!("in/d{}/m{i:02}.spv", i % 5), bytes);
+        write(dir.path(), &format!("in/d{}/m{i:02}.spv", i % 5), bytes);
     }
-    put(dir.path(), "in/d2/bad.spv", b"junk");
+    write(dir.path(), "in/d2/bad.spv", b"junk");
     let o = run(&["lower", "in", "-o", "out"], dir.path());
     assert_eq!(code(&o), 1, "{}", show(&o));
     assert!(

@@ -1,5 +1,12 @@
-//! `cargo xtask fuzz [--minutes N] [--seconds N] [--target NAME]... [--merge] [--build-only]`:
+//! `cargo xtask fuzz [--minutes N] [--seconds N] [--target NAME]... [--merge] [--build-only] [--quick]`:
 //! coverage-guided fuzzing of the `fuzz/` targets with libFuzzer, on the stable toolchain.
+//!
+//! With `--quick` (what `cargo xtask test` runs), step 1 builds in the ordinary `target/debug`
+//! with the dev profile and instruments only our crates: this binary, set as
+//! `RUSTC_WORKSPACE_WRAPPER`, adds the coverage flags to the workspace members alone, so every
+//! dependency is the one the test build compiled (a wrapper is part of the artifact's hash, so
+//! the instrumented and plain builds of our crates live side by side); step 2 is skipped (the
+//! committed corpus is the seed).
 //!
 //! 1. builds the targets with SanitizerCoverage instrumentation (`-Cpasses=sancov-module`, the
 //!    flags cargo-fuzz uses with `--sanitizer none`; no sanitizer is needed, the libraries forbid
@@ -33,14 +40,51 @@ pub const TARGETS: &[(&str, &str)] = &[
     ("target_json", "targets"),
 ];
 
-/// The coverage flags (the ones cargo-fuzz passes with `--sanitizer none`) plus debug assertions,
-/// so an arithmetic overflow is a crash too.
-const RUSTFLAGS: &str = "-Cpasses=sancov-module \
-    -Cllvm-args=-sanitizer-coverage-level=4 \
-    -Cllvm-args=-sanitizer-coverage-inline-8bit-counters \
-    -Cllvm-args=-sanitizer-coverage-pc-table \
-    -Cllvm-args=-sanitizer-coverage-trace-compares \
-    --cfg fuzzing -Cdebug-assertions";
+/// The coverage flags (the ones cargo-fuzz passes with `--sanitizer none`) and `--cfg fuzzing`.
+const COVERAGE_FLAGS: &[&str] = &[
+    "-Cpasses=sancov-module",
+    "-Cllvm-args=-sanitizer-coverage-level=4",
+    "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters",
+    "-Cllvm-args=-sanitizer-coverage-pc-table",
+    "-Cllvm-args=-sanitizer-coverage-trace-compares",
+    "--cfg",
+    "fuzzing",
+];
+
+/// The flags of the full build: the coverage flags plus debug assertions (on in the dev profile
+/// of `--quick` already), so an arithmetic overflow is a crash too.
+fn rustflags() -> String {
+    let mut flags = COVERAGE_FLAGS.join(" ");
+    flags.push_str(" -Cdebug-assertions");
+    flags
+}
+
+/// Set (to anything) in the environment of the `--quick` build: this binary, run by cargo as
+/// `RUSTC_WORKSPACE_WRAPPER`, then acts as [`wrap_rustc`] instead of as `cargo xtask`.
+pub const WRAPPER_ENV: &str = "SPVSG_XTASK_COVERAGE_WRAPPER";
+
+/// `RUSTC_WORKSPACE_WRAPPER` for `--quick`: runs rustc (the first argument) with the other
+/// arguments and [`COVERAGE_FLAGS`]; cargo runs it for the workspace members only. Returns the
+/// exit status to exit with.
+pub fn wrap_rustc(args: &[String]) -> i32 {
+    let Some((rustc, rest)) = args.split_first() else {
+        eprintln!("xtask: {WRAPPER_ENV} is set but no rustc command was given");
+        return 2;
+    };
+    let mut cmd = Command::new(rustc);
+    cmd.args(rest);
+    // Only a compilation gets the flags, not a query such as `rustc -vV`.
+    if rest.iter().any(|a| a == "--crate-name") {
+        cmd.args(COVERAGE_FLAGS);
+    }
+    match cmd.status() {
+        Ok(s) => s.code().unwrap_or(1),
+        Err(e) => {
+            eprintln!("xtask: cannot run {rustc}: {e}");
+            1
+        }
+    }
+}
 
 /// Largest input committed to `fuzz/corpus/` (the largest seed module is below it): keeps the
 /// repository and the replay test small.
@@ -56,6 +100,7 @@ struct Opts {
     merge_only: bool,
     build_only: bool,
     keep_seeds: bool,
+    quick: bool,
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Opts> {
@@ -66,6 +111,7 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
         merge_only: false,
         build_only: false,
         keep_seeds: false,
+        quick: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -87,8 +133,9 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
             "--merge-only" => o.merge_only = true,
             "--build-only" => o.build_only = true,
             "--keep-seeds" => o.keep_seeds = true,
+            "--quick" => o.quick = true,
             other => bail!(
-                "unknown argument `{other}`; usage: cargo xtask fuzz [--minutes N | --seconds N] [--target NAME]... [--merge | --merge-only] [--build-only] [--keep-seeds]"
+                "unknown argument `{other}`; usage: cargo xtask fuzz [--minutes N | --seconds N] [--target NAME]... [--merge | --merge-only] [--build-only] [--keep-seeds] [--quick]"
             ),
         }
     }
@@ -108,13 +155,20 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let o = parse(args)?;
     let root = crate::workspace_root();
-    let bin_dir = build(&root)?;
+    let bin_dir = if o.quick {
+        build_quick(&root)?
+    } else {
+        build(&root)?
+    };
     if o.build_only {
         return Ok(());
     }
     let work = root.join("target/fuzz");
     let seeds = work.join("seeds");
-    if !(o.keep_seeds && seeds.join("modules").is_dir()) {
+    let have_seeds = seeds.join("modules").is_dir() && seeds.join("targets").is_dir();
+    // A quick run builds no seeds; a long one reuses the last ones only with `--keep-seeds`.
+    let reuse_seeds = o.keep_seeds && have_seeds;
+    if !o.quick && !reuse_seeds {
         build_seeds(&root, &seeds)?;
     }
     if o.merge_only {
@@ -126,18 +180,25 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(o.seconds);
     let mut runs = Vec::new();
     for name in &o.targets {
-        let seed_dir = TARGETS
-            .iter()
-            .find(|t| t.0 == name)
-            .map(|t| seeds.join(t.1))
-            .unwrap_or_default();
+        // A quick run reads the committed corpus and keeps its own working corpus and log: a
+        // long run's corpus and seeds take minutes to load, and its log must survive.
+        let quick = if o.quick { "quick-" } else { "" };
+        let seed_dir = if o.quick {
+            work.join("quick-seeds")
+        } else {
+            TARGETS
+                .iter()
+                .find(|t| t.0 == name)
+                .map(|t| seeds.join(t.1))
+                .unwrap_or_default()
+        };
         let committed = root.join("fuzz/corpus").join(name);
-        let corpus = work.join("corpus").join(name);
+        let corpus = work.join(format!("{quick}corpus")).join(name);
         let artifacts = work.join("artifacts").join(name);
-        for d in [&committed, &corpus, &artifacts] {
+        for d in [&committed, &corpus, &artifacts, &seed_dir] {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
-        let log = work.join(format!("{name}.log"));
+        let log = work.join(format!("{quick}{name}.log"));
         std::fs::write(&log, "").with_context(|| format!("creating {}", log.display()))?;
         eprintln!(
             "xtask fuzz: {name} for {} s, log {}",
@@ -231,21 +292,45 @@ fn build(root: &Path) -> anyhow::Result<PathBuf> {
     let host = host_triple()?;
     step(
         "build fuzz targets",
-        cargo().current_dir(root).env("RUSTFLAGS", RUSTFLAGS).args([
-            "build",
-            "--release",
-            "-p",
-            "spv-subgroup-fuzz",
-            "--features",
-            "libfuzzer",
-            "--bins",
-            "--target",
-            &host,
-            "--target-dir",
-            "target/fuzz",
-        ]),
+        cargo()
+            .current_dir(root)
+            .env("RUSTFLAGS", rustflags())
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "spv-subgroup-fuzz",
+                "--features",
+                "libfuzzer",
+                "--bins",
+                "--target",
+                &host,
+                "--target-dir",
+                "target/fuzz",
+            ]),
     )?;
     Ok(root.join("target/fuzz").join(host).join("release"))
+}
+
+/// Builds the instrumented targets for `--quick` into `target/debug`; returns that folder.
+fn build_quick(root: &Path) -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe().context("cannot find the xtask binary")?;
+    step(
+        "build fuzz targets (quick: dev profile, our crates instrumented)",
+        cargo()
+            .current_dir(root)
+            .env("RUSTC_WORKSPACE_WRAPPER", &me)
+            .env(WRAPPER_ENV, "1")
+            .args([
+                "build",
+                "-p",
+                "spv-subgroup-fuzz",
+                "--features",
+                "libfuzzer",
+                "--bins",
+            ]),
+    )?;
+    Ok(root.join("target/debug"))
 }
 
 fn host_triple() -> anyhow::Result<String> {

@@ -34,10 +34,15 @@ commands:
   bench tree [ARGS]         time validate and lower of a tree of 2,000 shaders against spirv-val per file
   gpu [ARGS]                run the conformance suite on a GPU
   fuzz-exec --minutes N     random programs, native against lowered, in the simulator (nice -n 19)
-  fuzz [--minutes N] [--target NAME]... [--merge]
+  fuzz [--minutes N] [--target NAME]... [--merge] [--quick]
                             build the fuzz targets and run them (docs/fuzzing.md)";
 
 fn main() {
+    if std::env::var_os(fuzz::WRAPPER_ENV).is_some() {
+        // Run by cargo as rustc's wrapper for `cargo xtask fuzz --quick`.
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        std::process::exit(fuzz::wrap_rustc(&args));
+    }
     if let Err(e) = run() {
         // `{:#}` prints the `Caused by` chain on one line, without a backtrace.
         eprintln!("xtask: error: {e:#}");

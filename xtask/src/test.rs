@@ -7,8 +7,10 @@
 //!    is installed (after the doctests, which nextest does not run), else `cargo test --workspace --no-fail-fast ARGS`.
 //!
 //! `--no-lint` skips step 2 (for a quick local run); `--fuzz-seconds N` adds step 4, every fuzz
-//! target for N seconds after building them instrumented ([`crate::fuzz`]; off by default, because
-//! that build takes minutes: see docs/fuzzing.md); every other argument goes to the test runner.
+//! target for N seconds after building them instrumented (`cargo xtask fuzz --quick`: the dev
+//! build with only our crates instrumented; off by default, because the build and the run add
+//! about 3.5 minutes to a CI run already near its 20: see docs/fuzzing.md); every other argument
+//! goes to the test runner.
 
 use std::process::Command;
 
@@ -85,7 +87,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         )?;
     }
     if let Some(n) = fuzz_seconds {
-        crate::fuzz::run(&["--seconds".to_owned(), n]).context("step `fuzz` failed")?;
+        crate::fuzz::run(&["--seconds".to_owned(), n, "--quick".to_owned()])
+            .context("step `fuzz` failed")?;
     }
     eprintln!("xtask test: all green");
     Ok(())

@@ -5,6 +5,7 @@
 //! Fixtures whose *input* uses a type naga has no front-end support for (8- and 16-bit integers,
 //! half floats) are expected to be refused by naga (front end or validator) for that type, and
 //! only for it: the test asserts the reason, so a lowering bug elsewhere still fails it.
+//! Those in [`NAGA_READS_NARROW`] use the narrow type only where naga reads it, and must pass.
 
 mod lower_common;
 
@@ -14,6 +15,11 @@ use spv_subgroup_tests::naga::through_naga;
 
 /// Capabilities naga 30's SPIR-V front end does not accept (with their capability names).
 const NAGA_UNSUPPORTED: [&str; 3] = ["Int8", "Int16", "Float16"];
+
+/// Fixtures whose input has a narrow type only in loads, stores and conversions (no 8-bit type,
+/// no narrow constant), which naga reads: their lowered module must go through naga, so a move
+/// of the lowering's own that naga cannot read (as the half-vector bitcast was) fails here.
+const NAGA_READS_NARROW: [&str; 1] = ["lower/partition/float16.comp"];
 
 fn unsupported_input_capability(words: &[u32]) -> Option<&'static str> {
     let m = rspirv::dr::load_words(words).expect("input loads");
@@ -40,10 +46,7 @@ fn refuses_narrow_type(e: &str) -> bool {
                 || e.contains("WidthError(Invalid(Uint, 1))")
                 || e.contains("WidthError(Invalid(Sint, 2))")
                 || e.contains("WidthError(Invalid(Uint, 2))")
-                || e.contains("InvalidScalar")
-                // Half vectors bitcast to a word: naga's front end types the result as a vector,
-                // and the first use trips its validator.
-                || (e.contains("IncompatibleOperands") && e.contains("vec2<bool>"))))
+                || e.contains("InvalidScalar")))
 }
 
 fn has_capability(words: &[u32], name: &str) -> bool {
@@ -75,7 +78,9 @@ fn naga_target_outputs_go_through_naga() {
             }
         };
         let result = through_naga(&out, has_capability(&input, "Float64"));
-        match (unsupported_input_capability(&input), result) {
+        let narrow = unsupported_input_capability(&input)
+            .filter(|_| !NAGA_READS_NARROW.contains(&rel.as_str()));
+        match (narrow, result) {
             (None, Ok(())) => passed += 1,
             (None, Err(e)) => failures.push(format!("{rel}: {e}")),
             (Some(_), Err(e)) if refuses_narrow_type(&e) => passed += 1,

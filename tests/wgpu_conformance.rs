@@ -17,7 +17,7 @@
 //!   `SHADER_I16`, `SHADER_F16` and `SHADER_F64` requested where the adapter has them.
 //! - The cases naga 30 cannot read are skipped by name, each with the reason measured here, in
 //!   [`SKIPS`]: the conformance shaders' own 64-bit loads and stores (`packDouble2x32`, `pack64`),
-//!   naga's missing 8-bit integers and 8- and 16-bit constants, and the lowering's 16-bit float moves.
+//!   naga's missing 8-bit integers and 8- and 16-bit constants.
 //!   Every case not in the list must pass; `skip_list_names_only_real_cases` keeps the list true.
 //! - The `CoreArith`/`CoreVote` families check the host model against the driver's own core
 //!   operations, not the lowering; `conformance.rs` runs them, this harness does not.
@@ -76,8 +76,6 @@ const I64_STORE: &str = "the shader stores its 64-bit integers with unpack32 (Op
 const INT8: &str = "naga 30 has no 8-bit integers (its validator: \"The Uint/Sint scalar width 1 is not supported\")";
 /// naga's front end parses constants of 32 and 64 bits only.
 const CONST_NARROW: &str = "the shader has 8- or 16-bit constants, and naga 30's SPIR-V front end parses OpConstant of 32 and 64 bits only (InvalidTypeWidth(1) or (2))";
-/// The lowering moves a 16-bit float as `OpBitcast` of `vec2<f16>(x, 0.0)` to `u32`.
-const F16_MOVE: &str = "the naga lowering moves a 16-bit float as OpBitcast of vec2<f16>(x, 0.0) to u32: naga 30 parses no f16 constant (InvalidTypeWidth(2)) and cannot type the bitcast (\"Invalid scalar\"); an open gap of the naga target";
 
 /// The cases that do not run through wgpu, by name, and why (each measured: the reason is the
 /// error wgpu reports for it). Every other case must pass.
@@ -103,8 +101,6 @@ const SKIPS: &[(&str, &str)] = &[
     ("arith/i16", CONST_NARROW),
     ("arith/f16", CONST_NARROW),
     ("arith/f16x2", CONST_NARROW),
-    ("partition/f16", F16_MOVE),
-    ("partition/f16x3", F16_MOVE),
 ];
 
 /// Why this harness does not run a case through wgpu, if it does not (see the module doc).

@@ -92,6 +92,13 @@ impl Ty {
         },
         n: 1,
     };
+    pub(crate) const U16: Ty = Ty {
+        scalar: Scalar::Int {
+            width: 16,
+            signed: false,
+        },
+        n: 1,
+    };
     pub(crate) const UVEC4: Ty = Ty {
         scalar: Scalar::Int {
             width: 32,
@@ -167,6 +174,10 @@ pub(crate) struct Emitter<'t> {
     /// Whether 64-bit integer types may be used (the module declares `Int64`, or the target's
     /// consumer cannot bitcast a 64-bit value to a 2-vector, as naga's IR cannot).
     int64_words: bool,
+    /// Whether a 16-bit float moves through a 16-bit integer (needs `Int16`) rather than a half
+    /// 2-vector (needs nothing more): the target's consumer cannot bitcast a 2-vector to a scalar
+    /// (naga's IR keeps a bitcast's vector size) nor parse a half constant, as naga 30 cannot.
+    int16_words: bool,
     /// Whether code is being emitted inside a [`Code::by_subgroup_size`] choice (no nesting).
     in_size_choice: bool,
     /// The new ids of the functions copied for other stages (`stages`), which their
@@ -243,6 +254,7 @@ impl<'t> Emitter<'t> {
                         Some(Operand::Capability(Capability::Int64))
                     )
                 }),
+            int16_words: target.restrictions != Restrictions::default(),
             fragment: module.entry_points.iter().any(|e| {
                 matches!(
                     e.operands.first(),
@@ -1466,6 +1478,12 @@ impl<'e, 't> Code<'e, 't> {
                     out.push(lo);
                     out.push(hi);
                 }
+                Scalar::Float { width: 16 } if self.em.int16_words => {
+                    // Bitcast to a 16-bit integer keeps every bit (NaN payloads included);
+                    // UConvert then zero-extends it.
+                    let half = self.op(Op::Bitcast, Ty::U16, &[comp]);
+                    out.push(self.op(Op::UConvert, Ty::U32, &[half]));
+                }
                 Scalar::Float { width: 16 } => {
                     // Through a half vector: no 16-bit integer type (and no Int16 capability) needed.
                     let zero = self.em.constant(ty.component(), 0);
@@ -1513,6 +1531,11 @@ impl<'e, 't> Code<'e, 't> {
                     let lo = it.next().unwrap_or(0);
                     let hi = it.next().unwrap_or(0);
                     self.join64(c, lo, hi)
+                }
+                Scalar::Float { width: 16 } if self.em.int16_words => {
+                    let w = it.next().unwrap_or(0);
+                    let half = self.op(Op::UConvert, Ty::U16, &[w]);
+                    self.op(Op::Bitcast, c, &[half])
                 }
                 Scalar::Float { width: 16 } => {
                     let w = it.next().unwrap_or(0);

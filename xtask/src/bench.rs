@@ -151,6 +151,20 @@ fn root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Builds the CLI in release (what every benchmark times) and returns its path.
+fn build_release_cli(root: &Path) -> Result<PathBuf> {
+    eprintln!("building spv-subgroup (release)...");
+    let st = crate::test::cargo()
+        .args(["build", "--release", "-p", "spv-subgroup"])
+        .current_dir(root)
+        .status()
+        .context("cargo build")?;
+    if !st.success() {
+        bail!("cargo build --release -p spv-subgroup failed");
+    }
+    Ok(target_dir(root).join("release").join("spv-subgroup"))
+}
+
 fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -439,16 +453,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let out_dir = root.join("bench-out");
     std::fs::create_dir_all(&out_dir)?;
 
-    eprintln!("building spv-subgroup (release)...");
-    let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "-p", "spv-subgroup"])
-        .current_dir(&root)
-        .status()
-        .context("cargo build")?;
-    if !st.success() {
-        bail!("cargo build --release -p spv-subgroup failed");
-    }
-    let ours = target_dir(&root).join("release").join("spv-subgroup");
+    let ours = build_release_cli(&root)?;
     let spirv_val = tool("spirv-val")?;
     let spirv_opt = tool("spirv-opt")?;
 

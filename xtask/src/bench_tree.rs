@@ -229,18 +229,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let opts = parse(args)?;
     let root = super::root();
     let out = root.join("bench-out").join("tree");
-    eprintln!("building spv-subgroup (release)...");
-    let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "-p", "spv-subgroup"])
-        .current_dir(&root)
-        .status()
-        .context("cargo build")?;
-    if !st.success() {
-        bail!("cargo build --release -p spv-subgroup failed");
-    }
-    let ours = super::target_dir(&root)
-        .join("release")
-        .join("spv-subgroup");
+    let ours = super::build_release_cli(&root)?;
     let spirv_val = super::tool("spirv-val")?;
     let tree = make_tree(&root, &out, &opts, &spirv_val)?;
     eprintln!(

@@ -199,7 +199,7 @@ pub(crate) fn keep(inst: &Instruction, watched: &HashSet<u32>) -> bool {
         Op::Label | Op::Phi | Op::LoopMerge | Op::SelectionMerge | Op::FunctionCall
     ) || rspirv::grammar::reflect::is_block_terminator(op)
         || fit::is_subgroup_op(op)
-        || memory_scope_operand(op).is_some()
+        || memory_scope_operand(inst).is_some()
         || inst
             .operands
             .iter()
@@ -208,33 +208,11 @@ pub(crate) fn keep(inst: &Instruction, watched: &HashSet<u32>) -> bool {
 
 /// The operand (counted after the result type and id) holding the Memory scope of a barrier or
 /// an atomic: hygiene reads it (a Subgroup memory scope needs a subgroup capability in Vulkan).
-pub(crate) fn memory_scope_operand(op: Op) -> Option<usize> {
-    Some(match op {
-        // OpControlBarrier Execution Memory Semantics; OpMemoryBarrier Memory Semantics.
-        Op::ControlBarrier => 1,
-        Op::MemoryBarrier => 0,
-        // OpAtomic* Pointer Memory Semantics ... (OpAtomicStore too).
-        Op::AtomicStore
-        | Op::AtomicLoad
-        | Op::AtomicExchange
-        | Op::AtomicCompareExchange
-        | Op::AtomicCompareExchangeWeak
-        | Op::AtomicIIncrement
-        | Op::AtomicIDecrement
-        | Op::AtomicIAdd
-        | Op::AtomicISub
-        | Op::AtomicSMin
-        | Op::AtomicUMin
-        | Op::AtomicSMax
-        | Op::AtomicUMax
-        | Op::AtomicAnd
-        | Op::AtomicOr
-        | Op::AtomicXor
-        | Op::AtomicFAddEXT
-        | Op::AtomicFMinEXT
-        | Op::AtomicFMaxEXT => 1,
-        _ => return None,
-    })
+pub(crate) fn memory_scope_operand(inst: &Instruction) -> Option<usize> {
+    // The validator's table counts words from the opcode's: one word for the opcode, and two
+    // more (result type and id) before the operands of an instruction with a result.
+    let before = if inst.result_id.is_some() { 3 } else { 1 };
+    fit::memory_scope_word(inst.class.opcode).and_then(|w| w.checked_sub(before))
 }
 
 /// Assembles a module whose functions may hold placeholders, copying their words from `words`

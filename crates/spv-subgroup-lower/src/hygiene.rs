@@ -178,7 +178,7 @@ fn has_subgroup_memory_scope(module: &Module) -> bool {
         .flat_map(|f| &f.blocks)
         .flat_map(|b| &b.instructions)
         .any(|i| {
-            crate::elide::memory_scope_operand(i.class.opcode)
+            crate::elide::memory_scope_operand(i)
                 .and_then(|k| i.operands.get(k))
                 .is_some_and(|o| {
                     matches!(o, Operand::IdScope(id) | Operand::IdRef(id) if subgroup.contains(id))

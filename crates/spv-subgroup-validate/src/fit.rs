@@ -202,6 +202,39 @@ pub fn required_capability(op: Op, group_op: Option<u32>) -> Option<Capability> 
     })
 }
 
+/// The word holding the Memory scope of a barrier or atomic instruction, if `op` is one (the
+/// opcode's word is 0). The validator's scope rules and the lowering (which keeps these
+/// instructions in view, and reads the scope) both use it.
+pub fn memory_scope_word(op: Op) -> Option<usize> {
+    Some(match op {
+        // OpControlBarrier Execution Memory Semantics; OpMemoryBarrier Memory Semantics.
+        Op::ControlBarrier => 2,
+        Op::MemoryBarrier => 1,
+        // OpAtomicStore Pointer Memory Semantics Value.
+        Op::AtomicStore => 2,
+        // Result Type, Result, Pointer, Memory, Semantics...
+        Op::AtomicLoad
+        | Op::AtomicExchange
+        | Op::AtomicCompareExchange
+        | Op::AtomicCompareExchangeWeak
+        | Op::AtomicIIncrement
+        | Op::AtomicIDecrement
+        | Op::AtomicIAdd
+        | Op::AtomicISub
+        | Op::AtomicSMin
+        | Op::AtomicUMin
+        | Op::AtomicSMax
+        | Op::AtomicUMax
+        | Op::AtomicAnd
+        | Op::AtomicOr
+        | Op::AtomicXor
+        | Op::AtomicFAddEXT
+        | Op::AtomicFMinEXT
+        | Op::AtomicFMaxEXT => 4,
+        _ => return None,
+    })
+}
+
 /// Which operand of a subgroup instruction is the value that crosses lanes (the one whose width
 /// extended types govern), counted among the operands after the result type and result id:
 /// the operand after the scope (after the group operation for arithmetic), or the first operand

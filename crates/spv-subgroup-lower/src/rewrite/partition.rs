@@ -315,29 +315,11 @@ pub(crate) const LOOP_MAX_BITS: u32 = 6;
 /// their width. `d` comes from reductions, so it is the same on every active lane and both the
 /// branches and the loop are uniform; the loop ends because each round clears one bit of `d`.
 fn differing_bits(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
-    let act = code.active()?;
     let mt = code.em.mask_ty();
-    let leader = code.find_lsb(act)?;
     // The leader's words, read once: first the waterfall round's test (measured on NVIDIA, a
     // ballot and a compare decide the one-key case for less than the reduction), then the
     // reductions use them.
-    let mut leader_words = Vec::with_capacity(key.words.len());
-    let mut eq: Option<Id> = None;
-    for &(w, _) in &key.words {
-        let lw = code.read_lane_uniform(Ty::U32, w, leader)?;
-        let e = code.op(Op::IEqual, Ty::BOOL, &[w, lw]);
-        eq = Some(match eq {
-            None => e,
-            Some(prev) => code.and(prev, e),
-        });
-        leader_words.push(lw);
-    }
-    let eq = match eq {
-        Some(e) => e,
-        None => code.em.constant(Ty::BOOL, 1),
-    };
-    let b = code.ballot(eq)?;
-    let one_key = code.mask_eq(b, act);
+    let (act, leader_words, one_key) = leader_round(code, key)?;
     code.uniform_if(
         one_key,
         mt,
@@ -434,8 +416,18 @@ fn slice_word(code: &mut Code, m: Id, w: Id, bits: u32) -> Result<Id, LowerError
 /// otherwise the bit slices, whose cost does not grow with the number of distinct keys.
 /// The branch condition compares two ballots, so it is the same on every active lane.
 fn first_round_then_bit_sliced(code: &mut Code, key: &Key) -> Result<Id, LowerError> {
+    let (act, _, one_key) = leader_round(code, key)?;
+    let mt = code.em.mask_ty();
+    code.uniform_if(one_key, mt, |_| Ok(act), |code| bit_sliced(code, key))
+}
+
+/// The waterfall round's test: the active mask, the leader's (lowest active lane's) key words,
+/// and whether every active lane holds the leader's key (two ballots compared, so the same on
+/// every active lane).
+fn leader_round(code: &mut Code, key: &Key) -> Result<(Id, Vec<Id>, Id), LowerError> {
     let act = code.active()?;
     let leader = code.find_lsb(act)?;
+    let mut leader_words = Vec::with_capacity(key.words.len());
     let mut eq: Option<Id> = None;
     for &(w, _) in &key.words {
         let lw = code.read_lane_uniform(Ty::U32, w, leader)?;
@@ -444,6 +436,7 @@ fn first_round_then_bit_sliced(code: &mut Code, key: &Key) -> Result<Id, LowerEr
             None => e,
             Some(prev) => code.and(prev, e),
         });
+        leader_words.push(lw);
     }
     let eq = match eq {
         Some(e) => e,
@@ -451,8 +444,7 @@ fn first_round_then_bit_sliced(code: &mut Code, key: &Key) -> Result<Id, LowerEr
     };
     let b = code.ballot(eq)?;
     let one_key = code.mask_eq(b, act);
-    let mt = code.em.mask_ty();
-    code.uniform_if(one_key, mt, |_| Ok(act), |code| bit_sliced(code, key))
+    Ok((act, leader_words, one_key))
 }
 
 /// One ballot per key bit; no loop. Each bit's test is emitted right before its ballot and

@@ -240,33 +240,4 @@ pub(crate) fn scope_value(cx: &Cx<'_>, id: u32) -> Option<u32> {
     }
 }
 
-/// The word holding the Memory scope of a barrier or atomic instruction, if `op` is one.
-pub(crate) fn memory_scope_word(op: Op) -> Option<usize> {
-    Some(match op {
-        // OpControlBarrier Execution Memory Semantics; OpMemoryBarrier Memory Semantics.
-        Op::ControlBarrier => 2,
-        Op::MemoryBarrier => 1,
-        // OpAtomicStore Pointer Memory Semantics Value.
-        Op::AtomicStore => 2,
-        // Result Type, Result, Pointer, Memory, Semantics...
-        Op::AtomicLoad
-        | Op::AtomicExchange
-        | Op::AtomicCompareExchange
-        | Op::AtomicCompareExchangeWeak
-        | Op::AtomicIIncrement
-        | Op::AtomicIDecrement
-        | Op::AtomicIAdd
-        | Op::AtomicISub
-        | Op::AtomicSMin
-        | Op::AtomicUMin
-        | Op::AtomicSMax
-        | Op::AtomicUMax
-        | Op::AtomicAnd
-        | Op::AtomicOr
-        | Op::AtomicXor
-        | Op::AtomicFAddEXT
-        | Op::AtomicFMinEXT
-        | Op::AtomicFMaxEXT => 4,
-        _ => return None,
-    })
-}
+pub(crate) use crate::fit::memory_scope_word;

@@ -5,7 +5,7 @@
 //! [`run_child`] re-runs one test of the current binary with that variable set.
 //!
 //! Most harnesses have the same shape, which [`lavapipe_size_tests!`](crate::lavapipe_size_tests)
-//! writes for them: a test `child_suite` that does the work only in a child ([`is_child`]), and
+//! writes for them: an ignored test `child_suite` that does the work in a child ([`assert_child`]), and
 //! three parent tests `lavapipe_subgroup_size_{4,8,16}` that each start one child ([`run_suite`]).
 
 use std::process::{Command, Stdio};
@@ -34,7 +34,10 @@ pub fn run_child(child_test: &str, size: u32, env: &[(&str, &str)], limit: Durat
         std::env::current_exe().expect("the test binary's path")
     };
     let mut child = Command::new(exe)
-        .args(["--exact", child_test, "--nocapture", "--test-threads", "1"])
+        // `--include-ignored`: a `child_suite` is `#[ignore]`d, so that a plain run of the harness
+        // lists it as skipped rather than as a test that passed without doing anything.
+        .args(["--exact", child_test, "--include-ignored", "--nocapture"])
+        .args(["--test-threads", "1"])
         .envs(env.iter().copied())
         .env("SPV_CHILD_EXPECT_SIZE", size.to_string())
         .env("LP_NATIVE_VECTOR_WIDTH", vector_width(size).to_string())
@@ -80,10 +83,14 @@ pub fn run_child(child_test: &str, size: u32, env: &[(&str, &str)], limit: Durat
 /// The variable [`run_suite`] sets in the child, so that `child_suite` knows it is one.
 pub const CHILD_VAR: &str = "SPV_LAVAPIPE_CHILD";
 
-/// Whether this process is a child started by [`run_suite`]; `child_suite` returns at once
-/// otherwise (in the parent, where the driver runs at its default size).
-pub fn is_child() -> bool {
-    std::env::var_os(CHILD_VAR).is_some()
+/// Panics unless this process is a child started by [`run_suite`]: a `child_suite` is `#[ignore]`d
+/// and only means something at the size its parent chose, so one run by hand (`--ignored`) says so
+/// instead of checking nothing.
+pub fn assert_child() {
+    assert!(
+        std::env::var_os(CHILD_VAR).is_some(),
+        "child_suite runs inside lavapipe_subgroup_size_* (which set {CHILD_VAR} and the subgroup size)"
+    );
 }
 
 /// Re-runs the test `child_suite` of this binary on lavapipe with subgroup `size` and the extra
@@ -97,8 +104,8 @@ pub fn run_suite(size: u32, env: &[(&str, &str)], limit: Duration) -> String {
 /// Defines the parent tests `lavapipe_subgroup_size_4`, `_8` and `_16` of a harness: each runs
 /// the harness's `child_suite` in a child at that size (at most `$limit_secs` seconds) and prints
 /// what it printed. `$env`, when given, is a `fn(u32) -> &'static [(&'static str, &'static str)]`
-/// naming the extra variables of the child at a size. `child_suite` must return at once unless
-/// [`is_child`], and print `subgroup size: N`.
+/// naming the extra variables of the child at a size. `child_suite` must be `#[ignore]`d, call
+/// [`assert_child`], and print `subgroup size: N`.
 #[macro_export]
 macro_rules! lavapipe_size_tests {
     ($limit_secs:expr) => {

@@ -11,7 +11,7 @@
 //! 3. downloads the Vulkan loader and glvnd packages into `.gl/` (the device README's recipe; the
 //!    NVIDIA Vulkan driver lives in its GLX library, which needs glvnd) when missing;
 //! 4. writes `DIR/run.sh`, which on the GPU machine unpacks the loader, finds the NVIDIA ICD and runs
-//!    `conformance --exact child_suite` with `SPV_CONFORMANCE_CHILD=1 SPV_CONFORMANCE_BENCH=1
+//!    `conformance --exact child_suite --include-ignored` with `SPV_CONFORMANCE_CHILD=1 SPV_CONFORMANCE_BENCH=1
 //!    SPV_CONFORMANCE_KNOWN_SIZE=1` (the whole suite natively and lowered for `vulkan1.1` and
 //!    `naga`, each with the subgroup size unknown and known (32), checked against the host model
 //!    and against each other, then the timings), writing reports into `$OUT`;
@@ -36,7 +36,7 @@ nvidia-smi -L
 OUTDIR="${OUT:-/tmp/out}"
 mkdir -p "$OUTDIR"
 SPV_CONFORMANCE_CHILD=1 SPV_CONFORMANCE_BENCH=1 SPV_CONFORMANCE_KNOWN_SIZE=1 SPV_CONFORMANCE_OUT="$OUTDIR" \
-  .gpu/bin/conformance --exact child_suite --nocapture --test-threads 1 "$@" >"$OUTDIR/log.txt" 2>&1
+  .gpu/bin/conformance --exact child_suite --include-ignored --nocapture --test-threads 1 "$@" >"$OUTDIR/log.txt" 2>&1
 rc=$?
 grep -E '^(device|subgroup|extensions)|runs passed|note:|^FAIL|^BENCH|^\||suite time|test result' "$OUTDIR/log.txt" | cut -c1-400
 exit $rc

@@ -45,13 +45,13 @@ pub fn lower_words(
         value_types,
     ) = loader::load_sparse(words)?;
     let source = (!value_types.is_empty()).then_some((words, value_types.as_slice()));
-    let (report, renames) =
+    let (report, copies) =
         lower_module(&mut module, opts, source).map_err(|e| with_word_offset(e, words))?;
     drop(value_types);
     if !report.changed {
         return Ok((words.to_vec(), report));
     }
-    let mut out = elide::assemble(module, &between_functions, words, &renames)?;
+    let mut out = elide::assemble(module, &between_functions, words, &copies)?;
     // The input's generator word is kept (as are its version unless raised, and the reserved
     // schema word).
     if let (Some(o), Some(&g)) = (out.get_mut(2), words.get(2)) {
@@ -223,13 +223,14 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
 }
 
 /// [`lower`] of a module that may hold placeholders of elided instructions: `source` is then the
-/// input's words and the value types of the elided instructions. Also returns the new ids the
-/// placeholders of copied functions take when assembled.
+/// input's words and the value types of the elided instructions. Also returns the functions
+/// copied for other stages that are not held, to be assembled from their originals (always
+/// none when `source` is `None`).
 fn lower_module(
     module: &mut Module,
     opts: &LowerOptions,
     source: Option<(&[u32], &[Id])>,
-) -> Result<(LowerReport, elide::Renames), LowerError> {
+) -> Result<(LowerReport, elide::Copies), LowerError> {
     let target = &opts.target;
     if let Some(h) = module.header.as_ref() {
         check_input_bound(h.bound, target)?;
@@ -306,7 +307,7 @@ fn lower_module(
     }
     module.functions.append(&mut helpers.functions);
     module.debug_names.append(&mut helpers.names);
-    finish_globals(module, &mut em, &rewritten)?;
+    let deferred = finish_globals(module, &mut em, &rewritten)?;
     let scope_needs_cap = hygiene::subgroup_scope_needs_capability(module, target);
     let removed = rewrite::finish(module, target);
     hygiene::fix_requirements(module, &em, opts, scope_needs_cap)?;
@@ -335,7 +336,10 @@ fn lower_module(
         || before != (module.capabilities.len(), module.extensions.len());
     Ok((
         LowerReport { changed, rewrites },
-        std::mem::take(&mut em.renames),
+        elide::Copies {
+            renames: std::mem::take(&mut em.renames),
+            deferred,
+        },
     ))
 }
 
@@ -522,13 +526,19 @@ fn name_error(err: LowerError, inst: &Instruction) -> LowerError {
 
 /// Appends new types, constants, variables, decorations and imports, and lists the built-ins the
 /// new code loads in the interface of every entry point whose call tree holds rewritten code.
+/// Returns the functions whose copies for other stages are assembled from them
+/// ([`stages::Split::deferred`]).
 fn finish_globals(
     module: &mut Module,
     em: &mut Emitter,
     rewritten: &BTreeSet<Id>,
-) -> Result<(), LowerError> {
+) -> Result<Vec<usize>, LowerError> {
     // Functions shared by a fragment and another stage are split first (it adds globals).
-    let (twins, clones) = stages::split(module, em)?;
+    let stages::Split {
+        twins,
+        clone_of: clones,
+        deferred,
+    } = stages::split(module, em)?;
     let mut rewritten = rewritten.clone();
     rewritten.extend(
         rewritten
@@ -545,7 +555,8 @@ fn finish_globals(
     // Listing them is required from SPIR-V 1.4 on and allowed before; an entry point that never
     // reaches the new code does not get them, and one that is not a fragment shader gets the
     // undecorated twin of a `Flat` built-in (a vertex stage must not list a `Flat` input).
-    let calls = stages::call_graph(module);
+    let mut calls = stages::call_graph(module);
+    stages::add_deferred_calls(&mut calls, module, &deferred, &em.renames);
     for ep in &mut module.entry_points {
         let (Some(Operand::ExecutionModel(model)), Some(Operand::IdRef(root))) =
             (ep.operands.first(), ep.operands.get(1))
@@ -572,5 +583,5 @@ fn finish_globals(
             }
         }
     }
-    Ok(())
+    Ok(deferred)
 }

@@ -10,10 +10,11 @@
 //! The value types of the elided instructions, which the rewrites ask for, are kept in a table
 //! indexed by id (4 bytes per id, the id bound being at most `MAX_ID_BOUND`).
 //!
-//! A function copied with new ids (`stages`) keeps its placeholders too: the copy's placeholder
-//! has one 64-bit operand and stands for the same words with every id renamed through one table
-//! indexed by old id ([`Renames`]), applied while assembling; so neither the function nor its
-//! copy is ever held in rspirv's form.
+//! A function copied with new ids (`stages`) is not held at all: [`assemble`] writes the copy
+//! from the original a second time, every id renamed through one table indexed by old id
+//! ([`Renames`]), its placeholders' words parsed and renamed on the way; so the copy costs its
+//! output words and 4 bytes per renamed id, and the original's elided runs are never held in
+//! rspirv's form.
 
 use std::collections::HashSet;
 
@@ -48,28 +49,6 @@ pub(crate) fn range_of(inst: &Instruction) -> Option<(usize, usize)> {
             Some((*offset as usize, *count as usize))
         }
         _ => None,
-    }
-}
-
-/// The word range a renamed placeholder (see [`renamed`]) stands for.
-fn renamed_range_of(inst: &Instruction) -> Option<(usize, usize)> {
-    match (inst.class.opcode, inst.operands.as_slice()) {
-        (Op::Nop, [Operand::LiteralBit64(v)]) => {
-            Some(((v >> 32) as usize, (v & 0xffff_ffff) as usize))
-        }
-        _ => None,
-    }
-}
-
-/// Turns the placeholder `inst` into one that stands for its words with every id renamed through
-/// the [`Renames`] table: one 64-bit operand, offset and count (a real `OpNop` has none, and
-/// one operand is a third of the memory of the two a placeholder of input words has). Every
-/// other instruction stays as it is.
-pub(crate) fn renamed(inst: &mut Instruction) {
-    if let Some((offset, count)) = range_of(inst) {
-        inst.operands = vec![Operand::LiteralBit64(
-            ((offset as u64) << 32) | count as u64,
-        )];
     }
 }
 
@@ -215,28 +194,66 @@ pub(crate) fn memory_scope_operand(inst: &Instruction) -> Option<usize> {
     fit::memory_scope_word(inst.class.opcode).and_then(|w| w.checked_sub(before))
 }
 
-/// Assembles a module whose functions may hold placeholders, copying their words from `words`
-/// (renamed through `renames` where a placeholder says so); the between-function instructions
-/// go back in their places.
+/// The functions copied for other stages that `lower_words` does not hold (see `stages`): the
+/// copy of `module.functions[k]` for every `k` of `deferred`, in that order after the module's
+/// functions, is the original with every id renamed through `renames`.
+#[derive(Default)]
+pub(crate) struct Copies {
+    pub renames: Renames,
+    pub deferred: Vec<usize>,
+}
+
+/// Assembles a module whose functions may hold placeholders, copying their words from `words`;
+/// the copies of `copies` follow the module's functions, and the between-function instructions
+/// go back in their places. Each function is dropped once written (and once its copy is).
 pub(crate) fn assemble(
     mut module: Module,
     between: &[(usize, Instruction)],
     words: &[u32],
-    renames: &Renames,
+    copies: &Copies,
 ) -> Result<Vec<u32>, LowerError> {
-    let functions = std::mem::take(&mut module.functions);
+    let mut functions = std::mem::take(&mut module.functions);
     let head = module.assemble();
     drop(module);
-    // The output is about the input's size: one allocation, no doubling past it.
-    let mut out = Vec::with_capacity(words.len() + words.len() / 8 + head.len() + 64);
+    // The output's exact size, so that it is one allocation with no slack and never doubles.
+    let function_words = |f: &Function| -> usize { all_instructions(f).map(word_count).sum() };
+    let size = head.len()
+        + between.iter().map(|(_, i)| word_count(i)).sum::<usize>()
+        + functions.iter().map(function_words).sum::<usize>()
+        + copies
+            .deferred
+            .iter()
+            .filter_map(|&k| functions.get(k))
+            .map(function_words)
+            .sum::<usize>();
+    let mut out = Vec::with_capacity(size);
     out.extend_from_slice(&head);
     drop(head);
+    let mut copied = vec![false; functions.len()];
+    for &k in &copies.deferred {
+        if let Some(c) = copied.get_mut(k) {
+            *c = true;
+        }
+    }
     let mut pending = between.iter().peekable();
-    for (i, f) in functions.into_iter().enumerate() {
+    for (i, f) in functions.iter_mut().enumerate() {
         while let Some((_, inst)) = pending.next_if(|(at, _)| *at <= i) {
             inst.assemble_into(&mut out);
         }
-        assemble_function(&f, words, renames, &mut out)?;
+        assemble_function(f, words, None, &mut out)?;
+        if !copied[i] {
+            *f = Function::new();
+        }
+    }
+    let n = functions.len();
+    for (j, &k) in copies.deferred.iter().enumerate() {
+        while let Some((_, inst)) = pending.next_if(|(at, _)| *at <= n + j) {
+            inst.assemble_into(&mut out);
+        }
+        if let Some(f) = functions.get_mut(k) {
+            assemble_function(f, words, Some(&copies.renames), &mut out)?;
+            *f = Function::new();
+        }
     }
     for (_, inst) in pending {
         inst.assemble_into(&mut out);
@@ -244,41 +261,73 @@ pub(crate) fn assemble(
     Ok(out)
 }
 
+/// Every instruction of `f`, in order.
+fn all_instructions(f: &Function) -> impl Iterator<Item = &Instruction> {
+    f.def
+        .iter()
+        .chain(&f.parameters)
+        .chain(
+            f.blocks
+                .iter()
+                .flat_map(|b| b.label.iter().chain(&b.instructions)),
+        )
+        .chain(&f.end)
+}
+
+/// How many words `inst` assembles to (a placeholder: the words it stands for).
+fn word_count(inst: &Instruction) -> usize {
+    if let Some((_, count)) = range_of(inst) {
+        return count;
+    }
+    let operands: usize = inst
+        .operands
+        .iter()
+        .map(|o| match o {
+            Operand::LiteralBit64(_) => 2,
+            Operand::LiteralString(s) => s.len() / 4 + 1,
+            _ => 1,
+        })
+        .sum();
+    1 + usize::from(inst.result_type.is_some()) + usize::from(inst.result_id.is_some()) + operands
+}
+
+/// Writes `f`, its placeholders' words copied from `words`; with `renames`, as the copy whose
+/// every id is renamed.
 fn assemble_function(
     f: &Function,
     words: &[u32],
-    renames: &Renames,
+    renames: Option<&Renames>,
     out: &mut Vec<u32>,
 ) -> Result<(), LowerError> {
-    let put = |inst: &Instruction, out: &mut Vec<u32>| {
-        if let Some((offset, count)) = range_of(inst) {
-            out.extend_from_slice(&words[offset..offset + count]);
-        } else if let Some((offset, count)) = renamed_range_of(inst) {
-            let insts = parse_run(words, offset, count).ok_or_else(|| LowerError::Invalid {
-                result_id: f.def.as_ref().and_then(|d| d.result_id).unwrap_or(0),
-                message: format!("the instructions at word {offset} no longer parse"),
-            })?;
-            for mut i in insts {
+    for inst in all_instructions(f) {
+        match (range_of(inst), renames) {
+            (Some((offset, count)), None) => {
+                let run = words.get(offset..offset + count).ok_or_else(|| no_parse(f, offset))?;
+                out.extend_from_slice(run);
+            }
+            (Some((offset, count)), Some(renames)) => {
+                let insts = parse_run(words, offset, count).ok_or_else(|| no_parse(f, offset))?;
+                for mut i in insts {
+                    renames.apply(&mut i);
+                    i.assemble_into(out);
+                }
+            }
+            (None, None) => inst.assemble_into(out),
+            (None, Some(renames)) => {
+                let mut i = inst.clone();
                 renames.apply(&mut i);
                 i.assemble_into(out);
             }
-        } else {
-            inst.assemble_into(out);
         }
-        Ok::<(), LowerError>(())
-    };
-    for i in f.def.iter().chain(&f.parameters) {
-        put(i, out)?;
-    }
-    for b in &f.blocks {
-        for i in b.label.iter().chain(&b.instructions) {
-            put(i, out)?;
-        }
-    }
-    if let Some(i) = &f.end {
-        put(i, out)?;
     }
     Ok(())
+}
+
+fn no_parse(f: &Function, offset: usize) -> LowerError {
+    LowerError::Invalid {
+        result_id: f.def.as_ref().and_then(|d| d.result_id).unwrap_or(0),
+        message: format!("the instructions at word {offset} no longer parse"),
+    }
 }
 
 /// The instructions of `count` words at `offset`, parsed behind a copy of the module's header.

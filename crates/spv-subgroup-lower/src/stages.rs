@@ -20,9 +20,18 @@ use crate::elide::{self, Renames, ResultSlots};
 use crate::emit::{Emitter, Id};
 use crate::LowerError;
 
-/// For the entry points that are not fragment shaders, flat built-in -> its twin; function ->
-/// its clone for those stages.
-type Split = (BTreeMap<Id, Id>, HashMap<Id, Id>);
+/// What [`split`] made for the entry points that are not fragment shaders.
+#[derive(Default)]
+pub(crate) struct Split {
+    /// Flat built-in -> its twin.
+    pub twins: BTreeMap<Id, Id>,
+    /// Function -> its clone.
+    pub clone_of: HashMap<Id, Id>,
+    /// When lowering words: the indices (in `module.functions`) of the functions whose clones
+    /// are not held but assembled from the original, every id renamed through `em.renames`
+    /// (see `elide::assemble`), in the order the clones follow the module's functions.
+    pub deferred: Vec<usize>,
+}
 
 /// Splits the code that loads `Flat` built-ins between fragment and other entry points.
 /// Returns, for the entry points that are not fragment shaders, flat built-in -> its twin, and
@@ -122,7 +131,8 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, Lowe
     // Per clone, in the order they are made: the function's id and the range of its values' ids.
     let mut made: Vec<(Id, std::ops::Range<Id>)> = Vec::new();
     let mut clones = Vec::new();
-    for function in &mut module.functions {
+    let mut deferred = Vec::new();
+    for (index, function) in module.functions.iter_mut().enumerate() {
         let Some(id) = function.def.as_ref().and_then(|d| d.result_id) else {
             continue;
         };
@@ -131,15 +141,20 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, Lowe
         }
         if clone_of.contains_key(&id) {
             let first = em.bound();
-            let clone =
-                clone_function(function, em, &mut renames, &mut slots).ok_or_else(|| {
-                    LowerError::Invalid {
-                        result_id: id,
-                        message: "the function's instructions no longer parse".to_owned(),
-                    }
-                })?;
+            fresh_ids(function, em, &mut renames, &mut slots).ok_or_else(|| {
+                LowerError::Invalid {
+                    result_id: id,
+                    message: "the function's instructions no longer parse".to_owned(),
+                }
+            })?;
             made.push((id, first..em.bound()));
-            clones.push(clone);
+            // Lowering words, the clone is written from the original while assembling: holding
+            // its instructions would double the function's memory at the peak.
+            if em.source.is_some() {
+                deferred.push(index);
+            } else {
+                clones.push(clone_function(function, &renames));
+            }
         } else {
             for inst in all_instructions(function) {
                 rename_operands(inst, &renames);
@@ -192,7 +207,11 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, Lowe
         }
     }
     em.renames = renames;
-    Ok((twins, clone_of))
+    Ok(Split {
+        twins,
+        clone_of,
+        deferred,
+    })
 }
 
 fn all_instructions(f: &mut Function) -> impl Iterator<Item = &mut Instruction> {
@@ -218,15 +237,15 @@ fn rename_operands(inst: &mut Instruction, renames: &Renames) {
     }
 }
 
-/// A copy of `f` with fresh result ids for its values (recorded in `renames`, which holds the
-/// function's own new id), its references renamed. Its placeholders stay placeholders, renamed
-/// when assembled (see `elide`); `None` if their words no longer parse.
-fn clone_function(
+/// Gives every value `f` defines (its placeholders' too, read from the input's words) a fresh
+/// id in `renames` (which holds the function's own new id); `None` if the placeholders' words
+/// no longer parse.
+fn fresh_ids(
     f: &Function,
     em: &mut Emitter,
     renames: &mut Renames,
     slots: &mut ResultSlots,
-) -> Option<Function> {
+) -> Option<()> {
     let words = em.source.unwrap_or(&[]);
     let mut fresh = |r: Id, em: &mut Emitter| {
         if !renames.contains(r) {
@@ -249,12 +268,45 @@ fn clone_function(
             None => elide::for_each_result(inst, words, slots, |r| fresh(r, em))?,
         }
     }
+    Some(())
+}
+
+/// A copy of `f` (which holds no placeholders: a `dr::Module` lowered in place) with the fresh
+/// ids [`fresh_ids`] gave it, its references renamed.
+fn clone_function(f: &Function, renames: &Renames) -> Function {
     let mut c = f.clone();
     for inst in all_instructions(&mut c) {
-        elide::renamed(inst);
         renames.apply(inst);
     }
-    Some(c)
+    c
+}
+
+/// Adds to `calls` the deferred clones of [`Split::deferred`]: a clone calls what its original
+/// calls, renamed.
+pub(crate) fn add_deferred_calls(
+    calls: &mut HashMap<Id, Vec<Id>>,
+    module: &Module,
+    deferred: &[usize],
+    renames: &Renames,
+) {
+    for &k in deferred {
+        let Some(id) = module
+            .functions
+            .get(k)
+            .and_then(|f| f.def.as_ref())
+            .and_then(|d| d.result_id)
+        else {
+            continue;
+        };
+        let (Some(clone), Some(callees)) = (renames.get(id), calls.get(&id)) else {
+            continue;
+        };
+        let callees = callees
+            .iter()
+            .map(|&c| renames.get(c).unwrap_or(c))
+            .collect();
+        calls.insert(clone, callees);
+    }
 }
 
 /// The functions that only entry points of the `allowed` execution models reach (at least one

@@ -1,10 +1,13 @@
 //! The lowering library's contract beyond the fixtures: unchanged modules come back word for
 //! word, errors name the instruction and the missing feature, hygiene (capabilities, extensions,
 //! version, generator word), the options (subgroup size, float comparison, partition form), the
-//! stages that get the `SubgroupSize` branch for naga, and no panic on malformed input.
+//! stages that get the `SubgroupSize` branch for naga, the same output from `lower_words` and
+//! from `lower` on a loaded module (where `lower_words` writes copied functions only while
+//! assembling), and no panic on malformed input.
 
 use spv_subgroup_lower::{
-    lower_words, FloatPartition, LowerError, LowerOptions, PartitionForm, Target,
+    assemble, load, lower, lower_words, FloatPartition, LowerError, LowerOptions, PartitionForm,
+    Target,
 };
 use spv_subgroup_tests::tools;
 
@@ -424,4 +427,41 @@ fn naga_gets_the_size_branch_only_where_it_takes_subgroup_size() {
     // Other consumers take it in every stage.
     let out = dis(&lower_words(&words, &opts("vulkan1.1")).unwrap().0);
     assert!(out.contains(size), "{out}");
+}
+
+#[test]
+fn lower_words_writes_copied_functions_as_lower_holds_them() {
+    // A function shared by a vertex and a fragment entry point is copied for the vertex stage
+    // (`Flat` built-ins only in the fragment interface): `lower` holds the copy in the module,
+    // `lower_words` writes it from the original while assembling, renaming its ids (those of
+    // the instructions it never loaded as rspirv instructions too). Same words either way.
+    let path = tools::workspace_root().join("fixtures/reliability/vertex_fragment_shared.spvasm");
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let words = tools::assemble(&text, "vulkan1.1").unwrap();
+    for target in ["vulkan1.1", "naga", "lavapipe"] {
+        let o = opts(target);
+        let (sparse, report) = lower_words(&words, &o).unwrap();
+        assert!(report.changed, "{target}");
+        let mut loaded = load(&words).unwrap();
+        lower(&mut loaded.module, &o).unwrap();
+        let held = assemble(loaded.module, &loaded.between_functions);
+        assert_eq!(dis(&sparse), dis(&held), "--target {target}");
+        // Version and bound alike (`lower_words` keeps the input's generator word, rspirv's
+        // `assemble` writes its own), then every word.
+        assert_eq!(
+            (sparse[1], sparse[3]),
+            (held[1], held[3]),
+            "--target {target}"
+        );
+        assert!(
+            sparse[5..] == held[5..],
+            "--target {target}: the words differ"
+        );
+        // The copy is there: two functions named after the shared one's body.
+        assert!(
+            dis(&sparse).matches("OpGroupNonUniformBallot").count() >= 2,
+            "{}",
+            dis(&sparse)
+        );
+    }
 }

@@ -302,7 +302,9 @@ fn assemble_function(
     for inst in all_instructions(f) {
         match (range_of(inst), renames) {
             (Some((offset, count)), None) => {
-                let run = words.get(offset..offset + count).ok_or_else(|| no_parse(f, offset))?;
+                let run = words
+                    .get(offset..offset + count)
+                    .ok_or_else(|| no_parse(f, offset))?;
                 out.extend_from_slice(run);
             }
             (Some((offset, count)), Some(renames)) => {

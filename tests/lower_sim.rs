@@ -3,7 +3,8 @@
 //! size range includes the size and for the fixture's test targets (`// test-targets: A B`).
 //!
 //! The fixture shape is that of `lower_exec.rs` (one `uint` per invocation at binding 0, read then
-//! written; `// exec: GROUPS` gives the workgroup count). The simulator runs every subgroup op
+//! written; `// exec: GROUPS` gives the workgroup count). Assembly fixtures (`.spvasm`, for ops
+//! glslang 12 cannot write, such as rotates) opt in with `; sim` and `; exec: GROUPS`. The simulator runs every subgroup op
 //! natively, so the native module is the reference at every size, where lavapipe has only 4, 8
 //! and 16. Undefined values (reads of inactive lanes) are seeded random bits: the native module
 //! runs with two undefined-value seeds and must give the same words both times (so the fixture
@@ -29,12 +30,12 @@ const PRESETS: [&str; 3] = ["vulkan1.1", "lavapipe", "naga"];
 fn fixtures() -> Vec<(PathBuf, u32)> {
     let root = tools::workspace_root().join("fixtures");
     let mut out = Vec::new();
-    for entry in glob_comp(&root.join("lower")) {
+    for entry in glob_sources(&root.join("lower")) {
         let text = std::fs::read_to_string(&entry).expect("fixture is readable");
-        if text.lines().any(|l| l.trim() == "// sim") {
+        if text.lines().any(|l| matches!(l.trim(), "// sim" | "; sim")) {
             let groups = text
                 .lines()
-                .find_map(|l| l.strip_prefix("// exec: "))
+                .find_map(|l| l.strip_prefix("// exec: ").or(l.strip_prefix("; exec: ")))
                 .map_or(1, |n| {
                     n.trim().parse().expect("`// exec: GROUPS` takes a number")
                 });
@@ -45,13 +46,13 @@ fn fixtures() -> Vec<(PathBuf, u32)> {
     out
 }
 
-fn glob_comp(dir: &std::path::Path) -> Vec<PathBuf> {
+fn glob_sources(dir: &std::path::Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).expect("directory is readable") {
         let p = e.expect("a directory entry").path();
         if p.is_dir() {
-            out.extend(glob_comp(&p));
-        } else if p.extension().is_some_and(|e| e == "comp") {
+            out.extend(glob_sources(&p));
+        } else if p.extension().is_some_and(|e| e == "comp" || e == "spvasm") {
             out.push(p);
         }
     }
@@ -104,8 +105,7 @@ fn lowered_fixtures_in_the_simulator() {
             .unwrap_or(path)
             .display()
             .to_string();
-        let native_words =
-            tools::compile_glsl(path, "vulkan1.1").unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let native_words = lower_common::build(path, &Target::preset("vulkan1.1").expect("preset"));
         let native = Module::new(&native_words).unwrap_or_else(|e| panic!("{rel}: {e}"));
         let local = 37; // The fixtures' local size; checked by the output length below.
         let n = local * *groups as usize;

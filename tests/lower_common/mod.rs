@@ -231,16 +231,25 @@ pub fn test_target(name: &str) -> Option<Target> {
             t.ops.shuffle_relative = false;
             t.ops.shuffle = false;
         }
+        // Rotates without clusters (`shaderSubgroupRotate` but not `...Clustered`).
+        "rotate-unclustered" => {
+            t.ops.rotate = true;
+            t.ops.rotate_clustered = false;
+        }
         _ => return None,
     }
     Some(t)
 }
 
-/// The test targets a fixture opts in to with a `// test-targets: A B` line (none without it).
+/// The test targets a fixture opts in to with a `// test-targets: A B` line (`; test-targets:`
+/// in assembly; none without it).
 pub fn test_targets(path: &Path) -> Vec<Target> {
     let text = std::fs::read_to_string(path).expect("fixture is readable");
     text.lines()
-        .find_map(|l| l.strip_prefix("// test-targets: "))
+        .find_map(|l| {
+            l.strip_prefix("// test-targets: ")
+                .or_else(|| l.strip_prefix("; test-targets: "))
+        })
         .map(|l| {
             l.split_whitespace()
                 .map(|n| {

@@ -1045,6 +1045,17 @@ impl<'e, 't> Code<'e, 't> {
         Ok(self.load_builtin(BuiltIn::SubgroupLocalInvocationId, Ty::U32))
     }
 
+    /// The `SubgroupSize` built-in; refused where the target cannot load it: without the core
+    /// non-uniform built-ins, or in a function the stages of a naga-like consumer reach where
+    /// naga refuses the built-in ([`Emitter::size_builtin_ok`]).
+    pub(crate) fn subgroup_size(&mut self) -> Result<Id, LowerError> {
+        if !(self.em.has_core_ballot() || self.em.target.ops.basic) || !self.em.size_builtin_ok {
+            return Err(self.missing("the SubgroupSize built-in"));
+        }
+        self.em.need(Capability::GroupNonUniform);
+        Ok(self.load_builtin(BuiltIn::SubgroupSize, Ty::U32))
+    }
+
     /// The mask of lanes with a lower index than this one (`SubgroupLtMask`).
     pub(crate) fn lt_mask(&mut self) -> Result<Id, LowerError> {
         self.rel_mask(BuiltIn::SubgroupLtMask, false)
@@ -1627,11 +1638,7 @@ impl<'e, 't> Code<'e, 't> {
     /// All ones for the words a mask holds when the subgroup size is fixed at the mask's
     /// width, else computed from the `SubgroupSize` built-in per word (shifts stay below 32).
     pub(crate) fn size_mask(&mut self) -> Result<Id, LowerError> {
-        if !(self.em.has_core_ballot() || self.em.target.ops.basic) {
-            return Err(self.missing("the SubgroupSize built-in"));
-        }
-        self.em.need(Capability::GroupNonUniform);
-        let size = self.load_builtin(BuiltIn::SubgroupSize, Ty::U32);
+        let size = self.subgroup_size()?;
         if self.em.single_word() {
             return self.low_bits_word(size, 0);
         }

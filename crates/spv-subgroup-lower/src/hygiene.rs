@@ -16,11 +16,31 @@ use spv_subgroup_validate::fit;
 use crate::emit::Emitter;
 use crate::{LowerError, LowerOptions, Target};
 
-/// The extension strings of the partitioned ops.
-const PARTITIONED_EXTS: [&str; 2] = [
-    "SPV_NV_shader_subgroup_partitioned",
-    "SPV_EXT_shader_subgroup_partitioned",
+/// The extensions whose only purpose is a capability the pass can make unneeded: each goes with
+/// its capability (Vulkan refuses a module declaring an extension the device lacks,
+/// VUID-VkShaderModuleCreateInfo-pCode-08742, and naga refuses ones it does not know).
+const EXT_CAPABILITIES: [(&str, Capability); 4] = [
+    ("SPV_KHR_subgroup_vote", Capability::SubgroupVoteKHR),
+    (
+        "SPV_NV_shader_subgroup_partitioned",
+        Capability::GroupNonUniformPartitionedEXT,
+    ),
+    (
+        "SPV_EXT_shader_subgroup_partitioned",
+        Capability::GroupNonUniformPartitionedEXT,
+    ),
+    (
+        "SPV_KHR_subgroup_rotate",
+        Capability::GroupNonUniformRotateKHR,
+    ),
 ];
+
+/// The capability extension `s` exists for, if it is one the pass may remove.
+fn ext_capability(s: &str) -> Option<Capability> {
+    EXT_CAPABILITIES
+        .iter()
+        .find_map(|&(e, c)| (e == s).then_some(c))
+}
 
 /// SPIR-V 1.3, the first version with the core `GroupNonUniform` instructions.
 const V1_3: u32 = 0x0001_0300;
@@ -138,8 +158,7 @@ pub(crate) fn has_removable(module: &Module, target: &Target) -> bool {
 
 /// Whether extension `s` is one whose capability the target lacks.
 fn ext_removable(s: &str, target: &Target) -> bool {
-    (s == "SPV_KHR_subgroup_vote" && !target.ops.khr_vote)
-        || (PARTITIONED_EXTS.contains(&s) && !target.ops.partitioned)
+    ext_capability(s).is_some_and(|c| !fit::target_has(target, c))
 }
 
 /// Whether a capability number lets a Vulkan module use a Subgroup memory scope
@@ -200,16 +219,12 @@ fn drop_unused(module: &mut Module, target: &Target, used: &[Capability]) {
                 .binary_search_by_key(&(c as u32), |&u| u as u32)
                 .is_err()
     };
-    let vote_gone = gone(Capability::SubgroupVoteKHR);
-    let partitioned_gone = gone(Capability::GroupNonUniformPartitionedEXT);
     module
         .capabilities
         .retain(|c| !cap_of(c).and_then(Capability::from_u32).is_some_and(gone));
-    module.extensions.retain(|e| match ext_of(e) {
-        Some("SPV_KHR_subgroup_vote") => !vote_gone,
-        Some(s) if PARTITIONED_EXTS.contains(&s) => !partitioned_gone,
-        _ => true,
-    });
+    module
+        .extensions
+        .retain(|e| !ext_of(e).and_then(ext_capability).is_some_and(gone));
 }
 
 fn cap_of(inst: &Instruction) -> Option<u32> {

@@ -8,6 +8,7 @@
 //! | `ShuffleDown(x, delta)` | `lane + delta` | `GroupNonUniformShuffleRelative` |
 //! | `ShuffleXor(x, m)` | `lane ^ m` | `GroupNonUniformShuffle` |
 //! | `Shuffle(x, id)`, `Broadcast(x, id)` | `id` | `GroupNonUniformShuffle`, `GroupNonUniformBallot` |
+//! | `RotateKHR(x, delta[, n])` | `((lane + delta) & (n - 1)) + (lane & ~(n - 1))`, `n` the cluster size or `SubgroupSize` | `GroupNonUniformRotateKHR`, or clustered rotates |
 //!
 //! The read is [`Code::read_lane`]: `OpGroupNonUniformShuffle` where the target has it (by
 //! 32-bit words where it lacks extended types, through `uint` where it moves no bools), else one
@@ -19,6 +20,9 @@
 //! `ShuffleDown` with `lane + delta` of 2^32 or more (undefined in the original) may wrap to a
 //! lane below this one; its value is then some lane's value, which undefined allows.
 //! The ballot form reads zeros from an inactive lane (a ballot has no bit for it).
+//! A rotate's lane is the spec's (`SPV_KHR_subgroup_rotate`: the rotation group is the cluster,
+//! or the subgroup without one; both are powers of two), so it needs `SubgroupSize` where it has
+//! no cluster: a naga-like consumer's vertex shaders cannot load it, and there the rotate is refused.
 
 use rspirv::dr::Instruction;
 use spirv::{Capability, Op};
@@ -41,18 +45,21 @@ fn own_capability(op: Op) -> Option<Capability> {
             Capability::GroupNonUniformShuffle
         }
         Op::GroupNonUniformBroadcast => Capability::GroupNonUniformBallot,
+        Op::GroupNonUniformRotateKHR => Capability::GroupNonUniformRotateKHR,
         _ => return None,
     })
 }
 
-/// Whether `inst` is a lane move the target lacks the capability of (what else it lacks, the
-/// width or bool moves, the read handles as well) and the target can read a lane: a shuffle, or
-/// ballots. Without either the dispatch refuses the instruction, naming what it lacks.
+/// Whether `inst` is a lane move the target lacks the capability of, or a clustered rotate the
+/// target lacks clusters for (what else it lacks, the width or bool moves, the read handles as
+/// well), and the target can read a lane: a shuffle, or ballots. Without either the dispatch
+/// refuses the instruction, naming what it lacks.
 pub(crate) fn needs(inst: &Instruction, missing: &[Missing], em: &Emitter) -> bool {
     let readable = em.has_shuffle() || em.has_core_ballot() || em.target.ops.khr_ballot;
     readable
-        && own_capability(inst.class.opcode)
+        && (own_capability(inst.class.opcode)
             .is_some_and(|c| missing.contains(&Missing::Capability(c)))
+            || missing.contains(&Missing::RotateClustered))
 }
 
 /// Emits the read of the lane `inst` reads; returns the id of its result.
@@ -94,6 +101,22 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
                 code.op(Op::ISub, Ty::U32, &[lane, delta])
             }
             Op::GroupNonUniformShuffleDown => code.op(Op::IAdd, Ty::U32, &[lane, arg]),
+            Op::GroupNonUniformRotateKHR => {
+                let n = match inst.operands.get(3) {
+                    Some(_) => {
+                        let cluster = id_operand(inst, 3, "ClusterSize")?;
+                        as_u32(code, inst, cluster)?
+                    }
+                    None => code.subgroup_size()?,
+                };
+                let one = code.em.u32(1);
+                let low = code.op(Op::ISub, Ty::U32, &[n, one]);
+                let high = code.op(Op::Not, Ty::U32, &[low]);
+                let ahead = code.op(Op::IAdd, Ty::U32, &[lane, arg]);
+                let within = code.op(Op::BitwiseAnd, Ty::U32, &[ahead, low]);
+                let group = code.op(Op::BitwiseAnd, Ty::U32, &[lane, high]);
+                code.op(Op::IAdd, Ty::U32, &[within, group])
+            }
             _ => code.op(Op::BitwiseXor, Ty::U32, &[lane, arg]),
         }
     };

@@ -11,8 +11,8 @@
 //! | shuffles and broadcasts of bools | them (naga) | `bool_move` |
 //! | loads of the mask built-ins | them (naga) | `masks` |
 //! | `OpSubgroupBallotKHR`/`FirstInvocationKHR`/`ReadInvocationKHR` | `SPV_KHR_shader_ballot` | `khr_ballot` |
-//! | quad ops, `ShuffleUp/Down`, `Shuffle/Xor`, `Broadcast` (any type) | their own capability | `lane_read` |
-//! | broadcasts, shuffles, quad ops, KHR reads of 8/16/64-bit values | extended types | `wide_move` |
+//! | quad ops, `ShuffleUp/Down`, `Shuffle/Xor`, `Broadcast`, `RotateKHR` (any type) | their own capability (clustered rotates too) | `lane_read` |
+//! | broadcasts, shuffles, quad ops, rotates, KHR reads of 8/16/64-bit values | extended types | `wide_move` |
 //! | reduce/scans of 8/16/64-bit values, clustered reduce | extended types, `clustered` | `wide_arith` |
 //!
 //! What the target lacks for an instruction comes from one table, [`fit::missing`], which the

@@ -34,6 +34,7 @@ pub(crate) fn is_move(op: Op) -> bool {
             | Op::GroupNonUniformQuadSwap
             | Op::SubgroupReadInvocationKHR
             | Op::SubgroupFirstInvocationKHR
+            | Op::GroupNonUniformRotateKHR
     )
 }
 

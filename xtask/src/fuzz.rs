@@ -17,8 +17,10 @@
 //!    serialized, and the vulkaninfo report under `fixtures/targets/`;
 //! 3. runs every target at once under `nice -n 19` for the budget, reading the committed corpus
 //!    `fuzz/corpus/NAME/` and the seeds and writing new inputs to `target/fuzz/corpus/NAME/`,
-//!    crashes to `target/fuzz/artifacts/NAME/`; prints executions, coverage and crashes per target;
-//!    (`--keep-seeds` uses the seeds of the last run);
+//!    failing inputs to `target/fuzz/artifacts/NAME/` (`--keep-seeds` uses the seeds of the last
+//!    run); a long run goes on past every failure (libFuzzer's fork mode, [`fuzz_target`]), a
+//!    quick one stops at the first; at the end prints executions and coverage per target and
+//!    every input written to the artifacts folder, with the cause of the first crashes;
 //! 4. with `--merge` (or `--merge-only`, without fuzzing first), adds to `fuzz/corpus/NAME/` the new inputs that cover something the seeds
 //!    and the committed corpus do not (what to commit after a long run).
 //!
@@ -85,6 +87,12 @@ pub fn wrap_rustc(args: &[String]) -> i32 {
         }
     }
 }
+
+/// How many crash inputs per target the report at the end runs once more to show their cause.
+const CAUSES_SHOWN: usize = 10;
+
+/// Up to how many inputs per target the report at the end lists one by one.
+const FINDINGS_LISTED: usize = 20;
 
 /// Largest input committed to `fuzz/corpus/` (the largest seed module is below it): keeps the
 /// repository and the replay test small.
@@ -177,7 +185,6 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(o.seconds);
     let mut runs = Vec::new();
     for name in &o.targets {
         // A quick run reads the committed corpus and keeps its own working corpus and log: a
@@ -207,26 +214,33 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         );
         let bin = bin_dir.join(name);
         let name = name.clone();
+        let (seconds, fork) = (o.seconds, !o.quick);
         runs.push(std::thread::spawn(move || {
-            keep_fuzzing(
+            fuzz_target(
                 &name,
                 &bin,
                 [&corpus, &committed, &seed_dir],
                 &artifacts,
                 &log,
-                deadline,
+                seconds,
+                fork,
             )
         }));
     }
-    let mut failed = Vec::new();
+    let mut outcomes = Vec::new();
     for run in runs {
-        let (name, crashes, log) = run
-            .join()
-            .map_err(|_| anyhow::anyhow!("a fuzzing thread panicked"))??;
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        eprintln!("xtask fuzz: {name}: {}", summary(&text));
-        if crashes > 0 {
-            failed.push(name);
+        outcomes.push(
+            run.join()
+                .map_err(|_| anyhow::anyhow!("a fuzzing thread panicked"))??,
+        );
+    }
+    let mut failed = Vec::new();
+    for out in &outcomes {
+        let text = std::fs::read_to_string(&out.log).unwrap_or_default();
+        eprintln!("xtask fuzz: {}: {}", out.name, summary(&text));
+        report(&bin_dir.join(&out.name), out);
+        if out.findings.iter().any(|f| is_failure(f)) {
+            failed.push(out.name.as_str());
         }
     }
     if o.merge {
@@ -236,54 +250,163 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     }
     if !failed.is_empty() {
         bail!(
-            "fuzz targets found failures: {} (inputs in target/fuzz/artifacts/; replay one with `target/fuzz/.../release/NAME FILE`)",
-            failed.join(", ")
+            "fuzz targets found failures: {} (the inputs are listed above; replay one with `{}/NAME FILE`, the message is in the log)",
+            failed.join(", "),
+            bin_dir.display()
         );
     }
     Ok(())
 }
 
-/// Runs one target until `deadline` (a unit may take 60 s: on a loaded machine, under `nice -n 19`,
-/// an input whose check runs `spirv-val` a few times took over 10 s of wall time while it needs
-/// under one second alone), starting it again after a crash (the crashing input is in
-/// `artifacts`) so one finding does not end a long run; at most 20 restarts. Returns the target's
-/// name, how many runs crashed, and its log (every run appended).
-fn keep_fuzzing(
+/// Prints what a target's run wrote to its artifacts folder: how many inputs of each kind, every
+/// input when there are a few (else the folder), and the cause of the first crashes, each cause
+/// once with the number of inputs that showed it. Every input is kept.
+fn report(bin: &Path, out: &Outcome) {
+    let kinds = ["crash", "timeout", "oom", "leak", "slow-unit"];
+    let mut counts: Vec<String> = Vec::new();
+    for kind in kinds {
+        let n = out
+            .findings
+            .iter()
+            .filter(|f| file_name(f).starts_with(&format!("{kind}-")))
+            .count();
+        if n > 0 {
+            counts.push(format!("{n} {kind}"));
+        }
+    }
+    if counts.is_empty() {
+        return;
+    }
+    eprintln!(
+        "xtask fuzz: {}: inputs written: {} (a slow unit is not a failure)",
+        out.name,
+        counts.join(", ")
+    );
+    if out.findings.len() <= FINDINGS_LISTED {
+        for f in &out.findings {
+            eprintln!("xtask fuzz: {}:   {}", out.name, f.display());
+        }
+    } else if let Some(dir) = out.findings[0].parent() {
+        eprintln!("xtask fuzz: {}:   inputs in {}", out.name, dir.display());
+    }
+    // One more run of each of the first crashes, for its panic message (a timeout's run would
+    // take a minute): a long run can write many inputs of one cause.
+    let mut causes: Vec<(String, PathBuf, usize)> = Vec::new();
+    for f in out
+        .findings
+        .iter()
+        .filter(|f| file_name(f).starts_with("crash-"))
+        .take(CAUSES_SHOWN)
+    {
+        let why = cause(bin, f).unwrap_or_else(|| "does not fail again when run alone".to_owned());
+        match causes.iter_mut().find(|c| c.0 == why) {
+            Some(c) => c.2 += 1,
+            None => causes.push((why, f.clone(), 1)),
+        }
+    }
+    for (why, example, n) in causes {
+        eprintln!(
+            "xtask fuzz: {}: {why} ({n} of the crashes looked at, e.g. {})",
+            out.name,
+            example.display()
+        );
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// What one target's run left: its name, its log, and the inputs it wrote to its artifacts folder.
+struct Outcome {
+    name: String,
+    log: PathBuf,
+    findings: Vec<PathBuf>,
+}
+
+/// Runs one target for `seconds` under `nice -n 19`, reading `dirs` (the first is the working
+/// corpus it adds to) and writing failing inputs to `artifacts`; returns what it wrote there.
+///
+/// A long run (`fork`) uses libFuzzer's fork mode with one job at a time and every kind of
+/// failure ignored (`-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1`): each job is a
+/// child process fuzzing for a few seconds to five minutes from a sample of the corpus; a job
+/// that crashes leaves its input in `artifacts` and the next job starts, so one finding neither
+/// ends the run nor is found again by every restart (a restart loop spent half of a long run on
+/// one finding: docs/fuzzing.md). The parent merges each job's new inputs into the corpus and
+/// stops after the budget once the running job ends (a job lasts at most as many seconds as its
+/// number, so a run of an hour overshoots by about a minute and a half at most). A quick run (CI)
+/// is one process: the first failure ends it, which is all CI needs to know.
+fn fuzz_target(
     name: &str,
     bin: &Path,
     dirs: [&PathBuf; 3],
     artifacts: &Path,
     log: &Path,
-    deadline: std::time::Instant,
-) -> anyhow::Result<(String, usize, PathBuf)> {
-    let mut crashes = 0;
-    while crashes <= 20 {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.as_secs() < 2 {
-            break;
-        }
-        let log_file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(log)
-            .with_context(|| format!("opening {}", log.display()))?;
-        let status = Command::new("nice")
-            .args(["-n", "19"])
-            .arg(bin)
-            .args(dirs)
-            .arg(format!("-max_total_time={}", left.as_secs()))
-            .arg(MAX_LEN)
-            .args(["-timeout=60", "-rss_limit_mb=2048", "-print_final_stats=1"])
-            .arg(format!("-artifact_prefix={}/", artifacts.display()))
-            .stdout(Stdio::null())
-            .stderr(log_file)
-            .status()
-            .with_context(|| format!("cannot start the `{name}` fuzzer"))?;
-        if status.success() {
-            break;
-        }
-        crashes += 1;
+    seconds: u64,
+    fork: bool,
+) -> anyhow::Result<Outcome> {
+    let before = list(artifacts);
+    let log_file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(log)
+        .with_context(|| format!("opening {}", log.display()))?;
+    let mut cmd = Command::new("nice");
+    cmd.args(["-n", "19"])
+        .arg(bin)
+        .args(dirs)
+        .arg(format!("-max_total_time={seconds}"))
+        .arg(MAX_LEN)
+        // A unit may take 60 s: on a loaded machine, under `nice -n 19`, an input whose check
+        // runs `spirv-val` a few times took over 10 s of wall time while it needs under one
+        // second alone.
+        .args(["-timeout=60", "-rss_limit_mb=2048", "-print_final_stats=1"])
+        .arg(format!("-artifact_prefix={}/", artifacts.display()));
+    if fork {
+        cmd.args([
+            "-fork=1",
+            "-ignore_crashes=1",
+            "-ignore_timeouts=1",
+            "-ignore_ooms=1",
+        ]);
     }
-    Ok((name.to_owned(), crashes, log.to_path_buf()))
+    let status = cmd
+        .stdout(Stdio::null())
+        .stderr(log_file)
+        .status()
+        .with_context(|| format!("cannot start the `{name}` fuzzer"))?;
+    let findings: Vec<PathBuf> = list(artifacts)
+        .difference(&before)
+        .map(|f| artifacts.join(f))
+        .collect();
+    // libFuzzer exits non-zero after a failure (in fork mode: when the last job failed), and it
+    // then has written the input; a non-zero exit without one is the fuzzer's own failure.
+    if !status.success() && findings.is_empty() {
+        bail!(
+            "the `{name}` fuzzer stopped ({status}) without writing an input; see {}",
+            log.display()
+        );
+    }
+    Ok(Outcome {
+        name: name.to_owned(),
+        log: log.to_path_buf(),
+        findings,
+    })
+}
+
+/// The names of the files in `dir` (none if it cannot be read).
+fn list(dir: &Path) -> BTreeSet<std::ffi::OsString> {
+    std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default()
+}
+
+/// Whether an input libFuzzer wrote is a failure: a crash (panic, abort, property failure), a
+/// timeout, a memory overrun or a leak. A `slow-unit-` input (over 10 s but under the timeout)
+/// is reported, not a failure: under load at `nice -n 19` it is mostly the machine.
+fn is_failure(input: &Path) -> bool {
+    !file_name(input).starts_with("slow-unit-")
 }
 
 /// Builds the instrumented targets; returns the folder holding the binaries.
@@ -463,23 +586,67 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The executions of every run in a log, the last libFuzzer status line and the crashes, on one line.
+/// A target's log on one line: executions, the last libFuzzer status line, and the failures the
+/// log records. A plain run ends with `stat::number_of_executed_units`; in fork mode the parent
+/// prints `#RUNS: cov: .. ft: .. corp: .. exec/s: .. oom/timeout/crash: O/T/C time: ..` after
+/// every job, with the runs of all jobs so far.
 fn summary(log: &str) -> String {
     let status = log
         .lines()
         .rev()
         .find(|l| l.starts_with('#') && l.contains("cov:"))
         .unwrap_or("no status line");
-    let execs: u64 = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
-        .filter_map(|n| n.trim().parse::<u64>().ok())
-        .sum();
-    let crashes = log
-        .lines()
-        .filter(|l| l.contains("Test unit written to"))
-        .count();
-    format!("{execs} executions; last: {status}; {crashes} crash inputs written")
+    let fork_runs = status
+        .contains("oom/timeout/crash:")
+        .then(|| {
+            status
+                .strip_prefix('#')?
+                .split(':')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .flatten();
+    let execs: u64 = fork_runs.unwrap_or_else(|| {
+        log.lines()
+            .filter_map(|l| l.strip_prefix("stat::number_of_executed_units:"))
+            .filter_map(|n| n.trim().parse::<u64>().ok())
+            .sum()
+    });
+    format!("{execs} executions; last: {status}")
+}
+
+/// Why `bin` fails on `input`: the panic message (or libFuzzer's error line) of one more run on
+/// it, for the report at the end of a run. `None` when it does not fail again or cannot run.
+fn cause(bin: &Path, input: &Path) -> Option<String> {
+    let out = Command::new("nice")
+        .args(["-n", "19"])
+        .arg(bin)
+        .arg(input)
+        .args(["-timeout=60", "-rss_limit_mb=2048"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .ok()?;
+    if out.status.success() {
+        return None;
+    }
+    first_error(&String::from_utf8_lossy(&out.stderr))
+}
+
+/// The first failure in a libFuzzer run's output: a Rust panic (`panicked at FILE:LINE:COL:` and
+/// the message on the next line), else libFuzzer's `ERROR:` line.
+fn first_error(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    if let Some(i) = lines.iter().position(|l| l.contains(" panicked at ")) {
+        let at = lines[i].split(" panicked at ").nth(1).unwrap_or("");
+        let msg = lines.get(i + 1).copied().unwrap_or("");
+        return Some(format!("panicked at {at} {msg}"));
+    }
+    lines
+        .iter()
+        .find(|l| l.contains("ERROR: libFuzzer:"))
+        .map(|l| l.split("ERROR: ").nth(1).unwrap_or(l).to_owned())
 }
 
 /// Adds to `fuzz/corpus/NAME/` the inputs of the working corpus that cover what the seeds and
@@ -545,4 +712,65 @@ fn merge(root: &Path, bin_dir: &Path, seeds: &Path, name: &str) -> anyhow::Resul
         committed.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_a_plain_run_sums_the_executions_of_every_run() {
+        let log = "#2\tINITED cov: 10 ft: 12 corp: 3/30b\n\
+                   stat::number_of_executed_units: 40\n\
+                   #77\tDONE cov: 20 ft: 25 corp: 5/50b\n\
+                   stat::number_of_executed_units: 37\n";
+        let s = summary(log);
+        assert!(s.starts_with("77 executions;"), "{s}");
+        assert!(s.contains("DONE cov: 20"), "{s}");
+    }
+
+    #[test]
+    fn summary_of_a_fork_run_takes_the_runs_of_the_last_status_line() {
+        // The parent's lines in fork mode (FuzzerFork.cpp), with a job's stats in between that
+        // must not be added again.
+        let log = "INFO: -fork=1: fuzzing in separate process(s)\n\
+                   #120: cov: 300 ft: 400 corp: 50 exec/s: 60 oom/timeout/crash: 0/0/1 time: 3s job: 2 dft_time: 0\n\
+                   ==12== ERROR: libFuzzer: deadly signal\n\
+                   #5310: cov: 310 ft: 420 corp: 52 exec/s: 90 oom/timeout/crash: 0/1/2 time: 61s job: 11 dft_time: 0\n\
+                   INFO: exiting: 0 time: 61s\n";
+        let s = summary(log);
+        assert!(s.starts_with("5310 executions;"), "{s}");
+        assert!(s.contains("oom/timeout/crash: 0/1/2"), "{s}");
+    }
+
+    #[test]
+    fn the_cause_of_a_crash_is_the_panic_message_else_the_libfuzzer_error() {
+        let panic = "INFO: Seed: 1\n\
+                     thread '<unnamed>' panicked at fuzz/src/props.rs:10:5:\n\
+                     exit 3 on a valid module\n\
+                     ==7== ERROR: libFuzzer: deadly signal\n";
+        assert_eq!(
+            first_error(panic).as_deref(),
+            Some("panicked at fuzz/src/props.rs:10:5: exit 3 on a valid module")
+        );
+        let oom = "==7== ERROR: libFuzzer: out-of-memory (used: 2100Mb; exceeds: 2048Mb)\n";
+        assert_eq!(
+            first_error(oom).as_deref(),
+            Some("libFuzzer: out-of-memory (used: 2100Mb; exceeds: 2048Mb)")
+        );
+        assert_eq!(first_error("INFO: Done 1 runs in 0 second(s)\n"), None);
+    }
+
+    #[test]
+    fn a_slow_unit_is_reported_but_is_no_failure() {
+        assert!(!is_failure(Path::new("a/slow-unit-0123")));
+        for f in [
+            "a/crash-0123",
+            "a/timeout-0123",
+            "a/oom-0123",
+            "a/leak-0123",
+        ] {
+            assert!(is_failure(Path::new(f)), "{f}");
+        }
+    }
 }

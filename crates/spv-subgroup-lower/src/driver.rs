@@ -533,12 +533,14 @@ fn finish_globals(
     em: &mut Emitter,
     rewritten: &BTreeSet<Id>,
 ) -> Result<Vec<usize>, LowerError> {
-    // Functions shared by a fragment and another stage are split first (it adds globals).
+    // Functions shared by entry points that list `Flat` built-ins and ones that must not are
+    // split first (it adds globals).
+    let twin_entry = stages::twin_entry_points(module);
     let stages::Split {
         twins,
         clone_of: clones,
         deferred,
-    } = stages::split(module, em)?;
+    } = stages::split(module, em, &twin_entry)?;
     let mut rewritten = rewritten.clone();
     rewritten.extend(
         rewritten
@@ -553,25 +555,22 @@ fn finish_globals(
         module.ext_inst_imports.push(import);
     }
     // Listing them is required from SPIR-V 1.4 on and allowed before; an entry point that never
-    // reaches the new code does not get them, and one that is not a fragment shader gets the
-    // undecorated twin of a `Flat` built-in (a vertex stage must not list a `Flat` input).
+    // reaches the new code does not get them, and one that must not list a `Flat` input (a
+    // vertex stage, see `stages.rs`) gets the undecorated twin of a `Flat` built-in.
     let mut calls = stages::call_graph(module);
     stages::add_deferred_calls(&mut calls, module, &deferred, &em.renames);
-    for ep in &mut module.entry_points {
-        let (Some(Operand::ExecutionModel(model)), Some(Operand::IdRef(root))) =
-            (ep.operands.first(), ep.operands.get(1))
-        else {
+    for (ep, &twin) in module.entry_points.iter_mut().zip(&twin_entry) {
+        let Some(Operand::IdRef(root)) = ep.operands.get(1) else {
             continue;
         };
         if !stages::reaches_any(&calls, *root, &rewritten) {
             continue;
         }
-        let fragment = *model == spirv::ExecutionModel::Fragment;
         for &var in &em.used_builtins {
-            let var = if fragment {
-                var
-            } else {
+            let var = if twin {
                 twins.get(&var).copied().unwrap_or(var)
+            } else {
+                var
             };
             if !ep
                 .operands

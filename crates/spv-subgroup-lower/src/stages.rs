@@ -1,12 +1,22 @@
 //! One built-in variable per stage kind where the code that loads it is shared.
 //!
 //! Vulkan wants integer `Input` variables of a fragment entry point decorated `Flat`
-//! (VUID-StandaloneSpirv-Flat-04744) and forbids `Flat` inputs in a vertex entry point
-//! (VUID-StandaloneSpirv-Flat-06202). The new built-ins the rewrites load are `Flat` when the
-//! module has a fragment entry point; a function reached from both a fragment and another entry
-//! point would hand the other stage a `Flat` input. Such functions are cloned for the other
-//! stages, loading an undecorated twin of each `Flat` built-in, and those entry points call
-//! (or are) the clones.
+//! (VUID-StandaloneSpirv-Flat-04744: "Any variable with integer or double-precision
+//! floating-point type and with `Input` `Storage` `Class` in a fragment shader, must be decorated
+//! `Flat`"), and the new built-ins the rewrites load are `Flat` when the module has a fragment
+//! entry point. Only one stage forbids that decoration on an input: "The `Flat`,
+//! `NoPerspective`, `Sample`, and `Centroid` decorations must not be used on variables with the
+//! `Input` storage class in a vertex shader" (VUID-StandaloneSpirv-Flat-06202). No rule of the
+//! Vulkan spec forbids `Flat` on the inputs of compute, task, mesh, geometry, tessellation or
+//! ray stages (VUID-StandaloneSpirv-Flat-04670 only wants `Input` or `Output`), so those share
+//! the fragment shader's code and variables.
+//!
+//! spirv-val checks VUID 06202 more broadly than the spec words it: an entry point's `Flat` input
+//! is refused when its function is the entry point of a vertex shader *or of more than one
+//! execution model* (`validate_decorations.cpp`, the same in 2023.1 and today). So the entry
+//! points that load undecorated twins ([`twin_entry_points`]) are the vertex ones and those whose
+//! function is also the entry point of another execution model. A function reached from both
+//! kinds is cloned for the twin loaders, and those entry points call (or are) the clones.
 //!
 //! Also which functions only entry points of some stages reach ([`only_reached_from`]): a
 //! naga-like consumer takes the `SubgroupSize` built-in in compute and fragment shaders only.
@@ -33,10 +43,43 @@ pub(crate) struct Split {
     pub deferred: Vec<usize>,
 }
 
-/// Splits the code that loads `Flat` built-ins between fragment and other entry points.
-/// Returns, for the entry points that are not fragment shaders, flat built-in -> its twin, and
-/// function -> its clone for those stages.
-pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, LowerError> {
+/// Per entry point (in `module.entry_points` order), whether it must not list a `Flat` input and
+/// so loads the undecorated twins: a vertex shader (VUID-StandaloneSpirv-Flat-06202), or any
+/// stage but fragment whose function is also the entry point of another execution model (where
+/// spirv-val applies that VUID too; see the module doc). A fragment shader never does: it needs
+/// the decoration (VUID-StandaloneSpirv-Flat-04744).
+pub(crate) fn twin_entry_points(module: &Module) -> Vec<bool> {
+    let mut models: HashMap<Id, Vec<ExecutionModel>> = HashMap::new();
+    for ep in &module.entry_points {
+        if let [Operand::ExecutionModel(model), Operand::IdRef(root), ..] = ep.operands.as_slice() {
+            let m = models.entry(*root).or_default();
+            if !m.contains(model) {
+                m.push(*model);
+            }
+        }
+    }
+    module
+        .entry_points
+        .iter()
+        .map(|ep| match ep.operands.as_slice() {
+            [Operand::ExecutionModel(model), Operand::IdRef(root), ..] => {
+                *model != ExecutionModel::Fragment
+                    && (*model == ExecutionModel::Vertex
+                        || models.get(root).is_some_and(|m| m.len() > 1))
+            }
+            _ => false,
+        })
+        .collect()
+}
+
+/// Splits the code that loads `Flat` built-ins between the entry points that list them and those
+/// that load twins (`twin_entry`, from [`twin_entry_points`] before the split).
+/// Returns, for the twin loaders, flat built-in -> its twin, and function -> its clone.
+pub(crate) fn split(
+    module: &mut Module,
+    em: &mut Emitter,
+    twin_entry: &[bool],
+) -> Result<Split, LowerError> {
     let flat: BTreeSet<Id> = em
         .new_annotations
         .iter()
@@ -52,20 +95,23 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, Lowe
     if flat.is_empty() {
         return Ok(Default::default());
     }
+    if !twin_entry.contains(&true) {
+        return Ok(Default::default());
+    }
     let calls = call_graph(module);
-    let (mut fragment_roots, mut other_roots) = (Vec::new(), Vec::new());
-    for ep in &module.entry_points {
-        if let [Operand::ExecutionModel(model), Operand::IdRef(root), ..] = ep.operands.as_slice() {
-            if *model == ExecutionModel::Fragment {
-                fragment_roots.push(*root);
+    let (mut flat_roots, mut twin_roots) = (Vec::new(), Vec::new());
+    for (ep, &twin) in module.entry_points.iter().zip(twin_entry) {
+        if let [_, Operand::IdRef(root), ..] = ep.operands.as_slice() {
+            if twin {
+                twin_roots.push(*root);
             } else {
-                other_roots.push(*root);
+                flat_roots.push(*root);
             }
         }
     }
-    let in_fragment = reachable(&calls, &fragment_roots);
-    let in_other = reachable(&calls, &other_roots);
-    // Functions of the other stages whose call tree loads a flat built-in.
+    let in_flat = reachable(&calls, &flat_roots);
+    let in_twin = reachable(&calls, &twin_roots);
+    // Functions whose call tree loads a flat built-in.
     let loads_flat: BTreeSet<Id> = module
         .functions
         .iter()
@@ -81,11 +127,11 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, Lowe
         })
         .collect();
     let reaches_flat = callers_of(&calls, &loads_flat);
-    let affected: BTreeSet<Id> = in_other.intersection(&reaches_flat).copied().collect();
+    let affected: BTreeSet<Id> = in_twin.intersection(&reaches_flat).copied().collect();
     if affected.is_empty() {
         return Ok(Default::default());
     }
-    // Undecorated twins of the flat built-ins, for the other stages.
+    // Undecorated twins of the flat built-ins, for the twin loaders.
     let mut twins: BTreeMap<Id, Id> = BTreeMap::new();
     for &var in &flat {
         let Some(def) = em
@@ -114,14 +160,15 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, Lowe
         }
         twins.insert(var, twin);
     }
-    // Functions shared with a fragment stage get a clone; the others load the twins in place.
+    // Functions shared with an entry point that lists the flat built-ins get a clone; the others
+    // load the twins in place.
     let mut clone_of: HashMap<Id, Id> = HashMap::new();
     for &f in &affected {
-        if in_fragment.contains(&f) {
+        if in_flat.contains(&f) {
             clone_of.insert(f, em.id());
         }
     }
-    // Old id -> new id, for every function of the other stages: the twins and the clones, and
+    // Old id -> new id, for every function of the twin loaders: the twins and the clones, and
     // for each clone its values (fresh ids in instruction order).
     let mut renames = Renames::default();
     for (&old, &new) in twins.iter().chain(clone_of.iter()) {
@@ -195,11 +242,9 @@ pub(crate) fn split(module: &mut Module, em: &mut Emitter) -> Result<Split, Lowe
     }
     module.annotations.extend(new_decorations);
     module.functions.extend(clones);
-    for ep in &mut module.entry_points {
-        if let [Operand::ExecutionModel(model), Operand::IdRef(root), ..] =
-            ep.operands.as_mut_slice()
-        {
-            if *model != ExecutionModel::Fragment {
+    for (ep, &twin) in module.entry_points.iter_mut().zip(twin_entry) {
+        if let [_, Operand::IdRef(root), ..] = ep.operands.as_mut_slice() {
+            if twin {
                 if let Some(&c) = clone_of.get(root) {
                     *root = c;
                 }

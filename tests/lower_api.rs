@@ -3,7 +3,7 @@
 //! version, generator word), the options (subgroup size, float comparison, partition form), the
 //! stages that get the `SubgroupSize` branch for naga, the same output from `lower_words` and
 //! from `lower` on a loaded module (where `lower_words` writes copied functions only while
-//! assembling), and no panic on malformed input.
+//! assembling), quad-control execution modes refused, and no panic on malformed input.
 
 use spv_subgroup_lower::{
     assemble, load, lower, lower_words, FloatPartition, LowerError, LowerOptions, PartitionForm,
@@ -464,4 +464,75 @@ fn lower_words_writes_copied_functions_as_lower_holds_them() {
             dis(&sparse)
         );
     }
+}
+
+/// A fragment shader with a quad vote, and `RequireFullQuadsKHR` when `full_quads`; built with
+/// rspirv, since spirv-as 2023.1 does not know `SPV_KHR_quad_control`.
+fn quad_control_module(full_quads: bool) -> Vec<u32> {
+    use rspirv::binary::Assemble;
+    use spirv::{
+        AddressingModel, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryModel,
+    };
+    let mut b = rspirv::dr::Builder::new();
+    b.set_version(1, 3);
+    b.capability(Capability::Shader);
+    b.capability(Capability::QuadControlKHR);
+    b.extension("SPV_KHR_quad_control");
+    b.memory_model(AddressingModel::Logical, MemoryModel::GLSL450);
+    let void = b.type_void();
+    let fn_ty = b.type_function(void, vec![]);
+    let boolean = b.type_bool();
+    let t = b.constant_true(boolean);
+    let main = b
+        .begin_function(void, None, FunctionControl::NONE, fn_ty)
+        .unwrap();
+    b.begin_block(None).unwrap();
+    b.group_non_uniform_quad_all_khr(boolean, None, t).unwrap();
+    b.ret().unwrap();
+    b.end_function().unwrap();
+    b.entry_point(ExecutionModel::Fragment, main, "main", vec![]);
+    b.execution_mode(main, ExecutionMode::OriginUpperLeft, []);
+    if full_quads {
+        b.execution_mode(main, ExecutionMode::RequireFullQuadsKHR, []);
+    }
+    b.module().assemble()
+}
+
+#[test]
+fn a_quad_control_execution_mode_the_target_lacks_is_refused_naming_it() {
+    // The quad vote alone is rewritten (its runs are in lower_sim.rs).
+    let (out, report) = lower_words(&quad_control_module(false), &opts("vulkan1.1")).unwrap();
+    assert!(report.changed);
+    tools::spirv_val(&out, "vulkan1.1").unwrap();
+    let text = dis(&out);
+    assert!(!text.contains("QuadControlKHR"), "{text}");
+    assert!(!text.contains("SPV_KHR_quad_control"), "{text}");
+    // Full quads are the device's promise: refused, naming the mode, at its word offset.
+    let words = quad_control_module(true);
+    let err = lower_words(&words, &opts("vulkan1.1")).unwrap_err();
+    let LowerError::Unsupported {
+        opcode,
+        word_offset,
+        missing,
+        ..
+    } = &err
+    else {
+        panic!("expected Unsupported, got {err:?}");
+    };
+    assert_eq!(opcode, "OpExecutionMode");
+    assert_eq!(
+        words[*word_offset] & 0xffff,
+        16,
+        "the offset points at an OpExecutionMode"
+    );
+    assert_eq!(
+        words[*word_offset + 2],
+        5089,
+        "the one with RequireFullQuadsKHR"
+    );
+    assert!(missing.contains("RequireFullQuadsKHR"), "{err}");
+    // A target with quad control takes the module as it is.
+    let (out, report) = lower_words(&words, &opts("nvidia")).unwrap();
+    assert!(!report.changed);
+    assert_eq!(out, words);
 }

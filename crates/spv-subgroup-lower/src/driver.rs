@@ -130,6 +130,46 @@ fn check_environment(module: &Module, target: &crate::Target) -> Result<(), Lowe
     Ok(())
 }
 
+/// The execution modes that promise something of the device no rewrite can give
+/// (`SPV_KHR_quad_control`: derivatives by quad, and full quads), with the capability that
+/// declares them.
+const DEVICE_MODES: [(spirv::ExecutionMode, spirv::Capability); 2] = [
+    (
+        spirv::ExecutionMode::QuadDerivativesKHR,
+        spirv::Capability::QuadControlKHR,
+    ),
+    (
+        spirv::ExecutionMode::RequireFullQuadsKHR,
+        spirv::Capability::QuadControlKHR,
+    ),
+];
+
+/// Refuses a module with one of [`DEVICE_MODES`] the target lacks the capability of: the quad
+/// votes can be rewritten, but not the device's promise the mode asks for.
+fn check_execution_modes(module: &Module, target: &crate::Target) -> Result<(), LowerError> {
+    for inst in &module.execution_modes {
+        let Some(Operand::ExecutionMode(mode)) = inst.operands.get(1) else {
+            continue;
+        };
+        let Some(&(_, cap)) = DEVICE_MODES.iter().find(|(m, _)| m == mode) else {
+            continue;
+        };
+        if !spv_subgroup_validate::fit::target_has(target, cap) {
+            return Err(LowerError::Unsupported {
+                result_id: 0,
+                opcode: "OpExecutionMode".to_owned(),
+                word_offset: 0,
+                target: target.name.clone(),
+                missing: format!(
+                    "the {cap:?} capability for the execution mode {mode:?}, a guarantee of the \
+                     device that no rewrite gives"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Fills in the word offset of the instruction an error names.
 fn with_word_offset(err: LowerError, words: &[u32]) -> LowerError {
     match err {
@@ -153,6 +193,13 @@ fn with_word_offset(err: LowerError, words: &[u32]) -> LowerError {
                         find_instruction(words, |op, _| op == spirv::Op::MemoryModel as u32)
                             .unwrap_or(word_offset)
                     }
+                    "OpExecutionMode" => find_instruction(words, |op, w| {
+                        op == spirv::Op::ExecutionMode as u32
+                            && DEVICE_MODES
+                                .iter()
+                                .any(|&(m, _)| w.get(2) == Some(&(m as u32)))
+                    })
+                    .unwrap_or(word_offset),
                     _ => word_offset,
                 }
             } else {
@@ -236,6 +283,7 @@ fn lower_module(
         check_input_bound(h.bound, target)?;
     }
     check_environment(module, target)?;
+    check_execution_modes(module, target)?;
     let max_lanes = opts
         .subgroup_size
         .unwrap_or(target.max_subgroup_size)

@@ -19,7 +19,7 @@ use crate::{LowerError, LowerOptions, Target};
 /// The extensions whose only purpose is a capability the pass can make unneeded: each goes with
 /// its capability (Vulkan refuses a module declaring an extension the device lacks,
 /// VUID-VkShaderModuleCreateInfo-pCode-08742, and naga refuses ones it does not know).
-const EXT_CAPABILITIES: [(&str, Capability); 4] = [
+const EXT_CAPABILITIES: [(&str, Capability); 5] = [
     ("SPV_KHR_subgroup_vote", Capability::SubgroupVoteKHR),
     (
         "SPV_NV_shader_subgroup_partitioned",
@@ -33,6 +33,7 @@ const EXT_CAPABILITIES: [(&str, Capability); 4] = [
         "SPV_KHR_subgroup_rotate",
         Capability::GroupNonUniformRotateKHR,
     ),
+    ("SPV_KHR_quad_control", Capability::QuadControlKHR),
 ];
 
 /// The capability extension `s` exists for, if it is one the pass may remove.

@@ -1,6 +1,7 @@
 //! Subgroup instructions with the SPIR-V spec's semantics over the active mask: basic, vote
-//! (core and KHR), ballot and its bit operations, broadcasts, shuffles, rotate, arithmetic
-//! (reduce, scans, clustered, partitioned), quad and partition.
+//! (core, KHR, and the quad votes of `SPV_KHR_quad_control`), ballot and its bit operations,
+//! broadcasts, shuffles, rotate, arithmetic (reduce, scans, clustered, partitioned), quad and
+//! partition.
 //! Reads from inactive or out-of-range lanes, and bit queries of empty ballots, are undefined:
 //! seeded random bits, reported.
 
@@ -34,6 +35,8 @@ pub fn is_group(op: spirv::Op) -> bool {
             | O::GroupNonUniformRotateKHR
             | O::GroupNonUniformQuadBroadcast
             | O::GroupNonUniformQuadSwap
+            | O::GroupNonUniformQuadAllKHR
+            | O::GroupNonUniformQuadAnyKHR
             | O::GroupNonUniformPartitionEXT
             | O::SubgroupBallotKHR
             | O::SubgroupFirstInvocationKHR
@@ -206,6 +209,8 @@ impl Machine<'_> {
                 | O::SubgroupAllEqualKHR
                 | O::SubgroupReadInvocationKHR
                 | O::GroupNonUniformPartitionEXT
+                | O::GroupNonUniformQuadAllKHR
+                | O::GroupNonUniformQuadAnyKHR
         );
         let args: &[u32] = if khr {
             &inst.args
@@ -256,6 +261,22 @@ impl Machine<'_> {
                 };
                 for l in lanes(mask) {
                     self.put_all(sg, inst, l, &r);
+                }
+            }
+            O::GroupNonUniformQuadAllKHR | O::GroupNonUniformQuadAnyKHR => {
+                // The quad: the lanes whose id / 4 is this lane's; only its active ones vote.
+                let p = self.val(a(0)?)?;
+                for l in lanes(mask) {
+                    let quad = (l & !3)..(l & !3) + 4;
+                    let mut votes = quad
+                        .filter(|&q| q < 128 && mask & (1u128 << q) != 0)
+                        .map(|q| self.get(sg, p, 0, q) != 0);
+                    let r = if op == O::GroupNonUniformQuadAllKHR {
+                        votes.all(|v| v)
+                    } else {
+                        votes.any(|v| v)
+                    };
+                    self.put(sg, inst, 0, l, u64::from(r));
                 }
             }
             O::GroupNonUniformAllEqual | O::SubgroupAllEqualKHR => {

@@ -7,6 +7,7 @@
 //! | any op with group operation `Partitioned*` (6/7/8) | partitioned ops | `partitioned_arith` |
 //! | ballot bit ops, `InverseBallot`, `Elect` | them (naga) | `ballot_bits` |
 //! | `OpGroupNonUniformAllEqual` | it (naga) | [`vote`] |
+//! | `OpGroupNonUniformQuadAllKHR`/`QuadAnyKHR` | `QuadControlKHR` | `quad_vote` |
 //! | inclusive/exclusive scans other than Add/Mul | them (naga) | `scan` |
 //! | shuffles and broadcasts of bools | them (naga) | `bool_move` |
 //! | loads of the mask built-ins | them (naga) | `masks` |
@@ -37,6 +38,7 @@ mod lane_read;
 mod masks;
 mod partition;
 mod partitioned_arith;
+mod quad_vote;
 mod scan;
 mod vote;
 mod wide_arith;
@@ -159,6 +161,7 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
     let lacks = missing(inst, code.em);
     match inst.class.opcode {
         op if is_khr_vote(op) => vote::lower(code, inst),
+        op if quad_vote::is_quad_vote(op) => quad_vote::lower(code, inst),
         _ if masks::needs(inst, code.em) => masks::lower(code, inst),
         _ if khr_ballot::needs(inst, target) => khr_ballot::lower(code, inst),
         _ if lane_read::needs(inst, &lacks, code.em) => lane_read::lower(code, inst),

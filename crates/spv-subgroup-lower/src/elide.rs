@@ -3,7 +3,9 @@
 //! rspirv's `dr::Instruction` costs 100 bytes and more per instruction (a `Vec` of operands,
 //! each operand 32 bytes), 10 to 30 times the instruction's own words.
 //! The pass reads and changes few instructions: the subgroup ops, what touches a built-in
-//! variable, and the control flow around them (labels, merges, phis, terminators, calls).
+//! variable, and the control flow around them that it reads (labels, loop merges, phis, calls;
+//! a selection merge or a terminator is copied wherever its block's tail goes, so it stays in
+//! the input's words like any other instruction).
 //! When lowering words, every other run of instructions in a block stays in the input and the
 //! block holds one placeholder for the run: an `OpNop` whose two operands are the run's word
 //! offset and word count (a real `OpNop` has no operands), which [`assemble`] copies back.
@@ -173,10 +175,10 @@ pub(crate) fn push(insts: &mut Vec<Instruction>, offset: usize, count: usize) {
 /// `watched` holds the built-in variables and the access chains into them.
 pub(crate) fn keep(inst: &Instruction, watched: &HashSet<u32>) -> bool {
     let op = inst.class.opcode;
-    matches!(
-        op,
-        Op::Label | Op::Phi | Op::LoopMerge | Op::SelectionMerge | Op::FunctionCall
-    ) || rspirv::grammar::reflect::is_block_terminator(op)
+    // A block split by a rewrite keeps its tail (selection merge and terminator included) in
+    // order in its last piece, and phis naming the block are renamed (`driver`): only a loop
+    // header's merge moves on its own.
+    matches!(op, Op::Label | Op::Phi | Op::LoopMerge | Op::FunctionCall)
         || fit::is_subgroup_op(op)
         || memory_scope_operand(inst).is_some()
         || inst

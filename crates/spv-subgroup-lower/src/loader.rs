@@ -162,6 +162,10 @@ impl Sparse<'_> {
                     }
                 }
             }
+            // The parser grows operand vectors by pushing (room for 4 operands at least):
+            // most kept instructions have fewer, and they are held until the output is written.
+            let mut inst = inst;
+            inst.operands.shrink_to_fit();
             return Some(inst);
         }
         if let (Some(ty), Some(id)) = (inst.result_type, inst.result_id) {
@@ -310,7 +314,17 @@ impl Consumer for Placer<'_> {
                 let Some(mut block) = self.block.take() else {
                     return self.fail(format!("Op{op:?} outside a block"));
                 };
-                block.instructions.push(inst);
+                let inst = match (self.sparse.as_mut(), at) {
+                    (Some(s), Some((at, count))) => s.elide(
+                        inst,
+                        at,
+                        count,
+                        &mut block.instructions,
+                        &self.loaded.module,
+                    ),
+                    _ => Some(inst),
+                };
+                block.instructions.extend(inst);
                 function.blocks.push(block);
             }
             _ => match self.block.as_mut() {

@@ -69,6 +69,24 @@ impl Words {
     }
 }
 
+/// The little-endian bytes of `words`, which are released from the end as their bytes are
+/// written, a chunk at a time: the module is never held whole as words and as bytes at once
+/// (the output of `lower` is the largest thing it holds; docs/PERFORMANCE.md).
+pub fn into_le_bytes(mut words: Vec<u32>) -> Vec<u8> {
+    const CHUNK: usize = 1 << 16;
+    // Zeroed pages are not resident until written.
+    let mut bytes = vec![0u8; words.len() * 4];
+    while !words.is_empty() {
+        let start = words.len().saturating_sub(CHUNK);
+        for (b, w) in bytes[start * 4..].chunks_exact_mut(4).zip(&words[start..]) {
+            b.copy_from_slice(&w.to_le_bytes());
+        }
+        words.truncate(start);
+        words.shrink_to_fit();
+    }
+    bytes
+}
+
 /// Reads a stream into words through a 64 KiB buffer; `size` (the file's length, 0 if unknown)
 /// reserves the words at once, so the vector never doubles past the input.
 fn words_from_reader(mut r: impl Read, size: u64) -> std::io::Result<Result<Words, ParseError>> {
@@ -266,4 +284,18 @@ pub fn error_chain(e: &anyhow::Error) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod into_le_bytes_tests {
+    use super::into_le_bytes;
+
+    #[test]
+    fn same_bytes_as_word_by_word_across_chunks() {
+        for n in [0usize, 1, 5, (1 << 16) - 1, 1 << 16, (1 << 17) + 3] {
+            let words: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(0x9e37_79b1)).collect();
+            let expected: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            assert!(into_le_bytes(words) == expected, "{n} words");
+        }
+    }
 }

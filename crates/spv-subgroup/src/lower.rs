@@ -235,10 +235,7 @@ impl Job {
                 .map_err(|e| self.verify_failed(name, out, e))?;
         }
         Ok(if report.changed {
-            Done::Lowered(
-                lowered.iter().flat_map(|w| w.to_le_bytes()).collect(),
-                report,
-            )
+            Done::Lowered(crate::io::into_le_bytes(lowered), report)
         } else {
             Done::Unchanged
         })

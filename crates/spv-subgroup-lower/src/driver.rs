@@ -524,6 +524,11 @@ fn lower_function(
             }
         }
     }
+    // Blocks built by pushing hold up to twice their instructions' room until the output is
+    // written; trimmed here, the room goes to the next function's rewrites.
+    for b in &mut out {
+        b.instructions.shrink_to_fit();
+    }
     function.blocks = out;
     Ok(())
 }

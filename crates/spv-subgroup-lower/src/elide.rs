@@ -7,8 +7,9 @@
 //! a selection merge or a terminator is copied wherever its block's tail goes, so it stays in
 //! the input's words like any other instruction).
 //! When lowering words, every other run of instructions in a block stays in the input and the
-//! block holds one placeholder for the run: an `OpNop` whose two operands are the run's word
-//! offset and word count (a real `OpNop` has no operands), which [`assemble`] copies back.
+//! block holds one placeholder for the run: an `OpNop` whose one 64-bit operand holds the run's
+//! word offset and word count (a real `OpNop` has no operands; one operand is half the memory
+//! of two), which [`assemble`] copies back.
 //! The value types of the elided instructions, which the rewrites ask for, are kept in a table
 //! indexed by id (4 bytes per id, the id bound being at most `MAX_ID_BOUND`).
 //!
@@ -30,25 +31,25 @@ use crate::LowerError;
 
 /// A placeholder for `count` words of the input starting at `offset`.
 pub(crate) fn placeholder(offset: usize, count: usize) -> Instruction {
-    // Offsets and counts fit in 32 bits: the input is a `&[u32]` the header's checks accepted,
-    // and placeholders are only made for inputs under 16 GiB (see `loader::load_sparse`).
     Instruction::new(
         Op::Nop,
         None,
         None,
-        vec![
-            Operand::LiteralBit32(offset as u32),
-            Operand::LiteralBit32(count as u32),
-        ],
+        vec![Operand::LiteralBit64(pack(offset, count))],
     )
 }
 
-/// The word range a placeholder of input words stands for; `None` for every other instruction
-/// (a renamed placeholder included).
+/// Offset and count in one 64-bit operand. Both fit in 32 bits: placeholders are only made for
+/// inputs of fewer than 2^32 words (see `loader::load_sparse`).
+fn pack(offset: usize, count: usize) -> u64 {
+    ((offset as u64) << 32) | (count as u64 & 0xffff_ffff)
+}
+
+/// The word range a placeholder stands for; `None` for every other instruction.
 pub(crate) fn range_of(inst: &Instruction) -> Option<(usize, usize)> {
     match (inst.class.opcode, inst.operands.as_slice()) {
-        (Op::Nop, [Operand::LiteralBit32(offset), Operand::LiteralBit32(count)]) => {
-            Some((*offset as usize, *count as usize))
+        (Op::Nop, [Operand::LiteralBit64(v)]) => {
+            Some(((v >> 32) as usize, (v & 0xffff_ffff) as usize))
         }
         _ => None,
     }
@@ -163,8 +164,10 @@ pub(crate) fn push(insts: &mut Vec<Instruction>, offset: usize, count: usize) {
     if let Some(last) = insts.last_mut() {
         if let Some((start, n)) = range_of(last) {
             if start + n == offset {
-                last.operands[1] = Operand::LiteralBit32((n + count) as u32);
-                return;
+                if let [Operand::LiteralBit64(v)] = last.operands.as_mut_slice() {
+                    *v = pack(start, n + count);
+                    return;
+                }
             }
         }
     }

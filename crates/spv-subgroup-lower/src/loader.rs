@@ -297,6 +297,9 @@ impl Consumer for Placer<'_> {
                     return self.fail("a function without blocks holds instructions".to_owned());
                 }
                 function.end = Some(inst);
+                if self.sparse.is_some() {
+                    function.blocks.shrink_to_fit();
+                }
                 if let Some(f) = self.function.take() {
                     self.loaded.module.functions.push(f);
                 }
@@ -325,6 +328,11 @@ impl Consumer for Placer<'_> {
                     _ => Some(inst),
                 };
                 block.instructions.extend(inst);
+                if self.sparse.is_some() {
+                    // Grown by pushing, a block has room for up to twice its instructions:
+                    // trimmed, every block the pass leaves alone costs what it holds.
+                    block.instructions.shrink_to_fit();
+                }
                 function.blocks.push(block);
             }
             _ => match self.block.as_mut() {

@@ -3,7 +3,8 @@
 //! version, generator word), the options (subgroup size, float comparison, partition form), the
 //! stages that get the `SubgroupSize` branch for naga, the same output from `lower_words` and
 //! from `lower` on a loaded module (where `lower_words` writes copied functions only while
-//! assembling), quad-control execution modes refused, and no panic on malformed input.
+//! assembling), quad-control execution modes and Workgroup-scope group ops refused, and no panic
+//! on malformed input.
 
 use spv_subgroup_lower::{
     assemble, load, lower, lower_words, FloatPartition, LowerError, LowerOptions, PartitionForm,
@@ -535,4 +536,53 @@ fn a_quad_control_execution_mode_the_target_lacks_is_refused_naming_it() {
     let (out, report) = lower_words(&words, &opts("nvidia")).unwrap();
     assert!(!report.changed);
     assert_eq!(out, words);
+}
+
+#[test]
+fn a_workgroup_scope_group_op_is_refused_and_a_subgroup_one_lowered() {
+    let module = |scope: u32| {
+        format!(
+            r#"
+OpCapability Shader
+OpCapability Groups
+OpExtension "SPV_AMD_shader_ballot"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main"
+OpExecutionMode %main LocalSize 32 1 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%scope = OpConstant %uint {scope}
+%one = OpConstant %uint 1
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%sum = OpGroupIAdd %uint %scope Reduce %one
+OpReturn
+OpFunctionEnd
+"#
+        )
+    };
+    let words = tools::assemble(&module(2), "vulkan1.1").unwrap();
+    let err = lower_words(&words, &opts("vulkan1.1")).unwrap_err();
+    let LowerError::Unsupported {
+        opcode, missing, ..
+    } = &err
+    else {
+        panic!("expected Unsupported, got {err:?}");
+    };
+    assert_eq!(opcode, "OpGroupIAdd");
+    assert!(missing.contains("Workgroup-scope"), "{err}");
+    let words = tools::assemble(&module(3), "vulkan1.1").unwrap();
+    let (out, report) = lower_words(&words, &opts("vulkan1.1")).unwrap();
+    assert!(report.changed);
+    let text = dis(&out);
+    assert!(
+        text.contains("OpGroupNonUniformIAdd %uint %scope Reduce %one"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Groups") && !text.contains("SPV_AMD_shader_ballot"),
+        "{text}"
+    );
+    tools::spirv_val(&out, "vulkan1.1").unwrap();
 }

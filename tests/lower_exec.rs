@@ -6,9 +6,10 @@
 //! per invocation (`data[gl_GlobalInvocationID.x]`, read then written): the harness fills it
 //! with seeded pseudo-random words and dispatches `GROUPS` workgroups. The native module is the
 //! reference (lavapipe runs every core subgroup op but clustered and partitioned ones natively,
-//! and the spec's semantics are its own). A module with partitioned ops, which lavapipe lacks,
-//! takes as reference its lowering for the `lavapipe` preset (which rewrites only those; the
-//! conformance suite checks that rewrite against a host model of the spec), and is compared
+//! and the spec's semantics are its own). A module with partitioned ops or `Groups`
+//! instructions, which lavapipe lacks, takes as reference its lowering for the `lavapipe` preset
+//! (which rewrites only those; the conformance suite checks the partitioned rewrite against a
+//! host model of the spec, `lower_sim` both against the simulator's native ops), and is compared
 //! with the other presets; any other native failure fails the fixture.
 //! Use a local size that is not a multiple of 16 (e.g. 37) so subgroups are partial at every size.
 //! A fixture's test targets (`// test-targets: A B`, see `lower_common::test_target`) run too.
@@ -131,8 +132,10 @@ fn check(runner: &Runner, path: &Path, groups: u32, failures: &mut Vec<String>) 
         .to_string();
     let native = tools::compile_glsl(path, "vulkan1.1").unwrap_or_else(|e| panic!("{rel}: {e}"));
     let n = local_size(&native) * groups as usize;
+    // What lavapipe cannot run natively: the partitioned ops (where the driver lacks them) and
+    // the `Groups` instructions (`SPV_AMD_shader_ballot`, capability 18).
     let partitioned = !runner.info().has_subgroup_op("partitioned_nv") && declares(&native, 5297);
-    let (reference, presets): (_, &[&str]) = if partitioned {
+    let (reference, presets): (_, &[&str]) = if partitioned || declares(&native, 18) {
         let opts = LowerOptions {
             target: Target::preset("lavapipe").expect("preset"),
             ..Default::default()

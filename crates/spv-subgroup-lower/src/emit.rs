@@ -134,6 +134,9 @@ pub(crate) struct Emitter<'t> {
     pointer_ids: HashMap<(StorageClass, Id), Id>,
     /// Constants: (type id, bits) -> id; bools use bits 0/1.
     consts: HashMap<(Id, u64), Id>,
+    /// 32-bit constants whose value is a scope (0 to 4), by id, duplicates included: the
+    /// `Groups` rewrite reads an execution scope (a handful of ids in any module).
+    scope_consts: HashMap<Id, u32>,
     /// Composite constants: (type id, components) -> id.
     composites: HashMap<(Id, Vec<Id>), Id>,
     /// `OpUndef` per type id.
@@ -222,6 +225,7 @@ impl<'t> Emitter<'t> {
             id_types: HashMap::default(),
             pointer_ids: HashMap::default(),
             consts: HashMap::default(),
+            scope_consts: HashMap::default(),
             composites: HashMap::default(),
             undefs: HashMap::default(),
             builtins: HashMap::default(),
@@ -356,6 +360,9 @@ impl<'t> Emitter<'t> {
                     (inst.result_type, inst.operands.first())
                 {
                     self.consts.entry((t, u64::from(*v))).or_insert(id);
+                    if *v <= spirv::Scope::Invocation as u32 {
+                        self.scope_consts.insert(id, *v);
+                    }
                 } else if let (Some(t), Some(Operand::LiteralBit64(v))) =
                     (inst.result_type, inst.operands.first())
                 {
@@ -589,6 +596,11 @@ impl<'t> Emitter<'t> {
     }
 
     /// The execution scope operand `Subgroup`.
+    /// The value of a constant used as a scope (see `scope_consts`), if `id` is one.
+    pub(crate) fn scope_value(&self, id: Id) -> Option<u32> {
+        self.scope_consts.get(&id).copied()
+    }
+
     pub(crate) fn subgroup_scope(&mut self) -> Id {
         self.u32(spirv::Scope::Subgroup as u32)
     }

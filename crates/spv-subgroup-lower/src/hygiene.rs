@@ -19,7 +19,7 @@ use crate::{LowerError, LowerOptions, Target};
 /// The extensions whose only purpose is a capability the pass can make unneeded: each goes with
 /// its capability (Vulkan refuses a module declaring an extension the device lacks,
 /// VUID-VkShaderModuleCreateInfo-pCode-08742, and naga refuses ones it does not know).
-const EXT_CAPABILITIES: [(&str, Capability); 5] = [
+const EXT_CAPABILITIES: [(&str, Capability); 7] = [
     ("SPV_KHR_subgroup_vote", Capability::SubgroupVoteKHR),
     (
         "SPV_NV_shader_subgroup_partitioned",
@@ -34,6 +34,12 @@ const EXT_CAPABILITIES: [(&str, Capability); 5] = [
         Capability::GroupNonUniformRotateKHR,
     ),
     ("SPV_KHR_quad_control", Capability::QuadControlKHR),
+    // Also the name of an extended instruction set; kept while the module imports it.
+    ("SPV_AMD_shader_ballot", Capability::Groups),
+    (
+        "SPV_KHR_uniform_group_instructions",
+        Capability::GroupUniformArithmeticKHR,
+    ),
 ];
 
 /// The capability extension `s` exists for, if it is one the pass may remove.
@@ -154,12 +160,14 @@ pub(crate) fn has_removable(module: &Module, target: &Target) -> bool {
     }) || module
         .extensions
         .iter()
-        .any(|e| ext_of(e).is_some_and(|s| ext_removable(s, target)))
+        .any(|e| ext_of(e).is_some_and(|s| ext_removable(module, s, target)))
 }
 
-/// Whether extension `s` is one whose capability the target lacks.
-fn ext_removable(s: &str, target: &Target) -> bool {
+/// Whether extension `s` is one whose capability the target lacks (and not also an extended
+/// instruction set the module imports).
+fn ext_removable(module: &Module, s: &str, target: &Target) -> bool {
     ext_capability(s).is_some_and(|c| !fit::target_has(target, c))
+        && !module.ext_inst_imports.iter().any(|i| ext_of(i) == Some(s))
 }
 
 /// Whether a capability number lets a Vulkan module use a Subgroup memory scope
@@ -223,9 +231,16 @@ fn drop_unused(module: &mut Module, target: &Target, used: &[Capability]) {
     module
         .capabilities
         .retain(|c| !cap_of(c).and_then(Capability::from_u32).is_some_and(gone));
-    module
-        .extensions
-        .retain(|e| !ext_of(e).and_then(ext_capability).is_some_and(gone));
+    let imported: Vec<String> = module
+        .ext_inst_imports
+        .iter()
+        .filter_map(|i| ext_of(i).map(str::to_owned))
+        .collect();
+    module.extensions.retain(|e| {
+        !ext_of(e).is_some_and(|s| {
+            ext_capability(s).is_some_and(gone) && !imported.iter().any(|i| i == s)
+        })
+    });
 }
 
 fn cap_of(inst: &Instruction) -> Option<u32> {

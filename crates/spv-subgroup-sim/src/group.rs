@@ -21,6 +21,9 @@ pub fn is_group(op: spirv::Op) -> bool {
             | O::GroupNonUniformAny
             | O::GroupNonUniformAllEqual
             | O::GroupNonUniformBroadcast
+            | O::GroupAll
+            | O::GroupAny
+            | O::GroupBroadcast
             | O::GroupNonUniformBroadcastFirst
             | O::GroupNonUniformBallot
             | O::GroupNonUniformInverseBallot
@@ -64,6 +67,21 @@ fn arith(op: spirv::Op) -> Option<spirv::Op> {
         O::GroupNonUniformBitwiseAnd | O::GroupNonUniformLogicalAnd => O::BitwiseAnd,
         O::GroupNonUniformBitwiseOr | O::GroupNonUniformLogicalOr => O::BitwiseOr,
         O::GroupNonUniformBitwiseXor | O::GroupNonUniformLogicalXor => O::BitwiseXor,
+        // The `Groups` instructions (uniform, and AMD's non-uniform) and those of
+        // `SPV_KHR_uniform_group_instructions`, at Subgroup scope.
+        O::GroupIAdd | O::GroupIAddNonUniformAMD => O::IAdd,
+        O::GroupFAdd | O::GroupFAddNonUniformAMD => O::FAdd,
+        O::GroupIMulKHR => O::IMul,
+        O::GroupFMulKHR => O::FMul,
+        O::GroupSMin | O::GroupSMinNonUniformAMD => O::SLessThan,
+        O::GroupUMin | O::GroupUMinNonUniformAMD => O::ULessThan,
+        O::GroupFMin | O::GroupFMinNonUniformAMD => O::FOrdLessThan,
+        O::GroupSMax | O::GroupSMaxNonUniformAMD => O::SGreaterThan,
+        O::GroupUMax | O::GroupUMaxNonUniformAMD => O::UGreaterThan,
+        O::GroupFMax | O::GroupFMaxNonUniformAMD => O::FOrdGreaterThan,
+        O::GroupBitwiseAndKHR | O::GroupLogicalAndKHR => O::BitwiseAnd,
+        O::GroupBitwiseOrKHR | O::GroupLogicalOrKHR => O::BitwiseOr,
+        O::GroupBitwiseXorKHR | O::GroupLogicalXorKHR => O::BitwiseXor,
         _ => return None,
     })
 }
@@ -243,6 +261,8 @@ impl Machine<'_> {
             }
             O::GroupNonUniformAll
             | O::GroupNonUniformAny
+            | O::GroupAll
+            | O::GroupAny
             | O::SubgroupAllKHR
             | O::SubgroupAnyKHR
             | O::GroupNonUniformBallot
@@ -255,8 +275,12 @@ impl Machine<'_> {
                     }
                 }
                 let r = match op {
-                    O::GroupNonUniformAll | O::SubgroupAllKHR => vec![u64::from(b == mask)],
-                    O::GroupNonUniformAny | O::SubgroupAnyKHR => vec![u64::from(b != 0)],
+                    O::GroupNonUniformAll | O::GroupAll | O::SubgroupAllKHR => {
+                        vec![u64::from(b == mask)]
+                    }
+                    O::GroupNonUniformAny | O::GroupAny | O::SubgroupAnyKHR => {
+                        vec![u64::from(b != 0)]
+                    }
                     _ => split_wide(&[b], rt),
                 };
                 for l in lanes(mask) {
@@ -302,6 +326,7 @@ impl Machine<'_> {
                 }
             }
             O::GroupNonUniformBroadcast
+            | O::GroupBroadcast
             | O::SubgroupReadInvocationKHR
             | O::GroupNonUniformShuffle
             | O::GroupNonUniformShuffleXor

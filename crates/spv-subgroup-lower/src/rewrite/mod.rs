@@ -8,6 +8,7 @@
 //! | ballot bit ops, `InverseBallot`, `Elect` | them (naga) | `ballot_bits` |
 //! | `OpGroupNonUniformAllEqual` | it (naga) | [`vote`] |
 //! | `OpGroupNonUniformQuadAllKHR`/`QuadAnyKHR` | `QuadControlKHR` | `quad_vote` |
+//! | `Groups` and uniform-group instructions at Subgroup scope | `Groups`, `GroupUniformArithmeticKHR` | `groups` (then the core op's family) |
 //! | inclusive/exclusive scans other than Add/Mul | them (naga) | `scan` |
 //! | shuffles and broadcasts of bools | them (naga) | `bool_move` |
 //! | loads of the mask built-ins | them (naga) | `masks` |
@@ -33,6 +34,7 @@ use crate::{LowerError, Target};
 
 mod ballot_bits;
 mod bool_move;
+mod groups;
 mod khr_ballot;
 mod lane_read;
 mod masks;
@@ -162,6 +164,7 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
     match inst.class.opcode {
         op if is_khr_vote(op) => vote::lower(code, inst),
         op if quad_vote::is_quad_vote(op) => quad_vote::lower(code, inst),
+        _ if groups::needs(inst, &lacks) => groups::lower(code, inst),
         _ if masks::needs(inst, code.em) => masks::lower(code, inst),
         _ if khr_ballot::needs(inst, target) => khr_ballot::lower(code, inst),
         _ if lane_read::needs(inst, &lacks, code.em) => lane_read::lower(code, inst),

@@ -577,7 +577,7 @@ OpFunctionEnd
     assert!(report.changed);
     let text = dis(&out);
     assert!(
-        text.contains("OpGroupNonUniformIAdd %uint %scope Reduce %one"),
+        text.contains("OpGroupNonUniformIAdd %4 %5 Reduce %6"),
         "{text}"
     );
     assert!(

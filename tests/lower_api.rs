@@ -586,3 +586,57 @@ OpFunctionEnd
     );
     tools::spirv_val(&out, "vulkan1.1").unwrap();
 }
+
+#[test]
+fn halves_move_as_16_bit_integers_only_for_a_consumer_without_resizing_bitcasts() {
+    let words = tools::assemble(
+        r#"
+OpCapability Shader
+OpCapability Float16
+OpCapability GroupNonUniform
+OpCapability GroupNonUniformPartitionedNV
+OpExtension "SPV_NV_shader_subgroup_partitioned"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main"
+OpExecutionMode %main LocalSize 32 1 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%half = OpTypeFloat 16
+%uint = OpTypeInt 32 0
+%v4uint = OpTypeVector %uint 4
+%ptr = OpTypePointer Function %half
+%mptr = OpTypePointer Function %v4uint
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%var = OpVariable %ptr Function
+%out = OpVariable %mptr Function
+%v = OpLoad %half %var
+%p = OpGroupNonUniformPartitionNV %v4uint %v
+OpStore %out %p
+OpReturn
+OpFunctionEnd
+"#,
+        "vulkan1.1",
+    )
+    .unwrap();
+    let declares_int16 = |target: Target| {
+        let (out, _) = lower_words(
+            &words,
+            &LowerOptions {
+                target,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        tools::spirv_val(&out, "vulkan1.1").unwrap();
+        dis(&out).contains("OpCapability Int16")
+    };
+    // Another restriction of the consumer does not ask for 16-bit integers.
+    let mut no_masks = Target::preset("vulkan1.1").unwrap();
+    no_masks.restrictions.no_mask_builtins = true;
+    assert!(!declares_int16(no_masks.clone()));
+    let mut no_resizing = no_masks;
+    no_resizing.restrictions.no_resizing_bitcast = true;
+    assert!(declares_int16(no_resizing));
+    assert!(declares_int16(Target::preset("naga").unwrap()));
+}

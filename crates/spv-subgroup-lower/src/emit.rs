@@ -14,7 +14,6 @@ use rspirv::dr::{Block, Instruction, Operand};
 use spirv::{BuiltIn, Capability, Decoration, Op, StorageClass};
 
 use crate::{FloatPartition, LowerError, PartitionForm, Target};
-use spv_subgroup_validate::target::Restrictions;
 
 /// A result id.
 pub(crate) type Id = u32;
@@ -175,11 +174,12 @@ pub(crate) struct Emitter<'t> {
     /// them (see `elide`).
     pub source: Option<&'t [u32]>,
     /// Whether 64-bit integer types may be used (the module declares `Int64`, or the target's
-    /// consumer cannot bitcast a 64-bit value to a 2-vector, as naga's IR cannot).
+    /// consumer cannot bitcast a 64-bit value to a 2-vector: `no_resizing_bitcast`, naga's IR).
     int64_words: bool,
     /// Whether a 16-bit float moves through a 16-bit integer (needs `Int16`) rather than a half
     /// 2-vector (needs nothing more): the target's consumer cannot bitcast a 2-vector to a scalar
-    /// (naga's IR keeps a bitcast's vector size) nor parse a half constant, as naga 30 cannot.
+    /// (naga's IR keeps a bitcast's vector size) nor parse a half constant, as naga 30 cannot
+    /// (the target's `no_resizing_bitcast`).
     int16_words: bool,
     /// Whether code is being emitted inside a [`Code::by_subgroup_size`] choice (no nesting).
     in_size_choice: bool,
@@ -251,14 +251,14 @@ impl<'t> Emitter<'t> {
             in_size_choice: false,
             renames: Default::default(),
             size_builtin_ok: true,
-            int64_words: target.restrictions != Restrictions::default()
+            int64_words: target.restrictions.no_resizing_bitcast
                 || module.capabilities.iter().any(|c| {
                     matches!(
                         c.operands.first(),
                         Some(Operand::Capability(Capability::Int64))
                     )
                 }),
-            int16_words: target.restrictions != Restrictions::default(),
+            int16_words: target.restrictions.no_resizing_bitcast,
             fragment: module.entry_points.iter().any(|e| {
                 matches!(
                     e.operands.first(),

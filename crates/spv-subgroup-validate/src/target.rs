@@ -94,6 +94,11 @@ pub struct Restrictions {
     pub scans_add_mul_only: bool,
     /// Bitwise group operations on 32-bit or wider values only.
     pub bitwise_32_bit_only: bool,
+    /// No `OpBitcast` between types of different component counts and no 16-bit float
+    /// constants (naga's IR keeps a bitcast's vector size and reads no half constant): the
+    /// lowering moves 64-bit values as 64-bit integers (`Int64`) and halves as 16-bit integers
+    /// (`Int16`) instead of as 32-bit 2-vectors.
+    pub no_resizing_bitcast: bool,
 }
 
 fn default_env() -> String {
@@ -283,6 +288,7 @@ impl Target {
                     no_all_equal: true,
                     scans_add_mul_only: true,
                     bitwise_32_bit_only: true,
+                    no_resizing_bitcast: true,
                 },
                 ..base
             },

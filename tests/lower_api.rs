@@ -589,36 +589,13 @@ OpFunctionEnd
 
 #[test]
 fn halves_move_as_16_bit_integers_only_for_a_consumer_without_resizing_bitcasts() {
-    let words = tools::assemble(
-        r#"
-OpCapability Shader
-OpCapability Float16
-OpCapability GroupNonUniform
-OpCapability GroupNonUniformPartitionedNV
-OpExtension "SPV_NV_shader_subgroup_partitioned"
-OpMemoryModel Logical GLSL450
-OpEntryPoint GLCompute %main "main"
-OpExecutionMode %main LocalSize 32 1 1
-%void = OpTypeVoid
-%fn = OpTypeFunction %void
-%half = OpTypeFloat 16
-%uint = OpTypeInt 32 0
-%v4uint = OpTypeVector %uint 4
-%ptr = OpTypePointer Function %half
-%mptr = OpTypePointer Function %v4uint
-%main = OpFunction %void None %fn
-%entry = OpLabel
-%var = OpVariable %ptr Function
-%out = OpVariable %mptr Function
-%v = OpLoad %half %var
-%p = OpGroupNonUniformPartitionNV %v4uint %v
-OpStore %out %p
-OpReturn
-OpFunctionEnd
-"#,
-        "vulkan1.1",
-    )
-    .unwrap();
+    let half_keys = PARTITION_1_3
+        .replace(
+            "OpCapability Shader\n",
+            "OpCapability Shader\nOpCapability Float16\n",
+        )
+        .replace("%float = OpTypeFloat 32", "%float = OpTypeFloat 16");
+    let words = tools::assemble(&half_keys, "vulkan1.1").unwrap();
     let declares_int16 = |target: Target| {
         let (out, _) = lower_words(
             &words,

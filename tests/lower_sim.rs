@@ -15,6 +15,7 @@
 mod lower_common;
 
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 
 use spv_subgroup_lower::{lower_words, LowerOptions, Target};
@@ -93,6 +94,58 @@ fn run(
         .collect())
 }
 
+/// Runs `native` and each of `lowered` (name, sizes it runs at, module) at every size of
+/// [`SIZES`] in its range with two inputs, `groups` workgroups of 37; pushes a line per difference
+/// (and per native output that depends on undefined values) and returns how many lowered runs
+/// there were.
+fn against_native(
+    rel: &str,
+    native: &Module,
+    lowered: &[(String, RangeInclusive<u32>, Module)],
+    groups: u32,
+    failures: &mut Vec<String>,
+) -> usize {
+    let n = 37 * groups as usize;
+    let mut runs = 0;
+    for size in SIZES {
+        for input in [1u32, 2] {
+            let want = match run(native, size, n, groups, input, 11) {
+                Ok(w) => w,
+                Err(e) => {
+                    failures.push(format!("{rel} native, size {size}: {e}"));
+                    continue;
+                }
+            };
+            assert_eq!(want.len(), n, "{rel}: the local size is not 37");
+            match run(native, size, n, groups, input, 12) {
+                Ok(w) if w == want => {}
+                Ok(_) => failures.push(format!(
+                    "{rel} native, size {size}, input {input}: the output depends on undefined values"
+                )),
+                Err(e) => failures.push(format!("{rel} native, size {size}: {e}")),
+            }
+            for (name, range, m) in lowered {
+                if !range.contains(&size) {
+                    continue;
+                }
+                runs += 1;
+                match run(m, size, n, groups, input, 13) {
+                    Ok(got) => {
+                        if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
+                            failures.push(format!(
+                                "{rel} for {name}, size {size}, input {input}: invocation {i}: {:#x} against native {:#x}",
+                                got[i], want[i]
+                            ));
+                        }
+                    }
+                    Err(e) => failures.push(format!("{rel} for {name}, size {size}: {e}")),
+                }
+            }
+        }
+    }
+    runs
+}
+
 #[test]
 fn lowered_fixtures_in_the_simulator() {
     let list = fixtures();
@@ -107,8 +160,6 @@ fn lowered_fixtures_in_the_simulator() {
             .to_string();
         let native_words = lower_common::build(path, &Target::preset("vulkan1.1").expect("preset"));
         let native = Module::new(&native_words).unwrap_or_else(|e| panic!("{rel}: {e}"));
-        let local = 37; // The fixtures' local size; checked by the output length below.
-        let n = local * *groups as usize;
         let mut lowered = Vec::new();
         let targets = PRESETS
             .iter()
@@ -129,42 +180,7 @@ fn lowered_fixtures_in_the_simulator() {
                 Err(e) => failures.push(format!("{rel} for {name}: lowering fails: {e}")),
             }
         }
-        for size in SIZES {
-            for input in [1u32, 2] {
-                let want = match run(&native, size, n, *groups, input, 11) {
-                    Ok(w) => w,
-                    Err(e) => {
-                        failures.push(format!("{rel} native, size {size}: {e}"));
-                        continue;
-                    }
-                };
-                assert_eq!(want.len(), n, "{rel}: the fixture's local size is not 37");
-                match run(&native, size, n, *groups, input, 12) {
-                    Ok(w) if w == want => {}
-                    Ok(_) => failures.push(format!(
-                        "{rel} native, size {size}, input {input}: the output depends on undefined values"
-                    )),
-                    Err(e) => failures.push(format!("{rel} native, size {size}: {e}")),
-                }
-                for (name, range, m) in &lowered {
-                    if !range.contains(&size) {
-                        continue;
-                    }
-                    runs += 1;
-                    match run(m, size, n, *groups, input, 13) {
-                        Ok(got) => {
-                            if let Some(i) = (0..n).find(|&i| got[i] != want[i]) {
-                                failures.push(format!(
-                                    "{rel} for {name}, size {size}, input {input}: invocation {i}: {:#x} against native {:#x}",
-                                    got[i], want[i]
-                                ));
-                            }
-                        }
-                        Err(e) => failures.push(format!("{rel} for {name}, size {size}: {e}")),
-                    }
-                }
-            }
-        }
+        runs += against_native(&rel, &native, &lowered, *groups, &mut failures);
     }
     assert!(
         failures.is_empty(),
@@ -254,47 +270,26 @@ fn quad_vote_module() -> Vec<u32> {
 fn quad_votes_in_the_simulator() {
     let native_words = quad_vote_module();
     let native = Module::new(&native_words).expect("the simulator loads the quad votes");
-    let (groups, local) = (3u32, 37usize);
-    let n = local * groups as usize;
     let targets = PRESETS
         .iter()
         .map(|p| Target::preset(p).expect("preset"))
         .chain(lower_common::test_target("ballot-only"));
-    let mut failures = Vec::new();
-    let mut runs = 0;
+    let mut lowered = Vec::new();
     for target in targets {
         let name = target.name.clone();
         let range = target.min_subgroup_size..=target.max_subgroup_size;
-        let opts = LowerOptions {
-            target: target.clone(),
-            ..Default::default()
-        };
-        let (words, report) = lower_words(&native_words, &opts)
+        let (words, report) = lower_common::lower(&native_words, &target)
             .unwrap_or_else(|e| panic!("quad votes for {name}: lowering fails: {e}"));
         assert!(report.changed, "quad votes for {name}: nothing lowered");
         tools::spirv_val(&words, "vulkan1.1")
             .unwrap_or_else(|e| panic!("quad votes for {name}: spirv-val: {e}"));
         let misfits = lower_common::misfits(&words, &target);
         assert!(misfits.is_empty(), "quad votes for {name}: {misfits:?}");
-        let lowered = Module::new(&words).expect("the simulator loads the output");
-        for size in SIZES.into_iter().filter(|s| range.contains(s)) {
-            for input in [1u32, 2, 3] {
-                let want = run(&native, size, n, groups, input, 11).expect("native run");
-                runs += 1;
-                match run(&lowered, size, n, groups, input, 13) {
-                    Ok(got) if got == want => {}
-                    Ok(got) => {
-                        let i = (0..n).find(|&i| got[i] != want[i]).unwrap_or(0);
-                        failures.push(format!(
-                            "{name}, size {size}, input {input}: invocation {i}: {:#x} against native {:#x}",
-                            got[i], want[i]
-                        ));
-                    }
-                    Err(e) => failures.push(format!("{name}, size {size}: {e}")),
-                }
-            }
-        }
+        let m = Module::new(&words).expect("the simulator loads the output");
+        lowered.push((name, range, m));
     }
+    let mut failures = Vec::new();
+    let runs = against_native("quad votes", &native, &lowered, 3, &mut failures);
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",

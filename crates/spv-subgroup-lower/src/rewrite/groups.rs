@@ -97,21 +97,11 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
         code.em.need(required(core));
         return Ok(code.emit(core, type_id, counterpart.operands));
     }
-    super::lower_inst(code, &counterpart).map_err(|e| match e {
-        LowerError::Unsupported {
-            result_id,
-            opcode,
-            word_offset,
-            target,
-            missing,
-        } => LowerError::Unsupported {
-            result_id,
-            opcode,
-            word_offset,
-            target,
-            missing: format!("its core counterpart Op{core:?} needs {missing}"),
-        },
-        other => other,
+    super::lower_inst(code, &counterpart).map_err(|mut e| {
+        if let LowerError::Unsupported { missing, .. } = &mut e {
+            *missing = format!("its core counterpart Op{core:?} needs {missing}");
+        }
+        e
     })
 }
 

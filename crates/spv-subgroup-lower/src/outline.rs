@@ -8,14 +8,15 @@
 //! that runs is the same. Subgroup operations in a called function see the invocations that
 //! executed the call together, exactly as the inlined sequence would: calls from two branches
 //! are two dynamic instances. Sites also stay straight-line: the waterfall's loop lives in the
-//! helper, so the caller's blocks are never split.
+//! helper, so the caller's blocks are never split. Signed and unsigned 32-bit operands share a
+//! helper where the op does not care about signedness ([`unsigned_form`]).
 
 use std::collections::HashMap;
 
 use rspirv::dr::{Block, Function, Instruction, Module, Operand};
 use spirv::{FunctionControl, Op};
 
-use crate::emit::{Code, Id};
+use crate::emit::{Code, Id, Scalar, Ty};
 use crate::rewrite;
 use crate::LowerError;
 
@@ -100,6 +101,13 @@ pub(crate) fn call(
     let (Some(result_type), Some(_)) = (inst.result_type, inst.result_id) else {
         return rewrite::lower_inst(code, inst);
     };
+    if let Some((unsigned, signed_result)) = unsigned_form(code, inst) {
+        let value = call(code, &unsigned, helpers)?;
+        return Ok(match signed_result {
+            Some(t) => code.op(Op::Bitcast, t, &[value]),
+            None => value,
+        });
+    }
     let mut key = Key {
         opcode: inst.class.opcode as u32,
         result_type: Some(result_type),
@@ -131,6 +139,61 @@ pub(crate) fn call(
     let mut operands = vec![Operand::IdRef(function)];
     operands.extend(args.iter().map(|&(v, _)| Operand::IdRef(v)));
     Ok(code.emit(Op::FunctionCall, result_type, operands))
+}
+
+/// For an op whose result bits do not depend on the signedness of its integer value (the
+/// partition op, and partitioned `IAdd`, `IMul` and the bitwise ops) over signed 32-bit
+/// integers: the same op over the unsigned type of the same shape, its value bitcast at the call
+/// site, and the signed result type to bitcast the result back to (`None` for a partition op,
+/// whose result type is kept). So `int` and `uint` keys share one helper, which is the output's
+/// bulk; an `OpBitcast` between the two is free (no instruction on any GPU), so what runs is the
+/// same. Other widths keep their own helpers (a consumer such as naga reads narrow bitcasts
+/// only in some forms). `None` when nothing changes.
+fn unsigned_form(code: &mut Code, inst: &Instruction) -> Option<(Instruction, Option<Ty>)> {
+    let unsigned = |t: Ty| match t.scalar {
+        Scalar::Int {
+            width: 32,
+            signed: true,
+        } => Some(Ty {
+            scalar: Scalar::Int {
+                width: 32,
+                signed: false,
+            },
+            n: t.n,
+        }),
+        _ => None,
+    };
+    let opcode = inst.class.opcode;
+    // The value operand: the first id of the partition op; after the scope and the group
+    // operation for the arithmetic ops, whose result type is the value's.
+    let (index, signed_result) = match opcode {
+        Op::GroupNonUniformPartitionEXT => (0, None),
+        Op::GroupNonUniformIAdd
+        | Op::GroupNonUniformIMul
+        | Op::GroupNonUniformBitwiseAnd
+        | Op::GroupNonUniformBitwiseOr
+        | Op::GroupNonUniformBitwiseXor => {
+            let t = inst.result_type.and_then(|t| code.em.ty_of_id(t))?;
+            unsigned(t)?;
+            (2, Some(t))
+        }
+        _ => return None,
+    };
+    let Some(&Operand::IdRef(value)) = inst.operands.get(index) else {
+        return None;
+    };
+    let value_ty = code.em.ty_of_value(value)?;
+    if signed_result.is_some_and(|t| t != value_ty) {
+        return None;
+    }
+    let u = unsigned(value_ty)?;
+    let cast = code.op(Op::Bitcast, u, &[value]);
+    let mut c = inst.clone();
+    c.operands[index] = Operand::IdRef(cast);
+    if signed_result.is_some() {
+        c.result_type = Some(code.em.ty(u));
+    }
+    Some((c, signed_result))
 }
 
 /// Builds `result_type helper(params) { return <rewrite of inst over the params>; }`.

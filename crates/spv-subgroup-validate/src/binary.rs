@@ -176,6 +176,62 @@ pub(crate) struct OpInfo {
     pub min_words: u16,
     /// The instruction declares a type (`OpType*`).
     pub is_type: bool,
+    /// The operand walk of [`parse`] as a table, where the grammar allows one: what each
+    /// operand word is, as far as the walk checks them (`None`: the walk reads the grammar).
+    walk: Option<Walk>,
+}
+
+/// What [`parse`] checks in one operand word.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WordClass {
+    /// A literal or an enumerant: nothing.
+    Other,
+    /// An id operand: below the bound, not 0, recorded when not yet defined.
+    Id,
+    /// The result id: below the bound, not 0, not defined before.
+    Result,
+}
+
+/// The operand walk of an opcode whose operands are all one word each: the class of word `w`
+/// is `fixed[w]`, then `tail` for every further word (a repeated last operand), and the walk
+/// stops after `fixed` when there is no `tail` (where the grammar walk stops checking).
+struct Walk {
+    fixed: Vec<WordClass>,
+    tail: Option<WordClass>,
+}
+
+impl Walk {
+    /// The table form of the grammar walk in [`parse`] over `operands`, if it has one: every
+    /// operand is one word (or a kind where that walk stops), none is a string or a pair.
+    fn of(operands: &[rspirv::grammar::LogicalOperand]) -> Option<Walk> {
+        let mut fixed = Vec::new();
+        for lo in operands {
+            let kind = lo.kind;
+            let class = if kind == OperandKind::IdResult {
+                WordClass::Result
+            } else if is_id(kind) {
+                WordClass::Id
+            } else if single_word(kind) {
+                WordClass::Other
+            } else if kind == OperandKind::LiteralString
+                || kind == OperandKind::PairIdRefIdRef
+                || kind == OperandKind::PairIdRefLiteralInteger
+            {
+                return None;
+            } else {
+                // The grammar walk stops checking at this operand.
+                return Some(Walk { fixed, tail: None });
+            };
+            if lo.quantifier == OperandQuantifier::ZeroOrMore {
+                return Some(Walk {
+                    fixed,
+                    tail: Some(class),
+                });
+            }
+            fixed.push(class);
+        }
+        Some(Walk { fixed, tail: None })
+    }
 }
 
 pub(crate) fn op_table() -> &'static [OpInfo] {
@@ -194,6 +250,7 @@ pub(crate) fn op_table() -> &'static [OpInfo] {
                 has_result: false,
                 min_words: 0,
                 is_type: false,
+                walk: None,
             })
             .collect();
         for g in INSTRUCTION_TABLE.iter() {
@@ -215,6 +272,7 @@ pub(crate) fn op_table() -> &'static [OpInfo] {
                 has_result,
                 min_words,
                 is_type,
+                walk: Walk::of(ops),
             };
         }
         v
@@ -336,6 +394,12 @@ pub(crate) struct Parsed {
 
 /// Walks the module once. Fails fast on the first malformation.
 pub(crate) fn parse(words: &[u32]) -> Result<Parsed, ParseError> {
+    parse_with(words, true)
+}
+
+/// [`parse`], with the operand walk read from the grammar alone when `!tables` (what the tables
+/// are checked against in the tests).
+fn parse_with(words: &[u32], tables: bool) -> Result<Parsed, ParseError> {
     let err = |kind, word_offset, inst_index| {
         Err(ParseError {
             kind,
@@ -402,7 +466,48 @@ pub(crate) fn parse(words: &[u32]) -> Result<Parsed, ParseError> {
             );
         }
         let operands = &words[pos + 1..pos + wc];
-        // Walk the operands as far as their layout is certain, checking ids.
+        // Walk the operands as far as their layout is certain, checking ids: from the table
+        // where the opcode has one (most do; reading the grammar per operand was most of the
+        // time of this function), else from the grammar.
+        if let Some(walk) = info.walk.as_ref().filter(|_| tables) {
+            let classes = walk
+                .fixed
+                .iter()
+                .copied()
+                .chain(std::iter::repeat(walk.tail).map_while(|t| t));
+            for (&id, class) in operands.iter().zip(classes) {
+                match class {
+                    WordClass::Other => {}
+                    WordClass::Result => {
+                        if id == 0 {
+                            return err(ParseErrorKind::ZeroId, pos, Some(idx));
+                        }
+                        if id >= bound {
+                            return err(ParseErrorKind::IdOutOfBound { id, bound }, pos, Some(idx));
+                        }
+                        if def.get(id).is_some() {
+                            return err(ParseErrorKind::DuplicateResultId(id), pos, Some(idx));
+                        }
+                        def.set(id, idx as u32);
+                    }
+                    WordClass::Id => {
+                        if id >= bound || id == 0 {
+                            return err(ParseErrorKind::IdOutOfBound { id, bound }, pos, Some(idx));
+                        }
+                        if def.get(id).is_none() {
+                            forward.push((id, idx as u32));
+                        }
+                    }
+                }
+            }
+            insts.push(Inst {
+                offset: pos as u32,
+                opcode: opcode as u16,
+                wc: wc as u16,
+            });
+            pos += wc;
+            continue;
+        }
         let mut w = 0usize;
         'walk: for lo in g.operands {
             loop {
@@ -666,6 +771,24 @@ mod tests {
                     }
                     _ => w.insert(i, (rng.next() % 70) as u32),
                 }
+            }
+            // The operand walk from the tables checks what the one from the grammar does.
+            let (a, b) = (parse_with(&w, true), parse_with(&w, false));
+            match (a, b) {
+                (Ok(a), Ok(b)) => assert_eq!(
+                    (
+                        a.insts,
+                        a.forward,
+                        (0..a.bound).map(|id| a.def.get(id)).collect::<Vec<_>>()
+                    ),
+                    (
+                        b.insts,
+                        b.forward,
+                        (0..b.bound).map(|id| b.def.get(id)).collect::<Vec<_>>()
+                    ),
+                    "{w:x?}"
+                ),
+                (a, b) => assert_eq!(a.err(), b.err(), "{w:x?}"),
             }
             let _ = crate::validate(&w, &crate::ValidateOptions::default());
             let opts = crate::ValidateOptions {

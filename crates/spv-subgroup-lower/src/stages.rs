@@ -431,3 +431,52 @@ pub(crate) fn reaches_any(calls: &HashMap<Id, Vec<Id>>, root: Id, targets: &BTre
         .iter()
         .any(|f| targets.contains(f))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A module with these entry points (execution model, function) and nothing else.
+    fn entries(eps: &[(ExecutionModel, Id)]) -> Module {
+        let mut m = Module::new();
+        for &(model, root) in eps {
+            m.entry_points.push(Instruction::new(
+                Op::EntryPoint,
+                None,
+                None,
+                vec![
+                    Operand::ExecutionModel(model),
+                    Operand::IdRef(root),
+                    Operand::LiteralString("main".into()),
+                ],
+            ));
+        }
+        m
+    }
+
+    #[test]
+    fn only_vertex_stages_and_shared_roots_load_twins() {
+        use ExecutionModel as E;
+        // Every stage but vertex may list a `Flat` input (VUID-StandaloneSpirv-Flat-06202).
+        for model in [
+            E::GLCompute,
+            E::Geometry,
+            E::TessellationControl,
+            E::TessellationEvaluation,
+            E::TaskEXT,
+            E::MeshEXT,
+            E::RayGenerationKHR,
+        ] {
+            let m = entries(&[(E::Fragment, 1), (model, 2)]);
+            assert_eq!(twin_entry_points(&m), [false, false], "{model:?}");
+        }
+        let m = entries(&[(E::Fragment, 1), (E::Vertex, 2)]);
+        assert_eq!(twin_entry_points(&m), [false, true]);
+        // One function the entry point of two models: spirv-val refuses a `Flat` input there.
+        let m = entries(&[(E::Fragment, 1), (E::GLCompute, 1), (E::GLCompute, 2)]);
+        assert_eq!(twin_entry_points(&m), [false, true, false]);
+        // Two fragment entry points on one function: one model, the decoration stays.
+        let m = entries(&[(E::Fragment, 1), (E::Fragment, 1)]);
+        assert_eq!(twin_entry_points(&m), [false, false]);
+    }
+}

@@ -21,8 +21,9 @@
 //!    run); a long run goes on past every failure (libFuzzer's fork mode, [`fuzz_target`]), a
 //!    quick one stops at the first; at the end prints executions and coverage per target and
 //!    every input written to the artifacts folder, with the cause of the first crashes;
-//! 4. with `--merge` (or `--merge-only`, without fuzzing first), adds to `fuzz/corpus/NAME/` the new inputs that cover something the seeds
-//!    and the committed corpus do not (what to commit after a long run).
+//! 4. with `--merge` (or `--merge-only`, without fuzzing first), makes `fuzz/corpus/NAME/` the
+//!    50 inputs of the committed and working corpora that cover the most beyond the seeds
+//!    ([`crate::fuzz_merge`]; what to commit after a long run).
 //!
 //! See `docs/fuzzing.md`.
 
@@ -93,10 +94,6 @@ const CAUSES_SHOWN: usize = 10;
 
 /// Up to how many inputs per target the report at the end lists one by one.
 const FINDINGS_LISTED: usize = 20;
-
-/// Largest input committed to `fuzz/corpus/` (the largest seed module is below it): keeps the
-/// repository and the replay test small.
-const COMMITTED_MAX_LEN: usize = 16384;
 
 /// Largest input the fuzzer makes (every fixture module is smaller).
 const MAX_LEN: &str = "-max_len=65536";
@@ -649,69 +646,14 @@ fn first_error(text: &str) -> Option<String> {
         .map(|l| l.split("ERROR: ").nth(1).unwrap_or(l).to_owned())
 }
 
-/// Adds to `fuzz/corpus/NAME/` the inputs of the working corpus that cover what the seeds and
-/// the committed corpus do not.
+/// `--merge`: the committed corpus of target `name` from the working corpus ([`crate::fuzz_merge`]).
 fn merge(root: &Path, bin_dir: &Path, seeds: &Path, name: &str) -> anyhow::Result<()> {
     let seed_dir = TARGETS
         .iter()
         .find(|t| t.0 == name)
         .map(|t| seeds.join(t.1))
         .unwrap_or_default();
-    let committed = root.join("fuzz/corpus").join(name);
-    let work = root.join("target/fuzz/corpus").join(name);
-    let merged = root.join("target/fuzz/merged").join(name);
-    if merged.exists() {
-        std::fs::remove_dir_all(&merged)?;
-    }
-    std::fs::create_dir_all(&merged)?;
-    std::fs::create_dir_all(&committed)?;
-    // The merge keeps what is in its first folder: start it with the seeds and the committed corpus.
-    let mut before = BTreeSet::new();
-    for dir in [&seed_dir, &committed] {
-        for e in std::fs::read_dir(dir)?.flatten() {
-            let dest = merged.join(e.file_name());
-            std::fs::copy(e.path(), &dest)?;
-            before.insert(e.file_name());
-        }
-    }
-    // A copy of the working corpus: a fuzzer still running deletes inputs it has reduced.
-    let snapshot = root.join("target/fuzz/snapshot").join(name);
-    if snapshot.exists() {
-        std::fs::remove_dir_all(&snapshot)?;
-    }
-    std::fs::create_dir_all(&snapshot)?;
-    for e in std::fs::read_dir(&work)?.flatten() {
-        // An input deleted meanwhile is no loss: its reduced form is in the folder too.
-        let _ = std::fs::copy(e.path(), snapshot.join(e.file_name()));
-    }
-    let log = root.join("target/fuzz").join(format!("merge-{name}.log"));
-    let log_file =
-        std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    step(
-        &format!("merge {name} (log {})", log.display()),
-        Command::new("nice")
-            .args(["-n", "19"])
-            .arg(bin_dir.join(name))
-            .arg("-set_cover_merge=1")
-            .arg(format!("-max_len={COMMITTED_MAX_LEN}"))
-            .arg("-timeout=60")
-            .arg(&merged)
-            .arg(&snapshot)
-            .stdout(Stdio::null())
-            .stderr(log_file),
-    )?;
-    let mut added = 0;
-    for e in std::fs::read_dir(&merged)?.flatten() {
-        if !before.contains(&e.file_name()) {
-            std::fs::copy(e.path(), committed.join(e.file_name()))?;
-            added += 1;
-        }
-    }
-    eprintln!(
-        "xtask fuzz: merge {name}: {added} new inputs added to {}",
-        committed.display()
-    );
-    Ok(())
+    crate::fuzz_merge::merge(root, &bin_dir.join(name), &seed_dir, name)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod deps;
 mod example;
 mod fuzz;
 mod fuzz_exec;
+mod fuzz_merge;
 mod gpu;
 mod test;
 

@@ -12,6 +12,8 @@ use spv_subgroup_lower::{
 };
 use spv_subgroup_tests::tools;
 
+mod lower_common;
+
 const VOTE_1_0: &str = r#"
 OpCapability Shader
 OpCapability SubgroupVoteKHR
@@ -616,4 +618,78 @@ fn halves_move_as_16_bit_integers_only_for_a_consumer_without_resizing_bitcasts(
     no_resizing.restrictions.no_resizing_bitcast = true;
     assert!(declares_int16(no_resizing));
     assert!(declares_int16(Target::preset("naga").unwrap()));
+}
+
+/// Every file under `dir` with one of the fixture extensions, sorted.
+fn fixture_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("fixture folder")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            fixture_files(&p, out);
+        } else if matches!(
+            p.extension().and_then(|e| e.to_str()),
+            Some("comp" | "frag" | "vert" | "spvasm")
+        ) {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn lower_words_and_lower_agree_on_every_fixture() {
+    // `lower_words` holds only what the pass reads (the rest stays in the input's words behind
+    // placeholders, copied back when assembling); `lower` on a loaded module holds everything.
+    // Both must write the same module: a placeholder in the wrong block, or an id left
+    // unrenamed, shows up here.
+    let mut files = Vec::new();
+    fixture_files(&tools::workspace_root().join("fixtures/lower"), &mut files);
+    assert!(files.len() > 40, "{} fixtures", files.len());
+    let mut compared = 0;
+    for path in &files {
+        for target in lower_common::presets()
+            .into_iter()
+            .chain(lower_common::test_targets(path))
+        {
+            if !lower_common::wants(path, &target) {
+                continue;
+            }
+            let words = lower_common::build(path, &target);
+            let o = LowerOptions {
+                target: target.clone(),
+                ..Default::default()
+            };
+            let what = format!("{} for {}", path.display(), target.name);
+            let sparse = lower_words(&words, &o);
+            let mut loaded = load(&words).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let held = lower(&mut loaded.module, &o);
+            match (sparse, held) {
+                (Ok((sparse, report)), Ok(_)) if report.changed => {
+                    let held = assemble(loaded.module, &loaded.between_functions);
+                    assert_eq!((sparse[1], sparse[3]), (held[1], held[3]), "{what}");
+                    if sparse[5..] != held[5..] {
+                        assert_eq!(dis(&sparse), dis(&held), "{what}");
+                        panic!("{what}: the words differ");
+                    }
+                    compared += 1;
+                }
+                (Ok(_), Ok(report)) => assert!(!report.changed, "{what}"),
+                // Refused alike (a loaded module has no word offsets to name).
+                (Err(a), Err(b)) => assert_eq!(
+                    std::mem::discriminant(&a),
+                    std::mem::discriminant(&b),
+                    "{what}: {a} / {b}"
+                ),
+                (a, b) => panic!(
+                    "{what}: lower_words gave {:?}, lower {:?}",
+                    a.map(|r| r.1),
+                    b
+                ),
+            }
+        }
+    }
+    assert!(compared > 100, "{compared} lowered modules compared");
 }

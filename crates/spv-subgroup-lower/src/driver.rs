@@ -45,13 +45,13 @@ pub fn lower_words(
         value_types,
     ) = loader::load_sparse(words)?;
     let source = (!value_types.is_empty()).then_some((words, value_types.as_slice()));
-    let (report, copies) =
+    let (report, pending) =
         lower_module(&mut module, opts, source).map_err(|e| with_word_offset(e, words))?;
     drop(value_types);
     if !report.changed {
         return Ok((words.to_vec(), report));
     }
-    let mut out = elide::assemble(module, &between_functions, words, &copies)?;
+    let mut out = elide::assemble(module, &between_functions, words, &pending)?;
     // The input's generator word is kept (as are its version unless raised, and the reserved
     // schema word).
     if let (Some(o), Some(&g)) = (out.get_mut(2), words.get(2)) {
@@ -270,14 +270,15 @@ pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, Lo
 }
 
 /// [`lower`] of a module that may hold placeholders of elided instructions: `source` is then the
-/// input's words and the value types of the elided instructions. Also returns the functions
-/// copied for other stages that are not held, to be assembled from their originals (always
-/// none when `source` is `None`).
+/// input's words and the value types of the elided instructions. Also returns what assembling
+/// must still do to the placeholders: the functions copied for other stages that are not held,
+/// to be assembled from their originals, and the phi parents to rename (always nothing when
+/// `source` is `None`).
 fn lower_module(
     module: &mut Module,
     opts: &LowerOptions,
     source: Option<(&[u32], &[Id])>,
-) -> Result<(LowerReport, elide::Copies), LowerError> {
+) -> Result<(LowerReport, elide::Pending), LowerError> {
     let target = &opts.target;
     if let Some(h) = module.header.as_ref() {
         check_input_bound(h.bound, target)?;
@@ -339,7 +340,8 @@ fn lower_module(
             ],
         )
     });
-    for function in &mut module.functions {
+    let mut phi_parents = Vec::new();
+    for (index, function) in module.functions.iter_mut().enumerate() {
         let before = em.bound();
         em.size_builtin_ok = size_ok.as_ref().is_none_or(|ok| {
             function
@@ -348,7 +350,10 @@ fn lower_module(
                 .and_then(|d| d.result_id)
                 .is_some_and(|id| ok.contains(&id))
         });
-        lower_function(function, &mut em, &mut counts, &mut helpers)?;
+        let moved = lower_function(function, &mut em, &mut counts, &mut helpers)?;
+        if !moved.is_empty() && source.is_some() {
+            phi_parents.push((index, moved));
+        }
         if em.bound() != before {
             rewritten.extend(function.def.as_ref().and_then(|d| d.result_id));
         }
@@ -384,26 +389,30 @@ fn lower_module(
         || before != (module.capabilities.len(), module.extensions.len());
     Ok((
         LowerReport { changed, rewrites },
-        elide::Copies {
+        elide::Pending {
             renames: std::mem::take(&mut em.renames),
             deferred,
+            phi_parents,
         },
     ))
 }
 
+/// Rewrites one function. Returns the blocks a rewrite split (original label -> the label of
+/// the block that now holds the original terminator): the phis it holds are renamed here, those
+/// left in the input's words when assembling.
 fn lower_function(
     function: &mut rspirv::dr::Function,
     em: &mut Emitter,
     counts: &mut HashMap<String, usize>,
     helpers: &mut outline::Helpers,
-) -> Result<(), LowerError> {
+) -> Result<HashMap<Id, Id>, LowerError> {
     if !function
         .blocks
         .iter()
         .flat_map(|b| &b.instructions)
         .any(|i| rewrite::needs_rewrite(i, em))
     {
-        return Ok(());
+        return Ok(HashMap::new());
     }
     let first_new_id = em.bound();
     // Original result ids now defined by emitted code (their phis, if any, are new code).
@@ -435,7 +444,7 @@ fn lower_function(
         if let Some(merge_at) = rest.iter().position(|i| i.class.opcode == Op::LoopMerge) {
             let phis = rest
                 .iter()
-                .take_while(|i| i.class.opcode == Op::Phi)
+                .take_while(|i| i.class.opcode == Op::Phi || elide::is_phis(i))
                 .count();
             let body_label = code.em.id();
             let mut tail = rest.split_off(phis);
@@ -530,7 +539,7 @@ fn lower_function(
         b.instructions.shrink_to_fit();
     }
     function.blocks = out;
-    Ok(())
+    Ok(moved)
 }
 
 /// Makes the instruction defining `value` (emitted since `mark`) define `orig` instead.

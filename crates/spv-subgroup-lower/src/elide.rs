@@ -3,9 +3,12 @@
 //! rspirv's `dr::Instruction` costs 100 bytes and more per instruction (a `Vec` of operands,
 //! each operand 32 bytes), 10 to 30 times the instruction's own words.
 //! The pass reads and changes few instructions: the subgroup ops, what touches a built-in
-//! variable, and the control flow around them that it reads (labels, loop merges, phis, calls;
-//! a selection merge or a terminator is copied wherever its block's tail goes, so it stays in
-//! the input's words like any other instruction).
+//! variable, and the control flow around them that it reads (labels, loop merges, calls; a
+//! selection merge or a terminator is copied wherever its block's tail goes, so it stays in the
+//! input's words like any other instruction).
+//! A block's phis stay in the input's words too, behind a placeholder of their own (a loop header
+//! keeps its phis when the driver moves the rest of the block): when a rewrite splits a block,
+//! the phis naming it as a parent are renamed while assembling ([`Pending::phi_parents`]).
 //! When lowering words, every other run of instructions in a block stays in the input and the
 //! block holds one placeholder for the run: an `OpNop` whose one 64-bit operand holds the run's
 //! word offset and word count (a real `OpNop` has no operands; one operand is half the memory
@@ -19,7 +22,7 @@
 //! output words and 4 bytes per renamed id, and the original's elided runs are never held in
 //! rspirv's form.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rspirv::binary::{Assemble, Consumer, ParseAction};
 use rspirv::dr::{Function, Instruction, Module, ModuleHeader, Operand};
@@ -29,30 +32,41 @@ use spv_subgroup_validate::fit;
 use crate::emit::Id;
 use crate::LowerError;
 
-/// A placeholder for `count` words of the input starting at `offset`.
-pub(crate) fn placeholder(offset: usize, count: usize) -> Instruction {
+/// A placeholder for `count` words of the input starting at `offset`; `phis` when they are a
+/// block's phis.
+pub(crate) fn placeholder(offset: usize, count: usize, phis: bool) -> Instruction {
     Instruction::new(
         Op::Nop,
         None,
         None,
-        vec![Operand::LiteralBit64(pack(offset, count))],
+        vec![Operand::LiteralBit64(pack(offset, count, phis))],
     )
 }
 
-/// Offset and count in one 64-bit operand. Both fit in 32 bits: placeholders are only made for
-/// inputs of fewer than 2^32 words (see `loader::load_sparse`).
-fn pack(offset: usize, count: usize) -> u64 {
-    ((offset as u64) << 32) | (count as u64 & 0xffff_ffff)
+/// The phi flag's bit in the packed count.
+const PHIS: u64 = 1 << 31;
+
+/// Offset, count and the phi flag in one 64-bit operand. Offsets and counts fit in 31 bits:
+/// placeholders are only made for inputs of fewer than 2^31 words (see `loader::load_sparse`).
+fn pack(offset: usize, count: usize, phis: bool) -> u64 {
+    ((offset as u64) << 32) | (count as u64 & (PHIS - 1)) | if phis { PHIS } else { 0 }
 }
 
 /// The word range a placeholder stands for; `None` for every other instruction.
 pub(crate) fn range_of(inst: &Instruction) -> Option<(usize, usize)> {
+    packed(inst).map(|v| ((v >> 32) as usize, (v & (PHIS - 1)) as usize))
+}
+
+fn packed(inst: &Instruction) -> Option<u64> {
     match (inst.class.opcode, inst.operands.as_slice()) {
-        (Op::Nop, [Operand::LiteralBit64(v)]) => {
-            Some(((v >> 32) as usize, (v & 0xffff_ffff) as usize))
-        }
+        (Op::Nop, [Operand::LiteralBit64(v)]) => Some(*v),
         _ => None,
     }
+}
+
+/// Whether `inst` is a placeholder of a block's phis.
+pub(crate) fn is_phis(inst: &Instruction) -> bool {
+    packed(inst).is_some_and(|v| v & PHIS != 0)
 }
 
 /// Old id -> new id of every value of a function's copy, of the copied functions themselves and
@@ -159,19 +173,20 @@ impl ResultSlots {
     }
 }
 
-/// Grows the placeholder at the end of `insts` by the run at `offset`, or adds one.
-pub(crate) fn push(insts: &mut Vec<Instruction>, offset: usize, count: usize) {
+/// Grows the placeholder at the end of `insts` by the run at `offset`, or adds one; phis and
+/// other instructions never share a placeholder.
+pub(crate) fn push(insts: &mut Vec<Instruction>, offset: usize, count: usize, phis: bool) {
     if let Some(last) = insts.last_mut() {
         if let Some((start, n)) = range_of(last) {
-            if start + n == offset {
+            if start + n == offset && is_phis(last) == phis {
                 if let [Operand::LiteralBit64(v)] = last.operands.as_mut_slice() {
-                    *v = pack(start, n + count);
+                    *v = pack(start, n + count, phis);
                     return;
                 }
             }
         }
     }
-    insts.push(placeholder(offset, count));
+    insts.push(placeholder(offset, count, phis));
 }
 
 /// Whether the sparse load keeps `inst` as an instruction: the pass reads or changes it.
@@ -181,7 +196,7 @@ pub(crate) fn keep(inst: &Instruction, watched: &HashSet<u32>) -> bool {
     // A block split by a rewrite keeps its tail (selection merge and terminator included) in
     // order in its last piece, and phis naming the block are renamed (`driver`): only a loop
     // header's merge moves on its own.
-    matches!(op, Op::Label | Op::Phi | Op::LoopMerge | Op::FunctionCall)
+    matches!(op, Op::Label | Op::LoopMerge | Op::FunctionCall)
         || fit::is_subgroup_op(op)
         || memory_scope_operand(inst).is_some()
         || inst
@@ -199,23 +214,28 @@ pub(crate) fn memory_scope_operand(inst: &Instruction) -> Option<usize> {
     fit::memory_scope_word(inst.class.opcode).and_then(|w| w.checked_sub(before))
 }
 
-/// The functions copied for other stages that `lower_words` does not hold (see `stages`): the
-/// copy of `module.functions[k]` for every `k` of `deferred`, in that order after the module's
-/// functions, is the original with every id renamed through `renames`.
+/// What assembling still has to do to the placeholders' words.
 #[derive(Default)]
-pub(crate) struct Copies {
+pub(crate) struct Pending {
+    /// The functions copied for other stages that `lower_words` does not hold (see `stages`):
+    /// the copy of `module.functions[k]` for every `k` of `deferred`, in that order after the
+    /// module's functions, is the original with every id renamed through `renames`.
     pub renames: Renames,
     pub deferred: Vec<usize>,
+    /// Per function index (ascending), the blocks a rewrite split: original label -> the label
+    /// of the block that now ends with the original terminator. The phis in placeholders name
+    /// the latter as their parent (the driver renames the phis it holds itself).
+    pub phi_parents: Vec<(usize, HashMap<Id, Id>)>,
 }
 
 /// Assembles a module whose functions may hold placeholders, copying their words from `words`;
-/// the copies of `copies` follow the module's functions, and the between-function instructions
+/// the copies of `pending` follow the module's functions, and the between-function instructions
 /// go back in their places. Each function is dropped once written (and once its copy is).
 pub(crate) fn assemble(
     mut module: Module,
     between: &[(usize, Instruction)],
     words: &[u32],
-    copies: &Copies,
+    pending: &Pending,
 ) -> Result<Vec<u32>, LowerError> {
     let mut functions = std::mem::take(&mut module.functions);
     let head = module.assemble();
@@ -225,7 +245,7 @@ pub(crate) fn assemble(
     let size = head.len()
         + between.iter().map(|(_, i)| word_count(i)).sum::<usize>()
         + functions.iter().map(function_words).sum::<usize>()
-        + copies
+        + pending
             .deferred
             .iter()
             .filter_map(|&k| functions.get(k))
@@ -235,35 +255,45 @@ pub(crate) fn assemble(
     out.extend_from_slice(&head);
     drop(head);
     let mut copied = vec![false; functions.len()];
-    for &k in &copies.deferred {
+    for &k in &pending.deferred {
         if let Some(c) = copied.get_mut(k) {
             *c = true;
         }
     }
-    let mut pending = between.iter().peekable();
+    let mut waiting = between.iter().peekable();
     for (i, f) in functions.iter_mut().enumerate() {
-        while let Some((_, inst)) = pending.next_if(|(at, _)| *at <= i) {
+        while let Some((_, inst)) = waiting.next_if(|(at, _)| *at <= i) {
             inst.assemble_into(&mut out);
         }
-        assemble_function(f, words, None, &mut out)?;
+        assemble_function(f, words, parents_of(pending, i), None, &mut out)?;
         if !copied[i] {
             *f = Function::new();
         }
     }
     let n = functions.len();
-    for (j, &k) in copies.deferred.iter().enumerate() {
-        while let Some((_, inst)) = pending.next_if(|(at, _)| *at <= n + j) {
+    for (j, &k) in pending.deferred.iter().enumerate() {
+        while let Some((_, inst)) = waiting.next_if(|(at, _)| *at <= n + j) {
             inst.assemble_into(&mut out);
         }
         if let Some(f) = functions.get_mut(k) {
-            assemble_function(f, words, Some(&copies.renames), &mut out)?;
+            let parents = parents_of(pending, k);
+            assemble_function(f, words, parents, Some(&pending.renames), &mut out)?;
             *f = Function::new();
         }
     }
-    for (_, inst) in pending {
+    for (_, inst) in waiting {
         inst.assemble_into(&mut out);
     }
     Ok(out)
+}
+
+/// The renamed phi parents of function `i`, if a rewrite split one of its blocks.
+fn parents_of(pending: &Pending, i: usize) -> Option<&HashMap<Id, Id>> {
+    let k = pending
+        .phi_parents
+        .binary_search_by_key(&i, |(f, _)| *f)
+        .ok()?;
+    pending.phi_parents.get(k).map(|(_, m)| m)
 }
 
 /// Every instruction of `f`, in order.
@@ -296,26 +326,33 @@ fn word_count(inst: &Instruction) -> usize {
     1 + usize::from(inst.result_type.is_some()) + usize::from(inst.result_id.is_some()) + operands
 }
 
-/// Writes `f`, its placeholders' words copied from `words`; with `renames`, as the copy whose
-/// every id is renamed.
+/// Writes `f`, its placeholders' words copied from `words`, the phis' parents renamed through
+/// `parents`; with `renames`, as the copy whose every id is renamed.
 fn assemble_function(
     f: &Function,
     words: &[u32],
+    parents: Option<&HashMap<Id, Id>>,
     renames: Option<&Renames>,
     out: &mut Vec<u32>,
 ) -> Result<(), LowerError> {
     for inst in all_instructions(f) {
+        let parents = parents.filter(|_| is_phis(inst));
         match (range_of(inst), renames) {
-            (Some((offset, count)), None) => {
+            (Some((offset, count)), None) if parents.is_none() => {
                 let run = words
                     .get(offset..offset + count)
                     .ok_or_else(|| no_parse(f, offset))?;
                 out.extend_from_slice(run);
             }
-            (Some((offset, count)), Some(renames)) => {
+            (Some((offset, count)), renames) => {
                 let insts = parse_run(words, offset, count).ok_or_else(|| no_parse(f, offset))?;
                 for mut i in insts {
-                    renames.apply(&mut i);
+                    if let Some(parents) = parents {
+                        rename_parents(&mut i, parents);
+                    }
+                    if let Some(renames) = renames {
+                        renames.apply(&mut i);
+                    }
                     i.assemble_into(out);
                 }
             }
@@ -328,6 +365,20 @@ fn assemble_function(
         }
     }
     Ok(())
+}
+
+/// Renames the parent blocks of the phi `inst` (its operands are value, parent pairs).
+fn rename_parents(inst: &mut Instruction, parents: &HashMap<Id, Id>) {
+    if inst.class.opcode != Op::Phi {
+        return;
+    }
+    for pair in inst.operands.chunks_mut(2) {
+        if let [_, Operand::IdRef(parent)] = pair {
+            if let Some(&m) = parents.get(parent) {
+                *parent = m;
+            }
+        }
+    }
 }
 
 fn no_parse(f: &Function, offset: usize) -> LowerError {

@@ -42,8 +42,8 @@ pub fn load(words: &[u32]) -> Result<Loaded, LowerError> {
 /// `words`, each block holding a placeholder for them (see `elide`); also returns the type of
 /// every value (result id -> type id, 0 for none), the elided ones included.
 pub(crate) fn load_sparse(words: &[u32]) -> Result<(Loaded, Vec<u32>), LowerError> {
-    // Placeholders hold 32-bit word offsets.
-    if u32::try_from(words.len()).is_err() {
+    // Placeholders hold 31-bit word offsets and counts.
+    if words.len() >= 1 << 31 {
         return load(words).map(|l| (l, Vec::new()));
     }
     check_spec_constant_ops(words)?;
@@ -174,7 +174,7 @@ impl Sparse<'_> {
             }
             self.value_types[i] = ty;
         }
-        elide::push(insts, at, count);
+        elide::push(insts, at, count, inst.class.opcode == Op::Phi);
         None
     }
 }

@@ -1,6 +1,7 @@
 //! `cargo xtask`: the project's automation, one subcommand per module.
 //!
-//! - `test`: install missing system tools, lint, then run the whole test suite (what CI runs);
+//! - `test`: install missing system tools, lint, then run the whole test suite and a short fuzz
+//!   run of every target (what CI runs);
 //! - `install-deps`: only the install step;
 //! - `codegen [--check]`: regenerate (or check) `docs/rules.md` from the rule table;
 //! - `example`: the README's main job: compile `fixtures/examples/partitioned_vote.comp`, lower it, check it;
@@ -26,8 +27,9 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [args]
 
 commands:
-  test [--no-lint] [--fuzz-seconds N] [ARGS]
-                            install missing tools, lint, run every test (ARGS go to the test runner)
+  test [--no-lint] [--no-fuzz | --fuzz-seconds N] [ARGS]
+                            install missing tools, lint, run every test (ARGS go to the test runner),
+                            then every fuzz target for 30 s (N s)
   install-deps              install the Debian packages the tests need (as root), or say how
   codegen [--check]         write docs/rules.md from the rule table (--check: fail if out of date)
   example                   compile, lower and check fixtures/examples/partitioned_vote.comp

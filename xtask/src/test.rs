@@ -4,13 +4,13 @@
 //! 2. lint first, to fail fast: `cargo fmt --all --check`, `cargo xtask codegen --check`,
 //!    `cargo clippy --workspace --all-targets -- -D warnings`;
 //! 3. the whole test suite: `cargo nextest run --workspace --no-fail-fast ARGS` when cargo-nextest
-//!    is installed (after the doctests, which nextest does not run), else `cargo test --workspace --no-fail-fast ARGS`.
+//!    is installed (after the doctests, which nextest does not run), else `cargo test --workspace --no-fail-fast ARGS`;
+//! 4. every fuzz target for [`FUZZ_SECONDS`] seconds after building them instrumented
+//!    (`cargo xtask fuzz --quick`: the dev build with only our crates instrumented, sharing every
+//!    dependency with step 3's build; about 50 s of CPU time and the budget: docs/fuzzing.md).
 //!
-//! `--no-lint` skips step 2 (for a quick local run); `--fuzz-seconds N` adds step 4, every fuzz
-//! target for N seconds after building them instrumented (`cargo xtask fuzz --quick`: the dev
-//! build with only our crates instrumented; off by default, because the build and the run add
-//! about 3.5 minutes to a CI run already near its 20: see docs/fuzzing.md); every other argument
-//! goes to the test runner.
+//! `--no-lint` skips step 2 and `--no-fuzz` step 4 (for a quick local run); `--fuzz-seconds N`
+//! sets step 4's budget (0 skips it); every other argument goes to the test runner.
 
 use std::process::Command;
 
@@ -19,15 +19,20 @@ use anyhow::{bail, Context};
 /// Runs the steps above; `args` go to the test runner.
 pub fn run(args: &[String]) -> anyhow::Result<()> {
     let lint = !args.iter().any(|a| a == "--no-lint");
-    let fuzz_seconds = args
-        .iter()
-        .position(|a| a == "--fuzz-seconds")
-        .map(|i| args.get(i + 1).cloned().unwrap_or_default());
+    let fuzz_seconds = match args.iter().position(|a| a == "--fuzz-seconds") {
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|n| n.parse::<u64>().ok())
+            .context("--fuzz-seconds needs a number of seconds")?,
+        None if args.iter().any(|a| a == "--no-fuzz") => 0,
+        None => FUZZ_SECONDS,
+    };
     let mut skip_next = false;
     let args: Vec<&String> = args
         .iter()
         .filter(|a| {
-            let skip = skip_next || *a == "--no-lint" || *a == "--fuzz-seconds";
+            let skip =
+                skip_next || *a == "--no-lint" || *a == "--no-fuzz" || *a == "--fuzz-seconds";
             skip_next = *a == "--fuzz-seconds";
             !skip
         })
@@ -57,8 +62,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         .output()
         .is_ok_and(|o| o.status.success());
     if nextest {
-        // Both steps run even when the first fails (no fail-fast across the suite). The doctests
-        // go first so that the run closes on nextest's summary of the whole suite.
+        // Every step runs even when an earlier one fails (no fail-fast across the suite). The
+        // doctests go first so that nextest's summary of the whole suite comes near the end.
         let doctests = step(
             "doctests",
             cargo()
@@ -72,26 +77,52 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
                 .args(["nextest", "run", "--workspace", "--no-fail-fast"])
                 .args(&args),
         );
-        if let (Err(e), Err(_)) = (&doctests, &tests) {
-            eprintln!("xtask: error: {e}");
+        let fuzz = fuzz_step(fuzz_seconds);
+        // Every failure is shown; the first one is the error.
+        let results = [doctests, tests, fuzz];
+        let mut failures = results.into_iter().filter_map(Result::err);
+        if let Some(first) = failures.next() {
+            for e in failures {
+                eprintln!("xtask: error: {e:#}");
+            }
+            return Err(first);
         }
-        tests.and(doctests)?;
     } else {
         eprintln!("xtask test: cargo-nextest not found, using cargo test");
-        step(
+        let tests = step(
             "tests",
             cargo()
                 .current_dir(&root)
                 .args(["test", "--workspace", "--no-fail-fast"])
                 .args(&args),
-        )?;
-    }
-    if let Some(n) = fuzz_seconds {
-        crate::fuzz::run(&["--seconds".to_owned(), n, "--quick".to_owned()])
-            .context("step `fuzz` failed")?;
+        );
+        let fuzz = fuzz_step(fuzz_seconds);
+        if let (Err(e), Err(_)) = (&tests, &fuzz) {
+            eprintln!("xtask: error: {e:#}");
+        }
+        tests.and(fuzz)?;
     }
     eprintln!("xtask test: all green");
     Ok(())
+}
+
+/// The fuzz step's budget per target, all targets at once: long enough for every target to
+/// load the committed corpus (50 inputs each) and mutate a little, short enough for CI's 20
+/// minutes (docs/fuzzing.md, "Cost, and what CI runs").
+pub const FUZZ_SECONDS: u64 = 30;
+
+/// Step 4: `cargo xtask fuzz --quick --seconds N`, unless `seconds` is 0.
+fn fuzz_step(seconds: u64) -> anyhow::Result<()> {
+    if seconds == 0 {
+        eprintln!("xtask test: fuzz step skipped");
+        return Ok(());
+    }
+    crate::fuzz::run(&[
+        "--seconds".to_owned(),
+        seconds.to_string(),
+        "--quick".to_owned(),
+    ])
+    .context("step `fuzz` failed")
 }
 
 /// The cargo running us (so `cargo +toolchain xtask` stays on that toolchain).

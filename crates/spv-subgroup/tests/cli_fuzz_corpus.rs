@@ -11,25 +11,21 @@
 //! Cost: one process per module and preset (about 90 modules, 5 presets), `spirv-val` once per
 //! module and environment, and a second run and a `spirv-val` per changed output only.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::to_bytes;
 use spv_subgroup_fuzz::grammar::module_from_bytes;
 use spv_subgroup_fuzz::props::{cli_outcome, Outcome};
 use spv_subgroup_fuzz::targets::presets;
 use spv_subgroup_tests::tools;
 use spv_subgroup_validate::words_from_bytes;
 
-const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
-
-fn to_bytes(words: &[u32]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
 fn lower(input: &Path, out: &Path, target: &str) -> Output {
-    Command::new(EXE)
-        .arg("lower")
+    common::command(&["lower"], Path::new("."))
         .arg(input)
         .arg("-o")
         .arg(out)

@@ -5,42 +5,22 @@
 //! Needs the Vulkan loader and lavapipe (`cargo xtask install-deps`); without them the test fails
 //! with the runner's install hint.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
+use common::{example_words, show, to_bytes};
 use spv_subgroup_tests::example::{keys, model, LANES};
 use spv_subgroup_tests::tools;
 use spv_subgroup_vk::{PipelineOptions, Runner};
 
-const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
-
+/// The README example lowered by the binary for its default target (Vulkan 1.1).
 fn lower_example(dir: &Path) -> Vec<u32> {
-    let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
-    let words = tools::compile_glsl(&src, "vulkan1.1").expect("the example compiles");
-    let input = dir.join("in.spv");
-    std::fs::write(
-        &input,
-        words
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect::<Vec<u8>>(),
-    )
-    .unwrap();
-    let out = dir.join("out.spv");
-    let o = Command::new(EXE)
-        .arg("lower")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "lower failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    tools::read_words(&out)
+    std::fs::write(dir.join("in.spv"), to_bytes(&example_words())).unwrap();
+    let o = common::run(&["lower", "in.spv", "-o", "out.spv"], dir);
+    assert!(o.status.success(), "lower failed: {}", show(&o));
+    tools::read_words(&dir.join("out.spv"))
 }
 
 #[test]

@@ -5,19 +5,16 @@
 //! with glslang and spirv-as, as the probe's scripts build them; outputs are checked with
 //! spirv-val for the target's environment.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
+use common::{code, stderr, to_bytes};
 use spv_subgroup_tests::tools;
-
-const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
 
 fn fixture(rel: &str) -> PathBuf {
     tools::workspace_root().join(rel)
-}
-
-fn to_bytes(words: &[u32]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
 /// Compiles a GLSL fixture with extra glslang flags (`-gV` for NonSemantic debug info).
@@ -60,26 +57,9 @@ fn lower_with(
     let _ = std::fs::remove_file(&output);
     std::fs::write(&input, to_bytes(words)).expect("input writes");
     let script = format!("{prelude} exec \"$0\" lower in.spv -o out.spv \"$@\"");
-    let o = Command::new("sh")
-        .args(["-c", &script, EXE])
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("the binary runs");
+    let o = common::sh_with_args(&script, args, dir);
     let out = output.exists().then(|| tools::read_words(&output));
     (o, out)
-}
-
-fn code(o: &Output) -> i32 {
-    o.status
-        .code()
-        .unwrap_or_else(|| panic!("killed by a signal: {o:?}"))
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn valid(words: &[u32], env: &str) {
@@ -219,13 +199,7 @@ fn p04_nothing_to_lower_is_still_judged_against_the_target() {
 fn validate_with_target(dir: &Path, words: &[u32], target: &str) -> String {
     let file = dir.join("check.spv");
     std::fs::write(&file, to_bytes(words)).expect("module writes");
-    let o = Command::new(EXE)
-        .arg("validate")
-        .arg(&file)
-        .args(["--target", target])
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the binary runs");
+    let o = common::run(&["validate", "check.spv", "--target", target], dir);
     format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o))
 }
 

@@ -1,12 +1,13 @@
 //! Integration tests of `spv-subgroup run`: buffers in and out, the exit-status contract
 //! (0 completed, 1 step limit / out of bounds / malformed, 2 usage or IO), `--report-undefined`.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::{code, stderr, to_bytes};
 use spv_subgroup_tests::tools;
-
-const EXE: &str = env!("CARGO_BIN_EXE_spv-subgroup");
 
 /// Each invocation writes its subgroup's sum and a shuffle from lane + 1 (undefined at the top lane).
 const SHADER: &str = r#"#version 450
@@ -28,39 +29,21 @@ fn compile(dir: &Path) -> std::path::PathBuf {
     std::fs::write(&src, SHADER).expect("write");
     let words = tools::compile_glsl(&src, "vulkan1.1").expect("compiles");
     let spv = dir.join("s.spv");
-    std::fs::write(
-        &spv,
-        words
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect::<Vec<u8>>(),
-    )
-    .expect("write");
+    std::fs::write(&spv, to_bytes(&words)).expect("write");
     spv
 }
 
+/// `spv-subgroup run ARGS` (paths in `args` are absolute).
 fn run(args: &[&str]) -> Output {
-    Command::new(EXE)
-        .arg("run")
-        .args(args)
-        .output()
-        .expect("runs")
+    common::run(&[&["run"], args].concat(), Path::new("."))
 }
 
 fn words(path: &Path) -> Vec<u32> {
-    std::fs::read(path)
-        .expect("saved")
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    common::words(&std::fs::read(path).expect("saved"))
 }
 
 fn write_words(path: &Path, w: &[u32]) {
-    std::fs::write(
-        path,
-        w.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
-    )
-    .expect("write");
+    std::fs::write(path, to_bytes(w)).expect("write");
 }
 
 #[test]
@@ -117,7 +100,7 @@ fn exit_status_contract() {
     let out = dir.path().join("out.bin");
     write_words(&out, &[0; 24]);
     let spv = spv.to_str().unwrap_or_default().to_owned();
-    let common = |i: &str| {
+    let args_for = |i: &str| {
         vec![
             spv.clone(),
             "--subgroup-size".into(),
@@ -132,36 +115,28 @@ fn exit_status_contract() {
     let mut spin: Vec<u32> = (1..=12).collect();
     spin[3] = 999;
     write_words(&inp, &spin);
-    let mut a = common(&inp.display().to_string());
+    let mut a = args_for(&inp.display().to_string());
     a.extend(["--step-limit".into(), "5000".into()]);
     let o = run(&a.iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("step limit"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("step limit"), "{}", stderr(&o));
     // Out of bounds: the input buffer is too short.
     write_words(&inp, &[1, 2]);
-    let o = run(&common(&inp.display().to_string())
+    let o = run(&args_for(&inp.display().to_string())
         .iter()
         .map(String::as_str)
         .collect::<Vec<_>>());
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("OpLoad"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("OpLoad"), "{}", stderr(&o));
     // Usage: size 0; IO: a missing buffer file.
     let o = run(&[&spv, "--subgroup-size", "0", "--workgroups", "1"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(code(&o), 2);
     let missing = dir.path().join("missing.bin");
-    let o = run(&common(&missing.display().to_string())
+    let o = run(&args_for(&missing.display().to_string())
         .iter()
         .map(String::as_str)
         .collect::<Vec<_>>());
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(code(&o), 2);
     // Malformed module.
     let bad = dir.path().join("bad.spv");
     std::fs::write(&bad, [1u8, 2, 3, 4, 5, 6, 7, 8]).expect("write");
@@ -172,5 +147,5 @@ fn exit_status_contract() {
         "--workgroups",
         "1",
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(code(&o), 1);
 }

@@ -85,8 +85,14 @@ pub fn run_with_stdin(args: &[&str], cwd: &Path, input: &[u8]) -> Output {
 /// Runs `sh -c SCRIPT` in `cwd` with `$0` set to the binary (for umask, limits, closed
 /// descriptors and mount namespaces).
 pub fn sh(script: &str, cwd: &Path) -> Output {
+    sh_with_args(script, &[], cwd)
+}
+
+/// As [`sh`], with `args` as the script's `$1`, `$2`, ...
+pub fn sh_with_args(script: &str, args: &[&str], cwd: &Path) -> Output {
     Command::new("sh")
         .args(["-c", script, EXE])
+        .args(args)
         .current_dir(cwd)
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())

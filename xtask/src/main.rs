@@ -29,7 +29,7 @@ usage: cargo xtask <command> [args]
 commands:
   test [--no-lint] [--no-fuzz | --fuzz-seconds N] [ARGS]
                             install missing tools, lint, run every test (ARGS go to the test runner),
-                            then every fuzz target for 30 s (N s)
+                            and every fuzz target for 30 s (N s) beside the tests
   install-deps              install the Debian packages the tests need (as root), or say how
   codegen [--check]         write docs/rules.md from the rule table (--check: fail if out of date)
   example                   compile, lower and check fixtures/examples/partitioned_vote.comp

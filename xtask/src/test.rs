@@ -8,6 +8,8 @@
 //! 4. every fuzz target for [`FUZZ_SECONDS`] seconds after building them instrumented
 //!    (`cargo xtask fuzz --quick`: the dev build with only our crates instrumented, sharing every
 //!    dependency with step 3's build; about 50 s of CPU time and the budget: docs/fuzzing.md).
+//!    With nextest, its build goes between the doctests and the tests' build
+//!    (`cargo nextest run --no-run`), and its run beside the tests.
 //!
 //! `--no-lint` skips step 2 and `--no-fuzz` step 4 (for a quick local run); `--fuzz-seconds N`
 //! sets step 4's budget (0 skips it); every other argument goes to the test runner.
@@ -70,14 +72,38 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
                 .current_dir(&root)
                 .args(["test", "--workspace", "--doc"]),
         );
-        let tests = step(
-            "tests (nextest)",
+        // The fuzz step's build, then the tests' build, then the fuzz run beside the tests: the
+        // run needs no cargo (so no build lock) and is niced, so it takes the cores nextest
+        // leaves idle (it waits on its longest tests at the end: docs/fuzzing.md).
+        let fuzz_build = fuzz_build(fuzz_seconds);
+        let tests_build = step(
+            "tests build (nextest --no-run)",
             cargo()
                 .current_dir(&root)
-                .args(["nextest", "run", "--workspace", "--no-fail-fast"])
+                .args(["nextest", "run", "--workspace", "--no-run"])
                 .args(&args),
         );
-        let fuzz = fuzz_step(fuzz_seconds);
+        let fuzz_run = match &fuzz_build {
+            Ok(true) => Some(std::thread::spawn(move || fuzz_run(fuzz_seconds))),
+            _ => None,
+        };
+        let tests = tests_build.and_then(|()| {
+            step(
+                "tests (nextest)",
+                cargo()
+                    .current_dir(&root)
+                    .args(["nextest", "run", "--workspace", "--no-fail-fast"])
+                    .args(&args),
+            )
+        });
+        let fuzz = match (fuzz_build, fuzz_run) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(run)) => run
+                .join()
+                .map_err(|_| anyhow::anyhow!("the fuzz step panicked"))
+                .and_then(|r| r),
+            (Ok(_), None) => Ok(()),
+        };
         // Every failure is shown; the first one is the error.
         let results = [doctests, tests, fuzz];
         let mut failures = results.into_iter().filter_map(Result::err);
@@ -111,12 +137,28 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
 /// minutes (docs/fuzzing.md, "Cost, and what CI runs").
 pub const FUZZ_SECONDS: u64 = 30;
 
-/// Step 4: `cargo xtask fuzz --quick --seconds N`, unless `seconds` is 0.
+/// Step 4 without the tests beside it: `cargo xtask fuzz --quick --seconds N`, unless `seconds` is 0.
 fn fuzz_step(seconds: u64) -> anyhow::Result<()> {
+    if fuzz_build(seconds)? {
+        fuzz_run(seconds)?;
+    }
+    Ok(())
+}
+
+/// Step 4's build (`cargo xtask fuzz --quick --build-only`); `false` when the step is skipped.
+fn fuzz_build(seconds: u64) -> anyhow::Result<bool> {
     if seconds == 0 {
         eprintln!("xtask test: fuzz step skipped");
-        return Ok(());
+        return Ok(false);
     }
+    crate::fuzz::run(&["--quick".to_owned(), "--build-only".to_owned()])
+        .context("step `fuzz` (build) failed")?;
+    Ok(true)
+}
+
+/// Step 4's run, after its build: `cargo xtask fuzz --quick --seconds N` (the build in it is a
+/// no-op by then).
+fn fuzz_run(seconds: u64) -> anyhow::Result<()> {
     crate::fuzz::run(&[
         "--seconds".to_owned(),
         seconds.to_string(),

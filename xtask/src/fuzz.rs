@@ -355,10 +355,13 @@ fn fuzz_target(
         .args(dirs)
         .arg(format!("-max_total_time={seconds}"))
         .arg(MAX_LEN)
-        // A unit may take 60 s: on a loaded machine, under `nice -n 19`, an input whose check
-        // runs `spirv-val` a few times took over 10 s of wall time while it needs under one
-        // second alone.
-        .args(["-timeout=60", "-rss_limit_mb=2048", "-print_final_stats=1"])
+        // libFuzzer's unit timeout is wall time. A long run allows 60 s: on a loaded machine,
+        // under `nice -n 19`, an input whose check runs `spirv-val` a few times took over 10 s
+        // of wall time while it needs under one second alone. A quick run (CI) goes beside the
+        // tests, which may leave a niced fuzzer almost no CPU for a while: 300 s, so that only
+        // a hang fails CI, not a busy machine.
+        .arg(if fork { "-timeout=60" } else { "-timeout=300" })
+        .args(["-rss_limit_mb=2048", "-print_final_stats=1"])
         .arg(format!("-artifact_prefix={}/", artifacts.display()));
     if fork {
         cmd.args([

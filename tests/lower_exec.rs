@@ -1,16 +1,18 @@
-//! Runs the lowering fixtures that opt in (a `// exec: GROUPS` line) on lavapipe, natively and
-//! lowered for `vulkan1.1`, `lavapipe` and `naga`, at subgroup sizes 4, 8 and 16, and requires
-//! every lowered output to equal the native one word for word.
+//! Runs the lowering fixtures that opt in (a `// exec: GROUPS` line, `; exec: GROUPS` in
+//! assembly) and the quad votes of `lower_common::quad_vote_module` on a Vulkan device, natively
+//! and lowered for `vulkan1.1`, `lavapipe` and `naga`, and requires every lowered output to equal
+//! the reference word for word: on lavapipe at subgroup sizes 4, 8 and 16, and on the GPU machine
+//! at its size (`cargo xtask gpu`, `SPV_SUBGROUP_VK_DEVICE` naming the device).
 //!
 //! An opted-in fixture is a compute shader with one storage buffer at binding 0 of one `uint`
 //! per invocation (`data[gl_GlobalInvocationID.x]`, read then written): the harness fills it
 //! with seeded pseudo-random words and dispatches `GROUPS` workgroups. The native module is the
-//! reference (lavapipe runs every core subgroup op but clustered and partitioned ones natively,
-//! and the spec's semantics are its own). A module with partitioned ops or `Groups`
-//! instructions, which lavapipe lacks, takes as reference its lowering for the `lavapipe` preset
-//! (which rewrites only those; the conformance suite checks the partitioned rewrite against a
-//! host model of the spec, `lower_sim` both against the simulator's native ops), and is compared
-//! with the other presets; any other native failure fails the fixture.
+//! reference where the device runs every subgroup op it declares ([`runs_natively`]; the spec's
+//! semantics are the driver's own). Else the reference is its lowering for the `lavapipe` preset,
+//! which rewrites exactly what lavapipe lacks (the partitioned ops, `Groups`, rotates, quad
+//! votes; the conformance suite and `lower_sim` check those rewrites against a host model and the
+//! simulator's native ops), compared with the other presets. A test target's output that keeps an
+//! op the device lacks is not run here (said in the output; the simulator runs it).
 //! Use a local size that is not a multiple of 16 (e.g. 37) so subgroups are partial at every size.
 //! A fixture's test targets (`// test-targets: A B`, see `lower_common::test_target`) run too.
 //!
@@ -22,7 +24,6 @@
 
 mod lower_common;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use spv_subgroup_lower::{lower_words, LowerOptions, Target};
@@ -34,31 +35,77 @@ const PRESETS: [&str; 3] = ["vulkan1.1", "lavapipe", "naga"];
 /// Seeds per fixture and variant.
 const SEEDS: [u32; 3] = [1, 2, 3];
 
-/// The opted-in fixtures and their workgroup counts.
-fn fixtures() -> Vec<(PathBuf, u32)> {
-    let mut out = Vec::new();
+/// An opted-in case: its name, module, workgroup count and test targets.
+struct Case {
+    name: String,
+    words: Vec<u32>,
+    groups: u32,
+    test_targets: Vec<Target>,
+}
+
+/// The fixtures that opt in (`// exec: GROUPS` in GLSL, `; exec: GROUPS` in assembly), and the
+/// quad votes of `lower_common::quad_vote_module` (which no tool here can write as a fixture).
+fn cases() -> Vec<Case> {
+    let mut paths = Vec::new();
     let root = tools::workspace_root().join("fixtures/lower");
     let mut dirs = vec![root];
     while let Some(d) = dirs.pop() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(&d)
-            .expect("fixtures/lower is readable")
-            .map(|e| e.expect("a directory entry").path())
-            .collect();
-        entries.sort();
-        for p in entries {
+        for e in std::fs::read_dir(&d).expect("fixtures/lower is readable") {
+            let p = e.expect("a directory entry").path();
             if p.is_dir() {
                 dirs.push(p);
-            } else if p.extension().is_some_and(|e| e == "comp") {
-                let text = std::fs::read_to_string(&p).expect("fixture is readable");
-                if let Some(n) = text.lines().find_map(|l| l.strip_prefix("// exec: ")) {
-                    let groups = n.trim().parse().expect("`// exec: GROUPS` takes a number");
-                    out.push((p, groups));
-                }
+            } else if p.extension().is_some_and(|e| e == "comp" || e == "spvasm") {
+                paths.push(p);
             }
         }
     }
-    out.sort();
+    paths.sort();
+    let vulkan11 = Target::preset("vulkan1.1").expect("preset");
+    let mut out = Vec::new();
+    for p in paths {
+        let text = std::fs::read_to_string(&p).expect("fixture is readable");
+        let Some(n) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("// exec: ").or(l.strip_prefix("; exec: ")))
+        else {
+            continue;
+        };
+        out.push(Case {
+            name: p
+                .strip_prefix(tools::workspace_root())
+                .unwrap_or(&p)
+                .display()
+                .to_string(),
+            words: lower_common::build(&p, &vulkan11),
+            groups: n.trim().parse().expect("`exec: GROUPS` takes a number"),
+            test_targets: lower_common::test_targets(&p),
+        });
+    }
+    out.push(Case {
+        name: "quad votes (lower_common::quad_vote_module)".to_owned(),
+        words: lower_common::quad_vote_module(),
+        groups: 3,
+        test_targets: lower_common::test_target("ballot-only")
+            .into_iter()
+            .collect(),
+    });
     out
+}
+
+/// Whether the device runs every subgroup op `words` declares natively: else the reference is
+/// the module lowered for `lavapipe`, which rewrites exactly those (lavapipe 22.3 has neither the
+/// partitioned ops, nor `Groups`, rotates or quad control; an NVIDIA driver has all but `Groups`).
+fn runs_natively(runner: &Runner, words: &[u32]) -> bool {
+    let info = runner.info();
+    let f = &info.features;
+    // (capability, whether the device has it)
+    let needs = [
+        (5297, info.has_subgroup_op("partitioned_nv")),
+        (18, false),
+        (6026, f.subgroup_rotate && f.subgroup_rotate_clustered),
+        (5087, f.quad_control),
+    ];
+    needs.iter().all(|&(cap, has)| has || !declares(words, cap))
 }
 
 /// The input word of global invocation `i` for `seed`.
@@ -123,24 +170,27 @@ fn run(runner: &Runner, words: &[u32], n: usize, groups: u32) -> Result<Vec<Vec<
     Ok(outs)
 }
 
-/// Checks one fixture; pushes a line per failure.
-fn check(runner: &Runner, path: &Path, groups: u32, failures: &mut Vec<String>) -> usize {
-    let rel = path
-        .strip_prefix(tools::workspace_root())
-        .unwrap_or(path)
-        .display()
-        .to_string();
-    let native = tools::compile_glsl(path, "vulkan1.1").unwrap_or_else(|e| panic!("{rel}: {e}"));
-    let n = local_size(&native) * groups as usize;
-    // What lavapipe cannot run natively: the partitioned ops (where the driver lacks them) and
-    // the `Groups` instructions (`SPV_AMD_shader_ballot`, capability 18).
-    let partitioned = !runner.info().has_subgroup_op("partitioned_nv") && declares(&native, 5297);
-    let (reference, presets): (_, &[&str]) = if partitioned || declares(&native, 18) {
+/// Checks one case; pushes a line per failure. Returns the words compared.
+fn check(runner: &Runner, case: &Case, failures: &mut Vec<String>) -> usize {
+    let (rel, native, groups) = (&case.name, &case.words, case.groups);
+    let n = local_size(native) * groups as usize;
+    let natively = runs_natively(runner, native);
+    println!(
+        "{rel}: reference {}",
+        if natively {
+            "native"
+        } else {
+            "lowered for lavapipe"
+        }
+    );
+    let (reference, presets): (_, &[&str]) = if natively {
+        (run(runner, native, n, groups), &PRESETS)
+    } else {
         let opts = LowerOptions {
             target: Target::preset("lavapipe").expect("preset"),
             ..Default::default()
         };
-        let words = match lower_words(&native, &opts) {
+        let words = match lower_words(native, &opts) {
             Ok((w, _)) => w,
             Err(e) => {
                 failures.push(format!(
@@ -150,8 +200,6 @@ fn check(runner: &Runner, path: &Path, groups: u32, failures: &mut Vec<String>) 
             }
         };
         (run(runner, &words, n, groups), &["vulkan1.1", "naga"])
-    } else {
-        (run(runner, &native, n, groups), &PRESETS)
     };
     let reference = match reference {
         Ok(o) => o,
@@ -164,20 +212,26 @@ fn check(runner: &Runner, path: &Path, groups: u32, failures: &mut Vec<String>) 
     let targets = presets
         .iter()
         .map(|p| Target::preset(p).expect("preset"))
-        .chain(lower_common::test_targets(path));
+        .chain(case.test_targets.iter().cloned());
     for target in targets {
         let preset = target.name.clone();
         let opts = LowerOptions {
             target,
             ..Default::default()
         };
-        let words = match lower_words(&native, &opts) {
+        let words = match lower_words(native, &opts) {
             Ok((w, _)) => w,
             Err(e) => {
                 failures.push(format!("{rel} for {preset}: lowering fails: {e}"));
                 continue;
             }
         };
+        if !runs_natively(runner, &words) {
+            // A test target that keeps an op this device lacks (rotates on lavapipe): the
+            // simulator runs it (lower_sim), a device with the op runs it here.
+            println!("{rel} for {preset}: not run, it keeps an op this device lacks");
+            continue;
+        }
         match run(runner, &words, n, groups) {
             Err(e) => failures.push(format!("{rel} for {preset}: {e}")),
             Ok(outs) => {
@@ -205,27 +259,27 @@ fn child() {
         std::env::var_os("LOWER_EXEC_CHILD").is_some(),
         "`child` runs inside lavapipe_sizes (which sets LOWER_EXEC_CHILD and the subgroup size)"
     );
-    let runner = Runner::with_device(Some("llvmpipe"))
-        .expect("lavapipe (apt-get install mesa-vulkan-drivers)");
+    // lavapipe, unless `SPV_SUBGROUP_VK_DEVICE` names another device (the GPU run).
+    let device = std::env::var(spv_subgroup_vk::DEVICE_ENV).unwrap_or_else(|_| "llvmpipe".into());
+    let runner = Runner::with_device(Some(&device))
+        .unwrap_or_else(|e| panic!("{e} (lavapipe: apt-get install mesa-vulkan-drivers)"));
     let size = runner.info().subgroup_size;
+    println!("{}", runner.info().summary());
     println!("subgroup size: {size}");
-    let expect: u32 = std::env::var("SPV_CHILD_EXPECT_SIZE")
+    if let Some(expect) = std::env::var("SPV_CHILD_EXPECT_SIZE")
         .ok()
-        .and_then(|s| s.parse().ok())
-        .expect("the parent sets SPV_CHILD_EXPECT_SIZE");
-    assert_eq!(
-        size, expect,
-        "the driver runs another subgroup size than asked"
-    );
-    let list = fixtures();
-    assert!(
-        !list.is_empty(),
-        "no fixture opts in with `// exec: GROUPS`"
-    );
+        .and_then(|s| s.parse::<u32>().ok())
+    {
+        assert_eq!(
+            size, expect,
+            "the driver runs another subgroup size than asked"
+        );
+    }
+    let list = cases();
     let mut failures = Vec::new();
     let mut compared = 0;
-    for (path, groups) in &list {
-        compared += check(&runner, path, *groups, &mut failures);
+    for case in &list {
+        compared += check(&runner, case, &mut failures);
     }
     assert!(
         failures.is_empty(),

@@ -194,81 +194,13 @@ fn lowered_fixtures_in_the_simulator() {
     );
 }
 
-/// The quad votes of `SPV_KHR_quad_control`, which neither glslang 12 nor spirv-as 2023.1 can
-/// write: this GLSL has `subgroupAll`/`subgroupAny` standing in, and [`quad_vote_module`] turns
-/// their `OpGroupNonUniformAll/Any` into `OpGroupNonUniformQuadAllKHR/AnyKHR` (which take no
-/// scope). Votes at top level and in divergent flow, over predicates true in about half and
-/// three quarters of the lanes; the last subgroup and the last quad of a workgroup are partial.
-const QUAD_VOTE_GLSL: &str = r#"#version 450
-#extension GL_KHR_shader_subgroup_vote : require
-layout(local_size_x = 37) in;
-layout(std430, binding = 0) buffer Buf { uint data[]; } buf;
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    uint v = buf.data[i];
-    bool p = (v & 1u) != 0u;
-    bool q = (v & 6u) != 0u;
-    uint r = 0u;
-    r |= subgroupAll(p) ? 1u : 0u;
-    r |= subgroupAny(p) ? 2u : 0u;
-    r |= subgroupAll(q) ? 4u : 0u;
-    r |= subgroupAny(q) ? 8u : 0u;
-    if ((v & 8u) != 0u) {
-        r |= subgroupAll(q) ? 16u : 0u;
-        r |= subgroupAny(p) ? 32u : 0u;
-    }
-    buf.data[i] = r;
-}
-"#;
-
-/// [`QUAD_VOTE_GLSL`] compiled, with its votes made quad votes.
-fn quad_vote_module() -> Vec<u32> {
-    use rspirv::binary::Assemble;
-    use rspirv::dr::{Instruction, Operand};
-    use spirv::{Capability, Op};
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let src = dir.path().join("quad_vote.comp");
-    std::fs::write(&src, QUAD_VOTE_GLSL).expect("write the shader");
-    let words = tools::compile_glsl(&src, "vulkan1.1").expect("glslang compiles the shader");
-    let mut m = rspirv::dr::load_words(&words).expect("glslang's output loads");
-    for c in &mut m.capabilities {
-        if c.operands == [Operand::Capability(Capability::GroupNonUniformVote)] {
-            c.operands = vec![Operand::Capability(Capability::QuadControlKHR)];
-        }
-    }
-    m.extensions.push(Instruction::new(
-        Op::Extension,
-        None,
-        None,
-        vec![Operand::LiteralString("SPV_KHR_quad_control".into())],
-    ));
-    let mut votes = 0;
-    for inst in m
-        .functions
-        .iter_mut()
-        .flat_map(|f| &mut f.blocks)
-        .flat_map(|b| &mut b.instructions)
-    {
-        let quad = match inst.class.opcode {
-            Op::GroupNonUniformAll => Op::GroupNonUniformQuadAllKHR,
-            Op::GroupNonUniformAny => Op::GroupNonUniformQuadAnyKHR,
-            _ => continue,
-        };
-        let pred = inst.operands[1].clone();
-        *inst = Instruction::new(quad, inst.result_type, inst.result_id, vec![pred]);
-        votes += 1;
-    }
-    assert_eq!(votes, 6, "the shader's six votes");
-    m.assemble()
-}
-
 /// The quad votes lowered for every preset that runs them (all but `nvidia`, which has them, and
 /// `khr-ballot`, a SPIR-V 1.0 consumer) and for a target without shuffles, against the
 /// simulator's native quad votes at every size; every output passes `spirv-val` and has nothing
 /// the target lacks.
 #[test]
 fn quad_votes_in_the_simulator() {
-    let native_words = quad_vote_module();
+    let native_words = lower_common::quad_vote_module();
     let native = Module::new(&native_words).expect("the simulator loads the quad votes");
     let targets = PRESETS
         .iter()

@@ -220,9 +220,15 @@ pub fn disassemble(words: &[u32]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// The workspace root (the parent of `tests/`).
+/// The workspace root: `SPV_SUBGROUP_ROOT` when set (a test binary run from another checkout,
+/// as on the GPU machine), else the parent of `tests/` where the binary was built.
 pub fn workspace_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
+    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| match std::env::var_os("SPV_SUBGROUP_ROOT") {
+        Some(dir) => dir.into(),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("tests/ has a parent")
+            .to_path_buf(),
+    })
 }

@@ -4,8 +4,9 @@
 //! The GPU machine has an NVIDIA driver but no Rust toolchain, no `glslangValidator`, no `spirv-val`
 //! and no Vulkan loader. So this task, here:
 //!
-//! 1. builds the `conformance` test binary in release (`cargo test --release --no-run`);
-//! 2. copies it, `glslangValidator` and `spirv-val` (both only need libstdc++) into `DIR/bin`
+//! 1. builds the `conformance` and `lower_exec` test binaries in release (`cargo test --release
+//!    --no-run`);
+//! 2. copies them, `glslangValidator`, `spirv-val` and `spirv-as` (which only need libstdc++) into `DIR/bin`
 //!    (default `.gpu/` in the workspace root, which must be git-ignored: it is added to
 //!    `.git/info/exclude`), with debug info stripped to stay under the tool's 64 MiB;
 //! 3. downloads the Vulkan loader and glvnd packages into `.gl/` (the device README's recipe; the
@@ -14,7 +15,10 @@
 //!    `conformance --exact child_suite --include-ignored` with `SPV_CONFORMANCE_CHILD=1 SPV_CONFORMANCE_BENCH=1
 //!    SPV_CONFORMANCE_KNOWN_SIZE=1` (the whole suite natively and lowered for `vulkan1.1` and
 //!    `naga`, each with the subgroup size unknown and known (32), checked against the host model
-//!    and against each other, then the timings), writing reports into `$OUT`;
+//!    and against each other, then the timings), writing reports into `$OUT`, then `lower_exec`'s
+//!    `child` on the GPU (every `exec` fixture and the quad votes, natively where the driver has
+//!    the ops, against each preset's lowering; `SPV_SUBGROUP_ROOT` points the binary at the
+//!    carried checkout's fixtures); `SPV_GPU_RUN=conformance` or `lower_exec` runs one of them;
 //! 5. prints the `run` call to make: command `sh .gpu/run.sh`, carry `.gpu` and `.gl`.
 
 use std::path::{Path, PathBuf};
@@ -35,10 +39,21 @@ fi
 nvidia-smi -L
 OUTDIR="${OUT:-/tmp/out}"
 mkdir -p "$OUTDIR"
+rc=0
+# SPV_GPU_RUN: `all` (default), `conformance` or `lower_exec`.
+case "${SPV_GPU_RUN:-all}" in all|conformance)
 SPV_CONFORMANCE_CHILD=1 SPV_CONFORMANCE_BENCH=1 SPV_CONFORMANCE_KNOWN_SIZE=1 SPV_CONFORMANCE_OUT="$OUTDIR" \
   .gpu/bin/conformance --exact child_suite --include-ignored --nocapture --test-threads 1 "$@" >"$OUTDIR/log.txt" 2>&1
 rc=$?
 grep -E '^(device|subgroup|extensions)|runs passed|note:|^FAIL|^BENCH|^\||suite time|test result' "$OUTDIR/log.txt" | cut -c1-400
+esac
+case "${SPV_GPU_RUN:-all}" in all|lower_exec)
+LOWER_EXEC_CHILD=1 SPV_SUBGROUP_VK_DEVICE=NVIDIA SPV_SUBGROUP_ROOT="$PWD" \
+  .gpu/bin/lower_exec --exact child --include-ignored --nocapture --test-threads 1 >"$OUTDIR/lower_exec.txt" 2>&1
+rc2=$?
+grep -E '^(device|subgroup|features)|reference|not run|failures|differ|words equal|test result' "$OUTDIR/lower_exec.txt" | cut -c1-400
+[ $rc -eq 0 ] && rc=$rc2
+esac
 exit $rc
 "#;
 
@@ -53,11 +68,12 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             other => bail!("unknown argument `{other}` (usage: cargo xtask gpu [--out DIR])"),
         }
     }
-    let exe = build_test_binary(&root)?;
     let bin = out.join("bin");
     std::fs::create_dir_all(&bin).with_context(|| format!("creating {}", bin.display()))?;
-    copy_stripped(&exe, &bin.join("conformance"))?;
-    for tool in ["glslangValidator", "spirv-val"] {
+    for (harness, exe) in build_test_binaries(&root)? {
+        copy_stripped(&exe, &bin.join(harness))?;
+    }
+    for tool in ["glslangValidator", "spirv-val", "spirv-as"] {
         let path = which(tool)
             .with_context(|| format!("`{tool}` is not installed (cargo xtask install-deps)"))?;
         copy_stripped(&path, &bin.join(tool))?;
@@ -81,38 +97,47 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     eprintln!("  command: sh .gpu/run.sh");
     eprintln!("  carry:   [\".gpu\", \".gl\"]");
     eprintln!("  kind:    nvidia-h100-x1 (or nvidia-h200), timeout_s: 600");
-    eprintln!("reports come back as conformance-32.txt, bench.md and log.txt under $OUT");
+    eprintln!(
+        "reports come back as conformance-32.txt, bench.md, log.txt and lower_exec.txt under $OUT"
+    );
     Ok(())
 }
 
-fn build_test_binary(root: &Path) -> anyhow::Result<PathBuf> {
+/// The harnesses the GPU machine runs.
+const HARNESSES: [&str; 2] = ["conformance", "lower_exec"];
+
+/// Builds [`HARNESSES`] in release; returns each with its executable.
+fn build_test_binaries(root: &Path) -> anyhow::Result<Vec<(&'static str, PathBuf)>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let o = Command::new(cargo)
-        .current_dir(root)
-        .args([
-            "test",
-            "--release",
-            "-p",
-            "spv-subgroup-tests",
-            "--test",
-            "conformance",
-            "--no-run",
-        ])
-        .output()
-        .context("running cargo")?;
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["test", "--release", "-p", "spv-subgroup-tests", "--no-run"]);
+    for h in HARNESSES {
+        cmd.args(["--test", h]);
+    }
+    let o = cmd.output().context("running cargo")?;
     let text = String::from_utf8_lossy(&o.stderr).into_owned();
     if !o.status.success() {
-        bail!("building the conformance tests failed:\n{text}");
+        bail!("building the test harnesses failed:\n{text}");
     }
-    // "  Executable conformance.rs (target/release/deps/conformance-0123abcd)"
-    let path = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("Executable "))
-        .filter_map(|l| l.rsplit_once('(').map(|(_, p)| p.trim_end_matches(')')))
-        .find(|p| p.contains("conformance-"))
-        .context("cargo did not name the conformance test executable")?;
-    let p = PathBuf::from(path);
-    Ok(if p.is_absolute() { p } else { root.join(p) })
+    // "  Executable tests/conformance.rs (target/release/deps/conformance-0123abcd)"
+    let mut out = Vec::new();
+    for h in HARNESSES {
+        let path = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("Executable "))
+            .filter_map(|l| l.rsplit_once('(').map(|(_, p)| p.trim_end_matches(')')))
+            .find(|p| {
+                Path::new(p)
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("{h}-")))
+            })
+            .with_context(|| format!("cargo did not name the {h} test executable"))?;
+        let p = PathBuf::from(path);
+        out.push((h, if p.is_absolute() { p } else { root.join(p) }));
+    }
+    Ok(out)
 }
 
 fn which(tool: &str) -> Option<PathBuf> {

@@ -31,6 +31,8 @@ pub const EXTENSIONS_OF_INTEREST: &[&str] = &[
     "VK_KHR_shader_float16_int8",
     "VK_KHR_shader_maximal_reconvergence",
     "VK_KHR_shader_subgroup_uniform_control_flow",
+    "VK_KHR_shader_subgroup_rotate",
+    "VK_KHR_shader_quad_control",
 ];
 
 /// The environment variable that chooses a device by a substring of its name.
@@ -107,6 +109,12 @@ pub struct Features {
     pub subgroup_size_control: bool,
     /// `computeFullSubgroups`.
     pub compute_full_subgroups: bool,
+    /// `shaderSubgroupRotate` (`VK_KHR_shader_subgroup_rotate`).
+    pub subgroup_rotate: bool,
+    /// `shaderSubgroupRotateClustered`.
+    pub subgroup_rotate_clustered: bool,
+    /// `shaderQuadControl` (`VK_KHR_shader_quad_control`).
+    pub quad_control: bool,
 }
 
 /// What the chosen device is and what it supports.
@@ -423,6 +431,14 @@ impl Runner {
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
         let has12 = api >= vk::API_VERSION_1_2;
         let has13 = api >= vk::API_VERSION_1_3;
+        let has_ext = |name: &str| extensions.iter().any(|e| e == name);
+        let has_rotate = has_ext("VK_KHR_shader_subgroup_rotate");
+        // Quad control needs maximal reconvergence (the extension's dependency).
+        let has_quad =
+            has_ext("VK_KHR_shader_quad_control") && has_ext("VK_KHR_shader_maximal_reconvergence");
+        let mut f_rotate = vk::PhysicalDeviceShaderSubgroupRotateFeaturesKHR::default();
+        let mut f_quad = vk::PhysicalDeviceShaderQuadControlFeaturesKHR::default();
+        let mut f_reconverge = vk::PhysicalDeviceShaderMaximalReconvergenceFeaturesKHR::default();
         let core = {
             let mut f2 = vk::PhysicalDeviceFeatures2::default();
             if has12 {
@@ -430,6 +446,12 @@ impl Runner {
             }
             if has13 {
                 f2 = f2.push_next(&mut f13);
+            }
+            if has_rotate {
+                f2 = f2.push_next(&mut f_rotate);
+            }
+            if has_quad {
+                f2 = f2.push_next(&mut f_quad).push_next(&mut f_reconverge);
             }
             // SAFETY: the chain matches the device version.
             unsafe { instance.get_physical_device_features2(pdev, &mut f2) };
@@ -446,6 +468,10 @@ impl Runner {
             subgroup_extended_types: f12.shader_subgroup_extended_types == vk::TRUE,
             subgroup_size_control: f13.subgroup_size_control == vk::TRUE,
             compute_full_subgroups: f13.compute_full_subgroups == vk::TRUE,
+            subgroup_rotate: f_rotate.shader_subgroup_rotate == vk::TRUE,
+            subgroup_rotate_clustered: f_rotate.shader_subgroup_rotate_clustered == vk::TRUE,
+            quad_control: f_quad.shader_quad_control == vk::TRUE
+                && f_reconverge.shader_maximal_reconvergence == vk::TRUE,
         };
 
         // Queue.
@@ -495,12 +521,31 @@ impl Runner {
         let qci = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(qfi)
             .queue_priorities(&prio)];
+        let mut e_rotate = vk::PhysicalDeviceShaderSubgroupRotateFeaturesKHR {
+            shader_subgroup_rotate: f_rotate.shader_subgroup_rotate,
+            shader_subgroup_rotate_clustered: f_rotate.shader_subgroup_rotate_clustered,
+            ..Default::default()
+        };
+        let mut e_quad = vk::PhysicalDeviceShaderQuadControlFeaturesKHR {
+            shader_quad_control: vk::Bool32::from(features.quad_control),
+            ..Default::default()
+        };
+        let mut e_reconverge = vk::PhysicalDeviceShaderMaximalReconvergenceFeaturesKHR {
+            shader_maximal_reconvergence: vk::Bool32::from(features.quad_control),
+            ..Default::default()
+        };
         let mut ef2 = vk::PhysicalDeviceFeatures2::default().features(en_core);
         if has12 {
             ef2 = ef2.push_next(&mut e11).push_next(&mut e12);
         }
         if has13 {
             ef2 = ef2.push_next(&mut e13);
+        }
+        if has_rotate {
+            ef2 = ef2.push_next(&mut e_rotate);
+        }
+        if has_quad {
+            ef2 = ef2.push_next(&mut e_quad).push_next(&mut e_reconverge);
         }
         let dci = vk::DeviceCreateInfo::default()
             .queue_create_infos(&qci)

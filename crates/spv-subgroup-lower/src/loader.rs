@@ -138,6 +138,22 @@ struct Sparse<'w> {
     value_types: Vec<u32>,
 }
 
+/// Appends `inst` (at word `at` and its word count, in a sparse load) to `block`, or in a sparse
+/// load what of it the pass keeps ([`Sparse::elide`]).
+fn push_kept(
+    sparse: Option<&mut Sparse<'_>>,
+    module: &Module,
+    inst: Instruction,
+    at: Option<(usize, usize)>,
+    block: &mut Block,
+) {
+    let kept = match (sparse, at) {
+        (Some(s), Some((at, count))) => s.elide(inst, at, count, &mut block.instructions, module),
+        _ => Some(inst),
+    };
+    block.instructions.extend(kept);
+}
+
 impl Sparse<'_> {
     /// Elides `inst` (at word `at`, `count` words) into `insts` unless the pass needs it.
     /// Returns the instruction back when it must be kept.
@@ -316,17 +332,13 @@ impl Consumer for Placer<'_> {
                 let Some(mut block) = self.block.take() else {
                     return self.fail(format!("Op{op:?} outside a block"));
                 };
-                let inst = match (self.sparse.as_mut(), at) {
-                    (Some(s), Some((at, count))) => s.elide(
-                        inst,
-                        at,
-                        count,
-                        &mut block.instructions,
-                        &self.loaded.module,
-                    ),
-                    _ => Some(inst),
-                };
-                block.instructions.extend(inst);
+                push_kept(
+                    self.sparse.as_mut(),
+                    &self.loaded.module,
+                    inst,
+                    at,
+                    &mut block,
+                );
                 if self.sparse.is_some() {
                     // Grown by pushing, a block has room for up to twice its instructions:
                     // trimmed, every block the pass leaves alone costs what it holds.
@@ -336,17 +348,7 @@ impl Consumer for Placer<'_> {
             }
             _ => match self.block.as_mut() {
                 Some(block) => {
-                    let inst = match (self.sparse.as_mut(), at) {
-                        (Some(s), Some((at, count))) => s.elide(
-                            inst,
-                            at,
-                            count,
-                            &mut block.instructions,
-                            &self.loaded.module,
-                        ),
-                        _ => Some(inst),
-                    };
-                    block.instructions.extend(inst);
+                    push_kept(self.sparse.as_mut(), &self.loaded.module, inst, at, block);
                 }
                 None if function.blocks.is_empty() => self.before_label.push(inst),
                 None => return self.fail(format!("Op{op:?} between two blocks")),

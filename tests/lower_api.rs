@@ -720,3 +720,52 @@ fn lower_words_and_lower_agree_on_every_fixture() {
     }
     assert!(compared > 100, "{compared} lowered modules compared");
 }
+
+#[test]
+fn subgroup_built_ins_the_lowering_adds_to_a_ray_stage_are_volatile() {
+    // A ray generation shader with partitioned ops (lowered for lavapipe, which lacks them: the
+    // scan loads SubgroupLocalInvocationId and SubgroupLtMask), without and with the Vulkan
+    // memory model (VUID-StandaloneSpirv-VulkanMemoryModel-04678 and 04679; SG0610).
+    let dir = tempfile::tempdir().unwrap();
+    for vmm in [false, true] {
+        let pragma = if vmm {
+            "#extension GL_KHR_memory_scope_semantics : require\n#pragma use_vulkan_memory_model\n"
+        } else {
+            ""
+        };
+        let src = dir.path().join(format!("scan{}.rgen", u8::from(vmm)));
+        std::fs::write(
+            &src,
+            format!(
+                "#version 460\n#extension GL_EXT_ray_tracing : require\n\
+                 #extension GL_NV_shader_subgroup_partitioned : require\n{pragma}\
+                 layout(binding = 0, std430) buffer B {{ uint d[]; }};\n\
+                 void main() {{\n  uint i = gl_LaunchIDEXT.x;\n\
+                 uvec4 m = subgroupPartitionNV(d[i] & 3u);\n\
+                 d[i] = subgroupPartitionedInclusiveAddNV(d[i], m);\n}}\n"
+            ),
+        )
+        .unwrap();
+        let words = tools::compile_glsl(&src, "vulkan1.2").unwrap();
+        let (out, report) = lower_words(&words, &opts("lavapipe")).unwrap();
+        assert!(report.changed);
+        tools::spirv_val(&out, "vulkan1.2").unwrap();
+        let text = dis(&out);
+        let report = spv_subgroup_validate::validate(
+            &out,
+            &spv_subgroup_validate::ValidateOptions {
+                target_env: Some("vulkan1.2".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(!report.has_errors(), "{:?}\n{text}", report.diagnostics);
+        if vmm {
+            assert!(text.contains("Volatile\n"), "a volatile load:\n{text}");
+            assert!(!text.contains("OpDecorate %SubgroupLtMask"), "{text}");
+        } else {
+            assert!(text.contains("BuiltIn SubgroupLtMask"), "{text}");
+            assert!(text.matches(" Volatile\n").count() >= 2, "{text}");
+        }
+    }
+}

@@ -16,6 +16,14 @@ use spv_subgroup_validate::{render_human, validate, ValidateOptions};
 /// Fixtures where we and spirv-val 2023.1 differ, and why (the spec text).
 const DOCUMENTED: &[(&str, &str)] = &[
     (
+        "spvasm/ray_builtin_not_volatile.spvasm",
+        "VUID-StandaloneSpirv-VulkanMemoryModel-04678: \"If the VulkanMemoryModel capability is not declared, the Volatile decoration must be used on any variable declaration that includes one of the [...] SubgroupLocalInvocationId [...] BuiltIn decorations when used in the ray generation [...] shaders\". spirv-val 2023.1 does not check it.",
+    ),
+    (
+        "spvasm/ray_builtin_vmm_load.spvasm",
+        "VUID-StandaloneSpirv-VulkanMemoryModel-04679: with VulkanMemoryModel, \"the OpLoad instruction must use the Volatile memory semantics when it accesses into any variable\" with those built-ins in a ray-tracing stage. spirv-val 2023.1 does not check it.",
+    ),
+    (
         "spvasm/vote_result_vector.spvasm",
         "SPV_KHR_subgroup_vote, OpSubgroupAllKHR: \"Result Type must be a Boolean type.\" spirv-val does not type-check the KHR vote ops.",
     ),

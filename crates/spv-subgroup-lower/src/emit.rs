@@ -119,6 +119,68 @@ impl Ty {
     }
 }
 
+/// How reads of the subgroup built-ins are marked volatile in a module with ray-tracing stages:
+/// "If the VulkanMemoryModel capability is not declared, the Volatile decoration must be used on
+/// any variable declaration that includes one of the [...] SubgroupSize,
+/// SubgroupLocalInvocationId, SubgroupEqMask, [...] SubgroupLtMask BuiltIn decorations when used
+/// in the ray generation, closest hit, miss, intersection, or callable shaders"
+/// (VUID-StandaloneSpirv-VulkanMemoryModel-04678); with the capability, the loads carry the
+/// `Volatile` memory operand instead (04679). glslang does the same for its own built-ins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RayVolatile {
+    /// No stage of the module needs it.
+    No,
+    /// New built-in variables are decorated `Volatile`.
+    Decoration,
+    /// Every load of such a built-in has the `Volatile` memory operand.
+    LoadOperand,
+}
+
+impl RayVolatile {
+    /// What `module` needs, from its entry points and capabilities.
+    fn of(module: &rspirv::dr::Module) -> RayVolatile {
+        use spirv::ExecutionModel as M;
+        let ray = module.entry_points.iter().any(|e| {
+            matches!(
+                e.operands.first(),
+                Some(Operand::ExecutionModel(
+                    M::RayGenerationKHR
+                        | M::ClosestHitKHR
+                        | M::MissKHR
+                        | M::IntersectionKHR
+                        | M::CallableKHR
+                ))
+            )
+        });
+        let vulkan_memory_model = module.capabilities.iter().any(|c| {
+            matches!(
+                c.operands.first(),
+                Some(Operand::Capability(Capability::VulkanMemoryModel))
+            )
+        });
+        match (ray, vulkan_memory_model) {
+            (false, _) => RayVolatile::No,
+            (true, false) => RayVolatile::Decoration,
+            (true, true) => RayVolatile::LoadOperand,
+        }
+    }
+
+    /// Whether built-in `b` is one the rule names (of those the lowering loads).
+    fn applies_to(self, b: BuiltIn) -> bool {
+        self != RayVolatile::No
+            && matches!(
+                b,
+                BuiltIn::SubgroupSize
+                    | BuiltIn::SubgroupLocalInvocationId
+                    | BuiltIn::SubgroupEqMask
+                    | BuiltIn::SubgroupGeMask
+                    | BuiltIn::SubgroupGtMask
+                    | BuiltIn::SubgroupLeMask
+                    | BuiltIn::SubgroupLtMask
+            )
+    }
+}
+
 /// Module-wide state of one lowering run: ids, types, constants, built-ins, requirements.
 pub(crate) struct Emitter<'t> {
     pub target: &'t Target,
@@ -170,6 +232,8 @@ pub(crate) struct Emitter<'t> {
     pub partition_form: PartitionForm,
     /// Whether the module has a fragment entry point (integer inputs there must be `Flat`).
     fragment: bool,
+    /// How reads of subgroup built-ins are volatile (ray-tracing stages).
+    ray_volatile: RayVolatile,
     /// The input's words when lowering words: placeholders of elided instructions point into
     /// them (see `elide`).
     pub source: Option<&'t [u32]>,
@@ -259,6 +323,7 @@ impl<'t> Emitter<'t> {
                     )
                 }),
             int16_words: target.restrictions.no_resizing_bitcast,
+            ray_volatile: RayVolatile::of(module),
             fragment: module.entry_points.iter().any(|e| {
                 matches!(
                     e.operands.first(),
@@ -658,6 +723,17 @@ impl<'t> Emitter<'t> {
                 Operand::BuiltIn(b),
             ],
         ));
+        if self.ray_volatile == RayVolatile::Decoration && self.ray_volatile.applies_to(b) {
+            self.new_annotations.push(Instruction::new(
+                Op::Decorate,
+                None,
+                None,
+                vec![
+                    Operand::IdRef(var),
+                    Operand::Decoration(Decoration::Volatile),
+                ],
+            ));
+        }
         if self.fragment && ty.scalar != Scalar::Bool {
             // Vulkan: integer Input variables of a fragment shader are Flat (built-ins too).
             self.new_annotations.push(Instruction::new(
@@ -956,6 +1032,17 @@ impl<'e, 't> Code<'e, 't> {
     /// Loads a built-in input.
     pub(crate) fn load_builtin(&mut self, b: BuiltIn, ty: Ty) -> Id {
         let var = self.em.builtin(b, ty);
+        if self.em.ray_volatile == RayVolatile::LoadOperand && self.em.ray_volatile.applies_to(b) {
+            let t = self.em.ty(ty);
+            return self.emit(
+                Op::Load,
+                t,
+                vec![
+                    Operand::IdRef(var),
+                    Operand::MemoryAccess(spirv::MemoryAccess::VOLATILE),
+                ],
+            );
+        }
         self.op(Op::Load, ty, &[var])
     }
 

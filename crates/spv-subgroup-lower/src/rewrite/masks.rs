@@ -120,12 +120,11 @@ pub(crate) fn normalize(module: &mut Module, target: &Target) {
                         {
                             let whole = bound;
                             bound += 1;
-                            out.push(Instruction::new(
-                                Op::Load,
-                                Some(vt),
-                                Some(whole),
-                                vec![Operand::IdRef(var)],
-                            ));
+                            // The load's memory operands stay (a `Volatile` one is required
+                            // in ray stages under the Vulkan memory model, VUID 04679).
+                            let mut operands = vec![Operand::IdRef(var)];
+                            operands.extend(inst.operands.iter().skip(1).cloned());
+                            out.push(Instruction::new(Op::Load, Some(vt), Some(whole), operands));
                             out.push(Instruction::new(
                                 Op::VectorExtractDynamic,
                                 inst.result_type,

@@ -29,6 +29,7 @@ pub(crate) mod core;
 pub(crate) mod partition;
 pub(crate) mod partitioned_arith;
 pub(crate) mod provenance;
+pub(crate) mod ray_volatile;
 pub(crate) mod target_fit;
 pub(crate) mod vote;
 pub(crate) mod wellformed;
@@ -410,6 +411,22 @@ for memory must not be Subgroup\". This concerns the Memory scope of OpControlBa
 and of the atomic instructions in a Vulkan environment (any Vulkan version: with SPIR-V 1.0 only the KHR \
 capabilities can provide it). Declare one of the three capabilities, or use a wider scope.";
 
+    "SG0610" RayBuiltinVolatile "ray-builtin-volatile" Error Invalid
+        doc: "In Vulkan, a subgroup built-in read in a ray-tracing stage without volatile semantics."
+        spec: "If the VulkanMemoryModel capability is not declared, the Volatile decoration must be used on any variable declaration that includes one of the SMIDNV, WarpIDNV, SubgroupSize, SubgroupLocalInvocationId, SubgroupEqMask, SubgroupGeMask, SubgroupGtMask, SubgroupLeMask, or SubgroupLtMask BuiltIn decorations when used in the ray generation, closest hit, miss, intersection, or callable shaders"
+        vuid: "VUID-StandaloneSpirv-VulkanMemoryModel-04678"
+        explain: "Vulkan spec, standalone SPIR-V validation, VUID-StandaloneSpirv-VulkanMemoryModel-04678: \
+\"If the VulkanMemoryModel capability is not declared, the Volatile decoration must be used on any variable \
+declaration that includes one of the SMIDNV, WarpIDNV, SubgroupSize, SubgroupLocalInvocationId, \
+SubgroupEqMask, SubgroupGeMask, SubgroupGtMask, SubgroupLeMask, or SubgroupLtMask BuiltIn decorations when \
+used in the ray generation, closest hit, miss, intersection, or callable shaders\"; and 04679: if it is \
+declared, \"the OpLoad instruction must use the Volatile memory semantics when it accesses into any variable\" \
+of those. A ray-tracing stage may resume on other invocations (after a trace or a callable), so a read \
+cached across that point would be stale. A variable counts as used by a stage when the entry point's \
+interface lists it (ray tracing needs SPIR-V 1.4, where the interface lists every global a stage uses); a \
+load counts when a ray entry point reaches its function. glslang decorates its own such built-ins; \
+spirv-val 2023.1 checks neither rule.";
+
     "SG0701" TargetMissingFeature "target-missing-feature" Error Invalid
         doc: "An instruction or capability the chosen target does not support."
         spec: "If pCode is a pointer to SPIR-V code, and pCode declares any of the capabilities listed in the SPIR-V Environment appendix, one of the corresponding requirements must be satisfied"
@@ -699,6 +716,7 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
     capability::check_module(cx, out);
     partition::check_module(cx, out);
     core::check_module(cx, out);
+    ray_volatile::check_module(cx, out);
     target_fit::check_module(cx, out);
 }
 

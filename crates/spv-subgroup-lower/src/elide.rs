@@ -297,7 +297,7 @@ fn parents_of(pending: &Pending, i: usize) -> Option<&HashMap<Id, Id>> {
 }
 
 /// Every instruction of `f`, in order.
-fn all_instructions(f: &Function) -> impl Iterator<Item = &Instruction> {
+pub(crate) fn all_instructions(f: &Function) -> impl Iterator<Item = &Instruction> {
     f.def
         .iter()
         .chain(&f.parameters)

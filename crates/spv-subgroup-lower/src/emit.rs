@@ -686,6 +686,14 @@ impl<'t> Emitter<'t> {
         id
     }
 
+    /// Adds `OpDecorate target decoration [operand]` to the new annotations.
+    fn decorate(&mut self, target: Id, decoration: Decoration, operand: Option<Operand>) {
+        let mut operands = vec![Operand::IdRef(target), Operand::Decoration(decoration)];
+        operands.extend(operand);
+        self.new_annotations
+            .push(Instruction::new(Op::Decorate, None, None, operands));
+    }
+
     /// The Input variable of a built-in of type `ty`, declaring and decorating it if needed.
     pub(crate) fn builtin(&mut self, b: BuiltIn, ty: Ty) -> Id {
         if let Some(&v) = self.builtins.get(&b) {
@@ -713,35 +721,13 @@ impl<'t> Emitter<'t> {
             Some(ptr),
             vec![Operand::StorageClass(StorageClass::Input)],
         );
-        self.new_annotations.push(Instruction::new(
-            Op::Decorate,
-            None,
-            None,
-            vec![
-                Operand::IdRef(var),
-                Operand::Decoration(Decoration::BuiltIn),
-                Operand::BuiltIn(b),
-            ],
-        ));
+        self.decorate(var, Decoration::BuiltIn, Some(Operand::BuiltIn(b)));
         if self.ray_volatile == RayVolatile::Decoration && self.ray_volatile.applies_to(b) {
-            self.new_annotations.push(Instruction::new(
-                Op::Decorate,
-                None,
-                None,
-                vec![
-                    Operand::IdRef(var),
-                    Operand::Decoration(Decoration::Volatile),
-                ],
-            ));
+            self.decorate(var, Decoration::Volatile, None);
         }
         if self.fragment && ty.scalar != Scalar::Bool {
             // Vulkan: integer Input variables of a fragment shader are Flat (built-ins too).
-            self.new_annotations.push(Instruction::new(
-                Op::Decorate,
-                None,
-                None,
-                vec![Operand::IdRef(var), Operand::Decoration(Decoration::Flat)],
-            ));
+            self.decorate(var, Decoration::Flat, None);
         }
         self.builtins.insert(b, var);
         self.new_builtins.push(var);

@@ -297,17 +297,7 @@ fn fresh_ids(
             renames.insert(r, em.id());
         }
     };
-    for inst in f
-        .def
-        .iter()
-        .chain(&f.parameters)
-        .chain(
-            f.blocks
-                .iter()
-                .flat_map(|b| b.label.iter().chain(&b.instructions)),
-        )
-        .chain(&f.end)
-    {
+    for inst in crate::elide::all_instructions(f) {
         match inst.result_id {
             Some(r) => fresh(r, em),
             None => elide::for_each_result(inst, words, slots, |r| fresh(r, em))?,

@@ -392,6 +392,39 @@ pub(crate) struct Parsed {
     pub forward: Vec<(u32, u32)>,
 }
 
+/// Records `id` as the result of instruction `idx`: not 0, below the bound, defined once.
+fn define_result(def: &mut IdMap, id: u32, bound: u32, idx: usize) -> Result<(), ParseErrorKind> {
+    if id == 0 {
+        return Err(ParseErrorKind::ZeroId);
+    }
+    if id >= bound {
+        return Err(ParseErrorKind::IdOutOfBound { id, bound });
+    }
+    if def.get(id).is_some() {
+        return Err(ParseErrorKind::DuplicateResultId(id));
+    }
+    def.set(id, idx as u32);
+    Ok(())
+}
+
+/// Checks an id instruction `idx` uses (not 0, below the bound), and notes it when it is not
+/// defined yet (a forward reference, resolved at the end).
+fn use_id(
+    def: &IdMap,
+    forward: &mut Vec<(u32, u32)>,
+    id: u32,
+    bound: u32,
+    idx: usize,
+) -> Result<(), ParseErrorKind> {
+    if id >= bound || id == 0 {
+        return Err(ParseErrorKind::IdOutOfBound { id, bound });
+    }
+    if def.get(id).is_none() {
+        forward.push((id, idx as u32));
+    }
+    Ok(())
+}
+
 /// Walks the module once. Fails fast on the first malformation.
 pub(crate) fn parse(words: &[u32]) -> Result<Parsed, ParseError> {
     parse_with(words, true)
@@ -479,23 +512,13 @@ fn parse_with(words: &[u32], tables: bool) -> Result<Parsed, ParseError> {
                 match class {
                     WordClass::Other => {}
                     WordClass::Result => {
-                        if id == 0 {
-                            return err(ParseErrorKind::ZeroId, pos, Some(idx));
+                        if let Err(k) = define_result(&mut def, id, bound, idx) {
+                            return err(k, pos, Some(idx));
                         }
-                        if id >= bound {
-                            return err(ParseErrorKind::IdOutOfBound { id, bound }, pos, Some(idx));
-                        }
-                        if def.get(id).is_some() {
-                            return err(ParseErrorKind::DuplicateResultId(id), pos, Some(idx));
-                        }
-                        def.set(id, idx as u32);
                     }
                     WordClass::Id => {
-                        if id >= bound || id == 0 {
-                            return err(ParseErrorKind::IdOutOfBound { id, bound }, pos, Some(idx));
-                        }
-                        if def.get(id).is_none() {
-                            forward.push((id, idx as u32));
+                        if let Err(k) = use_id(&def, &mut forward, id, bound, idx) {
+                            return err(k, pos, Some(idx));
                         }
                     }
                 }
@@ -516,25 +539,13 @@ fn parse_with(words: &[u32], tables: bool) -> Result<Parsed, ParseError> {
                 }
                 let kind = lo.kind;
                 if kind == OperandKind::IdResult {
-                    let id = operands[w];
-                    if id == 0 {
-                        return err(ParseErrorKind::ZeroId, pos, Some(idx));
+                    if let Err(k) = define_result(&mut def, operands[w], bound, idx) {
+                        return err(k, pos, Some(idx));
                     }
-                    if id >= bound {
-                        return err(ParseErrorKind::IdOutOfBound { id, bound }, pos, Some(idx));
-                    }
-                    if def.get(id).is_some() {
-                        return err(ParseErrorKind::DuplicateResultId(id), pos, Some(idx));
-                    }
-                    def.set(id, idx as u32);
                     w += 1;
                 } else if is_id(kind) {
-                    let id = operands[w];
-                    if id >= bound || id == 0 {
-                        return err(ParseErrorKind::IdOutOfBound { id, bound }, pos, Some(idx));
-                    }
-                    if def.get(id).is_none() {
-                        forward.push((id, idx as u32));
+                    if let Err(k) = use_id(&def, &mut forward, operands[w], bound, idx) {
+                        return err(k, pos, Some(idx));
                     }
                     w += 1;
                 } else if kind == OperandKind::LiteralString {

@@ -361,7 +361,7 @@ fn lower_module(
     module.functions.append(&mut helpers.functions);
     module.debug_names.append(&mut helpers.names);
     let deferred = finish_globals(module, &mut em, &rewritten)?;
-    let scope_needs_cap = hygiene::subgroup_scope_needs_capability(module, target);
+    let scope_needs_cap = hygiene::subgroup_scope_needs_capability(module, &em, target);
     let removed = rewrite::finish(module, target);
     hygiene::fix_requirements(module, &em, opts, scope_needs_cap)?;
     // The input bound is at most 2^22, so counting new ids cannot wrap before memory runs out;
@@ -524,13 +524,7 @@ fn lower_function(
             {
                 continue;
             }
-            for pair in inst.operands.chunks_mut(2) {
-                if let [_, Operand::IdRef(parent)] = pair {
-                    if let Some(&m) = moved.get(parent) {
-                        *parent = m;
-                    }
-                }
-            }
+            elide::rename_parents(inst, &moved);
         }
     }
     // Blocks built by pushing hold up to twice their instructions' room until the output is

@@ -368,7 +368,7 @@ fn assemble_function(
 }
 
 /// Renames the parent blocks of the phi `inst` (its operands are value, parent pairs).
-fn rename_parents(inst: &mut Instruction, parents: &HashMap<Id, Id>) {
+pub(crate) fn rename_parents(inst: &mut Instruction, parents: &HashMap<Id, Id>) {
     if inst.class.opcode != Op::Phi {
         return;
     }

@@ -979,15 +979,15 @@ impl<'e, 't> Code<'e, 't> {
         body: impl Fn(&mut Code) -> Result<Id, LowerError>,
     ) -> Result<Id, LowerError> {
         let max = self.em.max_lanes;
-        let has_size = self.em.has_core_ballot() || self.em.target.ops.basic;
-        // naga's validator takes `SubgroupSize` only in compute and fragment shaders: where a
-        // naga-like consumer's other stages reach the function, the driver says so and the
-        // general sequence alone is emitted.
-        if max <= 32 || self.em.in_size_choice || !has_size || !self.em.size_builtin_ok {
+        if max <= 32 || self.em.in_size_choice {
             return body(self);
         }
-        self.em.need(Capability::GroupNonUniform);
-        let size = self.load_builtin(BuiltIn::SubgroupSize, Ty::U32);
+        // Where the built-in cannot be loaded (no core non-uniform built-ins, or a function a
+        // naga-like consumer's vertex stage reaches: see `subgroup_size`) the general sequence
+        // alone is emitted.
+        let Ok(size) = self.subgroup_size() else {
+            return body(self);
+        };
         let c32 = self.em.u32(32);
         let small = self.op(Op::ULessThanEqual, Ty::BOOL, &[size, c32]);
         self.em.in_size_choice = true;

@@ -55,10 +55,14 @@ const V1_3: u32 = 0x0001_0300;
 /// Whether the input's capabilities allow a Subgroup memory scope that a barrier or atomic of
 /// it uses in a Vulkan environment (VUID-StandaloneSpirv-SubgroupVoteKHR-07951): asked before
 /// any capability is dropped, so [`fix_requirements`] can keep the scope allowed.
-pub(crate) fn subgroup_scope_needs_capability(module: &Module, target: &Target) -> bool {
+pub(crate) fn subgroup_scope_needs_capability(
+    module: &Module,
+    em: &Emitter,
+    target: &Target,
+) -> bool {
     target.target_env.starts_with("vulkan")
         && provides_subgroup_scope(module)
-        && has_subgroup_memory_scope(module)
+        && has_subgroup_memory_scope(module, em)
 }
 
 /// Adds what the new code needs, drops what nothing uses any more, raises the version if needed.
@@ -167,7 +171,12 @@ pub(crate) fn has_removable(module: &Module, target: &Target) -> bool {
 /// instruction set the module imports).
 fn ext_removable(module: &Module, s: &str, target: &Target) -> bool {
     ext_capability(s).is_some_and(|c| !fit::target_has(target, c))
-        && !module.ext_inst_imports.iter().any(|i| ext_of(i) == Some(s))
+        && !imported(&module.ext_inst_imports, s)
+}
+
+/// Whether `imports` (a module's `OpExtInstImport`s) name the extended instruction set `s`.
+fn imported(imports: &[Instruction], s: &str) -> bool {
+    imports.iter().any(|i| ext_of(i) == Some(s))
 }
 
 /// Whether a capability number lets a Vulkan module use a Subgroup memory scope
@@ -188,18 +197,10 @@ fn provides_subgroup_scope(module: &Module) -> bool {
     module.capabilities.iter().filter_map(cap_of).any(scope_cap)
 }
 
-/// Whether a barrier or atomic of the module has a Subgroup memory scope (a constant 3). The
-/// sparse load keeps these instructions ([`crate::elide::keep`]).
-fn has_subgroup_memory_scope(module: &Module) -> bool {
-    let subgroup: Vec<u32> = module
-        .types_global_values
-        .iter()
-        .filter(|i| {
-            i.class.opcode == Op::Constant
-                && matches!(i.operands.first(), Some(Operand::LiteralBit32(3)))
-        })
-        .filter_map(|i| i.result_id)
-        .collect();
+/// Whether a barrier or atomic of the module has a Subgroup memory scope (a constant 3, as the
+/// emitter's index of scope constants reads it). The sparse load keeps these instructions
+/// ([`crate::elide::keep`]).
+fn has_subgroup_memory_scope(module: &Module, em: &Emitter) -> bool {
     module
         .functions
         .iter()
@@ -209,7 +210,8 @@ fn has_subgroup_memory_scope(module: &Module) -> bool {
             crate::elide::memory_scope_operand(i)
                 .and_then(|k| i.operands.get(k))
                 .is_some_and(|o| {
-                    matches!(o, Operand::IdScope(id) | Operand::IdRef(id) if subgroup.contains(id))
+                    matches!(o, Operand::IdScope(id) | Operand::IdRef(id)
+                        if em.scope_value(*id) == Some(spirv::Scope::Subgroup as u32))
                 })
         })
 }
@@ -231,15 +233,9 @@ fn drop_unused(module: &mut Module, target: &Target, used: &[Capability]) {
     module
         .capabilities
         .retain(|c| !cap_of(c).and_then(Capability::from_u32).is_some_and(gone));
-    let imported: Vec<String> = module
-        .ext_inst_imports
-        .iter()
-        .filter_map(|i| ext_of(i).map(str::to_owned))
-        .collect();
+    let imports = &module.ext_inst_imports;
     module.extensions.retain(|e| {
-        !ext_of(e).is_some_and(|s| {
-            ext_capability(s).is_some_and(gone) && !imported.iter().any(|i| i == s)
-        })
+        !ext_of(e).is_some_and(|s| ext_capability(s).is_some_and(gone) && !imported(imports, s))
     });
 }
 

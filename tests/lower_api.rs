@@ -657,10 +657,7 @@ fn fixture_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     for p in entries {
         if p.is_dir() {
             fixture_files(&p, out);
-        } else if matches!(
-            p.extension().and_then(|e| e.to_str()),
-            Some("comp" | "frag" | "vert" | "spvasm")
-        ) {
+        } else if lower_common::is_fixture(&p) {
             out.push(p);
         }
     }

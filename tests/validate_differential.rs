@@ -287,9 +287,18 @@ fn no_error_on_modules_spirv_val_and_the_spec_call_valid() {
                 let words = tools::assemble(&text, &env).unwrap_or_else(|e| panic!("{name}: {e}"));
                 judge(name, &words, &env);
             }
-            Some("comp" | "frag" | "vert") => {
-                // Every environment glslang builds the shader for.
-                for env in ["vulkan1.0", "vulkan1.1"] {
+            Some(
+                "comp" | "frag" | "vert" | "tesc" | "tese" | "geom" | "mesh" | "task" | "rgen"
+                | "rchit" | "rmiss" | "rint" | "rahit" | "rcall",
+            ) => {
+                // The environment the fixture names (ray-tracing and mesh stages), else every
+                // environment glslang builds the shader for.
+                let named = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("// target-env: "))
+                    .map(str::trim);
+                let envs = named.map_or(vec!["vulkan1.0", "vulkan1.1"], |e| vec![e]);
+                for env in envs {
                     if let Ok(words) = tools::compile_glsl(&path, env) {
                         judge(name.clone(), &words, env);
                     }

@@ -10,23 +10,49 @@ use spirv::{BuiltIn, Decoration, GroupOperation, Op};
 use spv_subgroup_lower::{lower_words, LowerError, LowerOptions, LowerReport, Target};
 use spv_subgroup_tests::tools;
 
-/// The fixture file pattern under `fixtures/` (GLSL sources and SPIR-V assembly).
-pub const PATTERN: &str = "lower/**/*.{comp,frag,vert,spvasm}";
+/// The fixture file pattern under `fixtures/` (GLSL sources of every stage glslang compiles,
+/// and SPIR-V assembly): the extensions of [`EXTENSIONS`].
+pub const PATTERN: &str =
+    "lower/**/*.{comp,frag,vert,tesc,tese,geom,mesh,task,rgen,rchit,rmiss,rint,rahit,rcall,spvasm}";
+
+/// The file extensions of lowering fixtures, as [`PATTERN`] lists them.
+pub const EXTENSIONS: [&str; 15] = [
+    "comp", "frag", "vert", "tesc", "tese", "geom", "mesh", "task", "rgen", "rchit", "rmiss",
+    "rint", "rahit", "rcall", "spvasm",
+];
+
+/// Whether `path` is a lowering fixture (by its extension; the harnesses that walk the folder
+/// themselves use it, the insta globs use [`PATTERN`]).
+pub fn is_fixture(path: &Path) -> bool {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    debug_assert!(
+        EXTENSIONS
+            .iter()
+            .all(|e| PATTERN.contains(&format!("{e},")) || PATTERN.contains(&format!("{e}}}"))),
+        "PATTERN and EXTENSIONS list the same extensions"
+    );
+    EXTENSIONS.contains(&ext)
+}
 
 /// Compiles (GLSL) or assembles (`.spvasm`) a fixture for `target`. GLSL is compiled for
 /// Vulkan 1.0 (SPIR-V 1.0) when the target consumes only SPIR-V 1.0 and glslang can, else
-/// for Vulkan 1.1. An assembly fixture may name its env on a `; target-env: ENV` line.
+/// for Vulkan 1.1. A fixture may name its env on a `; target-env: ENV` line (`// target-env:`
+/// in GLSL: ray-tracing and mesh stages need Vulkan 1.2's SPIR-V 1.5).
 pub fn build(path: &Path, target: &Target) -> Vec<u32> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    if ext == "spvasm" {
-        let text = std::fs::read_to_string(path).expect("fixture is readable");
-        let env = text
-            .lines()
-            .find_map(|l| l.strip_prefix("; target-env: "))
+    let text = std::fs::read_to_string(path).expect("fixture is readable");
+    let env = text.lines().find_map(|l| {
+        l.strip_prefix("; target-env: ")
+            .or_else(|| l.strip_prefix("// target-env: "))
             .map(str::trim)
-            .unwrap_or("vulkan1.1")
-            .to_owned();
-        return tools::assemble(&text, &env).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    });
+    if ext == "spvasm" {
+        return tools::assemble(&text, env.unwrap_or("vulkan1.1"))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    if let Some(env) = env {
+        return tools::compile_glsl(path, env)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
     if target.spirv_version < (1, 3) {
         if let Ok(words) = tools::compile_glsl(path, "vulkan1.0") {
@@ -235,6 +261,12 @@ pub fn test_target(name: &str) -> Option<Target> {
         "rotate-unclustered" => {
             t.ops.rotate = true;
             t.ops.rotate_clustered = false;
+        }
+        // The `vulkan1.1` preset's subgroup features on a Vulkan 1.2 device (SPIR-V 1.5): what
+        // the ray-tracing and mesh stages, which need SPIR-V 1.4, are lowered for.
+        "vulkan1.2" => {
+            t.target_env = "vulkan1.2".to_owned();
+            t.spirv_version = (1, 5);
         }
         _ => return None,
     }

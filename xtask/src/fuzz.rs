@@ -489,12 +489,18 @@ pub fn build_seeds(root: &Path, seeds: &Path) -> anyhow::Result<()> {
         let ext = f.extension().and_then(|e| e.to_str()).unwrap_or("");
         let stem = format!("{i:04}");
         match ext {
-            "comp" | "frag" | "vert" | "geom" | "tesc" | "tese" => {
+            "comp" | "frag" | "vert" | "geom" | "tesc" | "tese" | "mesh" | "task" | "rgen"
+            | "rchit" | "rmiss" | "rint" | "rahit" | "rcall" => {
+                // Mesh and ray-tracing stages need SPIR-V 1.4: no Vulkan 1.1 build of them.
+                let modern = matches!(ext, "mesh" | "task") || ext.starts_with('r');
                 for (tag, env, debug) in [
                     ("vk11", "vulkan1.1", false),
                     ("vk13", "vulkan1.3", false),
                     ("vk13g", "vulkan1.3", true),
                 ] {
+                    if modern && env == "vulkan1.1" {
+                        continue;
+                    }
                     let out = modules.join(format!("{stem}_{tag}"));
                     let mut cmd = Command::new("glslangValidator");
                     cmd.args(["--target-env", env]);

@@ -4,8 +4,10 @@
 //! file goes to `OUTDIR/<its file name>`. The plan is made and checked before anything is written
 //! (two inputs for one output, or an output that is another input, are usage errors); an output
 //! directory inside an input directory is not searched, so a second run does not lower its own
-//! output. Modules are lowered on all cores ([`crate::parallel`]), each written atomically
-//! ([`crate::output`]) as soon as it is verified; messages come in input order, then one summary.
+//! output. Modules are lowered on all cores ([`crate::parallel`]), each staged in a temporary file
+//! next to its output ([`crate::output`]) as soon as it is verified, then made durable and renamed
+//! by I/O threads ([`crate::writeback`]) while the workers go on; messages come in input order,
+//! each once its output is on disk, then one summary.
 //! The exit status is the highest any module calls for: 3 (internal error), 2 (IO), 1 (refused).
 
 use std::collections::HashMap;
@@ -14,8 +16,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use spv_subgroup_lower::LowerReport;
 
-use crate::io::{error_chain, find_spv, is_dash, show_path, write_atomically};
+use crate::io::{error_chain, find_spv, is_dash, show_path};
 use crate::lower::{Done, Job, Refused};
+use crate::output::{stage_output, Written};
+use crate::writeback::{Ticket, Writeback};
 use crate::{EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
 
 /// Whether the inputs call for tree mode: more than one, or a directory.
@@ -68,10 +72,16 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create the output directory `{}`", show_path(out)))?;
     let mut tally = Tally::default();
+    let writeback = Writeback::start();
     crate::parallel::for_each_ordered(
         &items,
-        |item| lower_one(item, job),
-        |_, outcome| {
+        |item| lower_one(item, job, &writeback),
+        |_, (outcome, write)| {
+            // Reported in input order, each once its output is on disk (or failed to get there).
+            let outcome = match write.map(Ticket::wait) {
+                Some(Err(e)) => Outcome::Io(e),
+                _ => outcome,
+            };
             match outcome {
                 Outcome::Lowered(report) => {
                     tally.lowered += 1;
@@ -94,6 +104,10 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
             Ok(())
         },
     )?;
+    for e in writeback.finish() {
+        eprintln!("{}", error_chain(&e));
+        tally.io += 1;
+    }
     if !quiet {
         eprintln!(
             "{}",
@@ -202,18 +216,20 @@ fn canonical(p: &Path) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// Reads, lowers, verifies and writes one module.
-fn lower_one(item: &Item, job: &Job) -> Outcome {
+/// Reads, lowers, verifies and stages one module; its output is committed by `writeback`, and
+/// the ticket says how that went (none when nothing is left to commit).
+fn lower_one(item: &Item, job: &Job, writeback: &Writeback) -> (Outcome, Option<Ticket>) {
     let name = show_path(&item.input);
     let bytes = match std::fs::read(&item.input) {
         Ok(b) => b,
         Err(e) => {
-            return Outcome::Io(anyhow::Error::new(e).context(format!("cannot read `{name}`")))
+            let e = anyhow::Error::new(e).context(format!("cannot read `{name}`"));
+            return (Outcome::Io(e), None);
         }
     };
     let done = match job.lower(&name, &bytes, &show_path(&item.output)) {
         Ok(d) => d,
-        Err(r) => return Outcome::Refused(r),
+        Err(r) => return (Outcome::Refused(r), None),
     };
     let written = item
         .output
@@ -225,12 +241,17 @@ fn lower_one(item: &Item, job: &Job) -> Outcome {
                 show_path(&item.output)
             )
         })
-        .and_then(|()| write_atomically(&item.output, done.bytes(&bytes)));
-    match (written, done) {
-        (Err(e), _) => Outcome::Io(e),
-        (Ok(()), Done::Lowered(_, report)) => Outcome::Lowered(report),
-        (Ok(()), Done::Unchanged) => Outcome::Unchanged,
-    }
+        .and_then(|()| stage_output(&item.output, done.bytes(&bytes)));
+    let ticket = match written {
+        Err(e) => return (Outcome::Io(e), None),
+        Ok(Written::Done) => None,
+        Ok(Written::Staged(staged)) => Some(writeback.submit(staged)),
+    };
+    let outcome = match done {
+        Done::Lowered(_, report) => Outcome::Lowered(report),
+        Done::Unchanged => Outcome::Unchanged,
+    };
+    (outcome, ticket)
 }
 
 /// `lowered 12 files into `out` (target vulkan1.1): 9 lowered (31 ops), 2 unchanged, 1 refused (1 unsupported)`.

@@ -17,6 +17,7 @@ mod sarif;
 mod signals;
 mod targets;
 mod validate;
+mod writeback;
 
 use std::process::ExitCode;
 

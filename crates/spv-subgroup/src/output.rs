@@ -9,6 +9,11 @@
 //!   written through, never replaced.
 //!
 //! A temporary file is removed on every failure, and on SIGINT, SIGTERM and SIGHUP ([`crate::signals`]).
+//!
+//! An atomic write has two halves: [`stage_output`] writes the bytes into the temporary file, and
+//! [`Staged::commit`] makes them durable (`fsync`) and renames the file over the output.
+//! A single output does both at once ([`write_output`]); a tree hands the second half to
+//! [`crate::writeback`]'s I/O threads, so its CPU workers do not wait for the disk.
 
 use std::fs::{File, Metadata, OpenOptions, Permissions};
 use std::io::Write;
@@ -130,12 +135,88 @@ fn resolve(out: &Path) -> anyhow::Result<Dest> {
     )
 }
 
-/// Writes `bytes` to `out` as the module doc says.
+/// Writes `bytes` to `out` as the module doc says, durably: on success the bytes are on disk.
 pub fn write_output(out: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    match stage_output(out, bytes)? {
+        Written::Done => Ok(()),
+        Written::Staged(staged) => {
+            let dir = staged.dir().to_owned();
+            staged.commit()?;
+            sync_dir(&dir)
+        }
+    }
+}
+
+/// What [`stage_output`] did.
+#[derive(Debug)]
+pub enum Written {
+    /// Written in full (stdout, or through a special file): nothing is left to do.
+    Done,
+    /// In a temporary file next to the output, waiting for [`Staged::commit`].
+    Staged(Staged),
+}
+
+/// An output's bytes in its temporary file, not yet durable nor renamed.
+/// Dropping it removes the temporary file and leaves the output as it was.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: crate::signals::TempGuard,
+    /// The final path (links resolved).
+    path: PathBuf,
+    /// `OUT` as messages show it.
+    name: String,
+}
+
+impl Staged {
+    /// Makes the bytes durable, then renames the temporary file over the output.
+    /// On failure the temporary file is removed and the output is untouched.
+    pub fn commit(self) -> anyhow::Result<()> {
+        let name = &self.name;
+        #[cfg(debug_assertions)]
+        commit_hooks_for_tests(&self.path, name)?;
+        self.tmp
+            .file()
+            .sync_all()
+            .with_context(|| format!("cannot write `{name}`"))?;
+        self.tmp
+            .persist(&self.path)
+            .with_context(|| format!("cannot write `{name}`"))
+    }
+
+    /// The directory the output is renamed into.
+    pub fn dir(&self) -> &Path {
+        parent_dir(&self.path)
+    }
+}
+
+/// Writes `bytes` for `out`: in full where it is stdout or a special file, else into a
+/// temporary file next to it ([`Written::Staged`]), which the caller commits.
+pub fn stage_output(out: &Path, bytes: &[u8]) -> anyhow::Result<Written> {
     match resolve(out)? {
-        Dest::Stdout => write_stdout(bytes),
-        Dest::Through(path) => write_through(&path, out, bytes),
-        Dest::Replace(path, meta) => replace(&path, meta.as_ref(), out, bytes),
+        Dest::Stdout => write_stdout(bytes).map(|()| Written::Done),
+        Dest::Through(path) => write_through(&path, out, bytes).map(|()| Written::Done),
+        Dest::Replace(path, meta) => stage(path, meta.as_ref(), out, bytes).map(Written::Staged),
+    }
+}
+
+/// `fsync`s a directory, so the renames into it are on disk.
+/// A directory we may write but not open (mode `-wx`) cannot be synced this way: that is not an
+/// error (the files themselves are durable), nor is a file system that does not sync directories.
+pub fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+    let Ok(d) = std::fs::File::open(dir) else {
+        return Ok(());
+    };
+    match d.sync_all() {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Ok(()),
+        r => r.with_context(|| format!("cannot make the directory `{}` durable", show_path(dir))),
+    }
+}
+
+/// The directory a path's file lives in (`.` for a bare name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     }
 }
 
@@ -161,21 +242,21 @@ fn write_through(path: &Path, out: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write `{name}`"))
 }
 
-/// Writes a temporary file next to `path` and renames it over `path`.
-fn replace(path: &Path, old: Option<&Metadata>, out: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+/// Writes `bytes` into a new temporary file next to `path`, with the mode `path` will have.
+fn stage(
+    path: PathBuf,
+    old: Option<&Metadata>,
+    out: &Path,
+    bytes: &[u8],
+) -> anyhow::Result<Staged> {
     let name = show_path(out);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let tmp = crate::signals::TempGuard::create(dir, new_file_permissions())
+    let tmp = crate::signals::TempGuard::create(parent_dir(&path), new_file_permissions())
         .with_context(|| format!("cannot create a temporary file next to `{name}`"))?;
     let file: &File = tmp.file();
     #[cfg(debug_assertions)]
     pause_for_tests();
     (&*file)
         .write_all(bytes)
-        .and_then(|()| file.sync_all())
         .with_context(|| format!("cannot write `{name}`"))?;
     if let Some(old) = old {
         keep_metadata(file, old).with_context(|| format!("cannot set the mode of `{name}`"))?;
@@ -187,9 +268,7 @@ fn replace(path: &Path, old: Option<&Metadata>, out: &Path, bytes: &[u8]) -> any
             );
         }
     }
-    tmp.persist(path)
-        .with_context(|| format!("cannot write `{name}`"))?;
-    Ok(())
+    Ok(Staged { tmp, path, name })
 }
 
 /// The mode a new output is created with: 0666 less the umask, as a plain `open(O_CREAT)` gives.
@@ -236,5 +315,23 @@ fn pause_for_tests() {
         .and_then(|v| v.to_str().and_then(|s| s.parse::<u64>().ok()))
     {
         std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+/// Debug builds only: `SPV_SUBGROUP_TEST_PAUSE_COMMIT=MS` sleeps before an output is made durable
+/// and renamed, and `SPV_SUBGROUP_TEST_FAIL_COMMIT=NAME` fails that step for outputs whose file
+/// name is `NAME`, so the tests can stop or break a tree while its writes are under way.
+#[cfg(debug_assertions)]
+fn commit_hooks_for_tests(path: &Path, name: &str) -> anyhow::Result<()> {
+    if let Some(ms) = std::env::var_os("SPV_SUBGROUP_TEST_PAUSE_COMMIT")
+        .and_then(|v| v.to_str().and_then(|s| s.parse::<u64>().ok()))
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+    match std::env::var_os("SPV_SUBGROUP_TEST_FAIL_COMMIT") {
+        Some(fail) if path.file_name() == Some(fail.as_os_str()) => {
+            bail!("cannot write `{name}`: failed on purpose (SPV_SUBGROUP_TEST_FAIL_COMMIT)")
+        }
+        _ => Ok(()),
     }
 }

@@ -343,3 +343,94 @@ fn many_files_come_out_the_same_as_one_at_a_time() {
         assert_eq!(&out, if i % 3 == 0 { &pl } else { &one }, "m{i:02}");
     }
 }
+
+/// 24 modules in three directories, each output already there from an earlier run.
+fn tree_with_old_outputs(root: &Path) {
+    let (ex, pl) = (example_bytes(), to_bytes(&plain_words()));
+    for i in 0..24 {
+        let bytes = if i % 4 == 0 { &pl } else { &ex };
+        write(root, &format!("in/d{}/m{i:02}.spv", i % 3), bytes);
+        write(root, &format!("out/d{}/m{i:02}.spv", i % 3), b"PRECIOUS");
+    }
+}
+
+#[test]
+fn a_write_failing_in_the_middle_leaves_no_temporary_file_and_the_rest_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    tree_with_old_outputs(dir.path());
+    // Debug builds fail the commit (fsync and rename, on an I/O thread) of this output on purpose.
+    let o = command(&["lower", "in", "-o", "out"], dir.path())
+        .env("SPV_SUBGROUP_TEST_FAIL_COMMIT", "m13.spv")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot write `out/d1/m13.spv`: failed on purpose"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("24 files into `out` (target vulkan1.1): 17 lowered (85 ops), 6 unchanged, 1 IO error\n"),
+        "{err}"
+    );
+    // The failed output keeps its old content and no temporary file is left anywhere.
+    assert_eq!(
+        std::fs::read(dir.path().join("out/d1/m13.spv")).unwrap(),
+        b"PRECIOUS"
+    );
+    for d in ["out", "out/d0", "out/d1", "out/d2"] {
+        assert!(temp_files(&dir.path().join(d)).is_empty(), "{d}");
+    }
+    // Every other output is whole: what a single-file run writes.
+    let single = run(&["lower", "in/d1/m01.spv", "-o", "one.spv"], dir.path());
+    assert_eq!(code(&single), 0, "{}", show(&single));
+    let one = std::fs::read(dir.path().join("one.spv")).unwrap();
+    let pl = to_bytes(&plain_words());
+    for i in (0..24).filter(|&i| i != 13) {
+        let out = std::fs::read(dir.path().join(format!("out/d{}/m{i:02}.spv", i % 3))).unwrap();
+        assert_eq!(&out, if i % 4 == 0 { &pl } else { &one }, "m{i:02}");
+    }
+}
+
+#[test]
+fn a_signal_while_writes_are_under_way_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    tree_with_old_outputs(dir.path());
+    // Debug builds pause before each commit, so staged outputs wait for the I/O threads.
+    let mut child = command(&["lower", "-q", "in", "-o", "out"], dir.path())
+        .env("SPV_SUBGROUP_TEST_PAUSE_COMMIT", "10000")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let staged = |d: &Path| {
+        ["d0", "d1", "d2"]
+            .iter()
+            .map(|s| temp_files(&d.join("out").join(s)).len())
+            .sum::<usize>()
+    };
+    let start = Instant::now();
+    // More staged outputs than I/O threads: the workers went on while the writes waited.
+    while staged(dir.path()) < 6 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no staged outputs appeared (is this a debug build?)"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let st = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(15), "{status:?}");
+    assert_eq!(staged(dir.path()), 0);
+    // Nothing was renamed yet: every output keeps its old content.
+    for i in 0..24 {
+        let out = std::fs::read(dir.path().join(format!("out/d{}/m{i:02}.spv", i % 3))).unwrap();
+        assert_eq!(out, b"PRECIOUS", "m{i:02}");
+    }
+}

@@ -11,7 +11,7 @@ use spirv::Op;
 
 use crate::emit::{Code, Emitter, Id};
 use crate::{
-    elide, hygiene, loader, outline, rewrite, stages, LowerError, LowerOptions, LowerReport,
+    elide, hygiene, loader, outline, rewrite, stages, stream, LowerError, LowerOptions, LowerReport,
 };
 
 /// The largest id bound spirv-val accepts by default (SPIR-V's universal limit on result ids).
@@ -37,13 +37,21 @@ pub fn lower_words(
     if let Some(&bound) = words.get(3) {
         check_input_bound(bound, &opts.target)?;
     }
+    // Placeholders hold 31-bit word offsets: larger inputs are loaded whole.
     let (
         loader::Loaded {
             mut module,
             between_functions,
         },
         value_types,
-    ) = loader::load_sparse(words)?;
+    ) = if words.len() < 1 << 31 {
+        match stream::lower_streaming(words, opts).map_err(|e| with_word_offset(e, words))? {
+            stream::Streamed::Done(out, report) => return Ok((out, report)),
+            stream::Streamed::Declined(loaded, types) => (*loaded, types),
+        }
+    } else {
+        loader::load(words).map(|l| (l, Vec::new()))?
+    };
     let source = (!value_types.is_empty()).then_some((words, value_types.as_slice()));
     let (report, pending) =
         lower_module(&mut module, opts, source).map_err(|e| with_word_offset(e, words))?;
@@ -82,7 +90,7 @@ fn check_input_bound(bound: u32, target: &crate::Target) -> Result<(), LowerErro
 
 /// Refuses a module whose memory model or `Kernel` capability the target's environment does not
 /// allow: an OpenCL kernel "lowered for vulkan1.1" would be output Vulkan cannot consume.
-fn check_environment(module: &Module, target: &crate::Target) -> Result<(), LowerError> {
+pub(crate) fn check_environment(module: &Module, target: &crate::Target) -> Result<(), LowerError> {
     if !target.target_env.starts_with("vulkan") {
         return Ok(());
     }
@@ -146,7 +154,10 @@ const DEVICE_MODES: [(spirv::ExecutionMode, spirv::Capability); 2] = [
 
 /// Refuses a module with one of [`DEVICE_MODES`] the target lacks the capability of: the quad
 /// votes can be rewritten, but not the device's promise the mode asks for.
-fn check_execution_modes(module: &Module, target: &crate::Target) -> Result<(), LowerError> {
+pub(crate) fn check_execution_modes(
+    module: &Module,
+    target: &crate::Target,
+) -> Result<(), LowerError> {
     for inst in &module.execution_modes {
         let Some(Operand::ExecutionMode(mode)) = inst.operands.get(1) else {
             continue;
@@ -163,6 +174,45 @@ fn check_execution_modes(module: &Module, target: &crate::Target) -> Result<(), 
                 missing: format!(
                     "the {cap:?} capability for the execution mode {mode:?}, a guarantee of the \
                      device that no rewrite gives"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an output whose id bound would pass [`MAX_ID_BOUND`].
+pub(crate) fn check_output_bound(bound: u32, target: &crate::Target) -> Result<(), LowerError> {
+    // The input bound is at most 2^22, so counting new ids cannot wrap before memory runs out;
+    // the output must still stay within the limit consumers are sure to accept.
+    if bound <= MAX_ID_BOUND {
+        return Ok(());
+    }
+    Err(LowerError::Unsupported {
+        result_id: 0,
+        opcode: "the module header".to_owned(),
+        word_offset: 3,
+        target: target.name.clone(),
+        missing: format!(
+            "room for the new ids: the lowered module would need an id bound of {bound}, \
+             past SPIR-V's universal limit of {MAX_ID_BOUND} that spirv-val enforces"
+        ),
+    })
+}
+
+/// Refuses a module of a SPIR-V version past the target's (asked once something needs doing).
+pub(crate) fn check_version(module: &Module, target: &crate::Target) -> Result<(), LowerError> {
+    if let Some(h) = module.header.as_ref() {
+        let (major, minor) = h.version();
+        if (major, minor) > target.spirv_version {
+            return Err(LowerError::Unsupported {
+                result_id: 0,
+                opcode: "the module header".to_owned(),
+                word_offset: 1,
+                target: target.name.clone(),
+                missing: format!(
+                    "SPIR-V {major}.{minor} (the target consumes up to {}.{})",
+                    target.spirv_version.0, target.spirv_version.1
                 ),
             });
         }
@@ -305,21 +355,7 @@ fn lower_module(
     if !rewrites_needed && !removable_globals && !hygiene::has_removable(module, target) {
         return Ok(Default::default());
     }
-    if let Some(h) = module.header.as_ref() {
-        let (major, minor) = h.version();
-        if (major, minor) > target.spirv_version {
-            return Err(LowerError::Unsupported {
-                result_id: 0,
-                opcode: "the module header".to_owned(),
-                word_offset: 1,
-                target: target.name.clone(),
-                missing: format!(
-                    "SPIR-V {major}.{minor} (the target consumes up to {}.{})",
-                    target.spirv_version.0, target.spirv_version.1
-                ),
-            });
-        }
-    }
+    check_version(module, target)?;
     let before = (module.capabilities.len(), module.extensions.len());
     let mut em = Emitter::new(module, target, max_lanes, source);
     em.float_partition = opts.float_partition;
@@ -364,21 +400,7 @@ fn lower_module(
     let scope_needs_cap = hygiene::subgroup_scope_needs_capability(module, &em, target);
     let removed = rewrite::finish(module, target);
     hygiene::fix_requirements(module, &em, opts, scope_needs_cap)?;
-    // The input bound is at most 2^22, so counting new ids cannot wrap before memory runs out;
-    // the output must still stay within the limit consumers are sure to accept.
-    if em.bound() > MAX_ID_BOUND {
-        return Err(LowerError::Unsupported {
-            result_id: 0,
-            opcode: "the module header".to_owned(),
-            word_offset: 3,
-            target: target.name.clone(),
-            missing: format!(
-                "room for the new ids: the lowered module would need an id bound of {}, \
-                 past SPIR-V's universal limit of {MAX_ID_BOUND} that spirv-val enforces",
-                em.bound()
-            ),
-        });
-    }
+    check_output_bound(em.bound(), target)?;
     if let Some(h) = module.header.as_mut() {
         h.bound = em.bound();
     }
@@ -400,7 +422,7 @@ fn lower_module(
 /// Rewrites one function. Returns the blocks a rewrite split (original label -> the label of
 /// the block that now holds the original terminator): the phis it holds are renamed here, those
 /// left in the input's words when assembling.
-fn lower_function(
+pub(crate) fn lower_function(
     function: &mut rspirv::dr::Function,
     em: &mut Emitter,
     counts: &mut HashMap<String, usize>,

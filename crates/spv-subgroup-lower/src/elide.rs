@@ -47,7 +47,7 @@ pub(crate) fn placeholder(offset: usize, count: usize, phis: bool) -> Instructio
 const PHIS: u64 = 1 << 31;
 
 /// Offset, count and the phi flag in one 64-bit operand. Offsets and counts fit in 31 bits:
-/// placeholders are only made for inputs of fewer than 2^31 words (see `loader::load_sparse`).
+/// placeholders are only made for inputs of fewer than 2^31 words (see `driver::lower_words`).
 fn pack(offset: usize, count: usize, phis: bool) -> u64 {
     ((offset as u64) << 32) | (count as u64 & (PHIS - 1)) | if phis { PHIS } else { 0 }
 }
@@ -328,7 +328,7 @@ fn word_count(inst: &Instruction) -> usize {
 
 /// Writes `f`, its placeholders' words copied from `words`, the phis' parents renamed through
 /// `parents`; with `renames`, as the copy whose every id is renamed.
-fn assemble_function(
+pub(crate) fn assemble_function(
     f: &Function,
     words: &[u32],
     parents: Option<&HashMap<Id, Id>>,

@@ -74,22 +74,34 @@ pub(crate) fn fix_requirements(
     opts: &LowerOptions,
     scope_needs_cap: bool,
 ) -> Result<(), LowerError> {
-    let insts = || {
-        module
-            .functions
-            .iter()
-            .flat_map(|f| &f.blocks)
-            .flat_map(|b| &b.instructions)
-    };
-    let mut used: Vec<Capability> = insts()
-        .filter_map(|i| {
-            let group_op = i.operands.iter().find_map(|o| match o {
-                Operand::GroupOperation(g) => Some(*g as u32),
-                _ => None,
-            });
-            fit::required_capability(i.class.opcode, group_op)
-        })
+    let used: Vec<Capability> = module
+        .functions
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.instructions)
+        .filter_map(required_capability)
         .collect();
+    fix_requirements_with(module, em, opts, scope_needs_cap, used)
+}
+
+/// The subgroup capability `inst` needs, if any ([`fit::required_capability`]).
+pub(crate) fn required_capability(inst: &Instruction) -> Option<Capability> {
+    let group_op = inst.operands.iter().find_map(|o| match o {
+        Operand::GroupOperation(g) => Some(*g as u32),
+        _ => None,
+    });
+    fit::required_capability(inst.class.opcode, group_op)
+}
+
+/// [`fix_requirements`] of a module whose functions are not held (`lower_words` streams them):
+/// `used` is [`required_capability`] of every instruction they hold, in any order.
+pub(crate) fn fix_requirements_with(
+    module: &mut Module,
+    em: &Emitter,
+    opts: &LowerOptions,
+    scope_needs_cap: bool,
+    mut used: Vec<Capability>,
+) -> Result<(), LowerError> {
     used.sort_unstable_by_key(|&c| c as u32);
     used.dedup();
     drop_unused(module, &opts.target, &used);
@@ -193,7 +205,7 @@ fn scope_cap(cap: u32) -> bool {
 }
 
 /// Whether the module declares a capability that allows a Subgroup memory scope.
-fn provides_subgroup_scope(module: &Module) -> bool {
+pub(crate) fn provides_subgroup_scope(module: &Module) -> bool {
     module.capabilities.iter().filter_map(cap_of).any(scope_cap)
 }
 
@@ -206,13 +218,16 @@ fn has_subgroup_memory_scope(module: &Module, em: &Emitter) -> bool {
         .iter()
         .flat_map(|f| &f.blocks)
         .flat_map(|b| &b.instructions)
-        .any(|i| {
-            crate::elide::memory_scope_operand(i)
-                .and_then(|k| i.operands.get(k))
-                .is_some_and(|o| {
-                    matches!(o, Operand::IdScope(id) | Operand::IdRef(id)
-                        if em.scope_value(*id) == Some(spirv::Scope::Subgroup as u32))
-                })
+        .any(|i| has_subgroup_memory_scope_in(i, em))
+}
+
+/// Whether `inst` is a barrier or atomic with a Subgroup memory scope.
+pub(crate) fn has_subgroup_memory_scope_in(inst: &Instruction, em: &Emitter) -> bool {
+    crate::elide::memory_scope_operand(inst)
+        .and_then(|k| inst.operands.get(k))
+        .is_some_and(|o| {
+            matches!(o, Operand::IdScope(id) | Operand::IdRef(id)
+                if em.scope_value(*id) == Some(spirv::Scope::Subgroup as u32))
         })
 }
 

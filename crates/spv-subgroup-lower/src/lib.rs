@@ -105,6 +105,7 @@ mod loader;
 mod outline;
 mod rewrite;
 mod stages;
+mod stream;
 mod verify;
 
 pub use driver::{lower, lower_words, MAX_ID_BOUND};

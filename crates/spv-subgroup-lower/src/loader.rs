@@ -16,6 +16,18 @@ use spirv::{Decoration, Op};
 
 use crate::{elide, LowerError};
 
+/// Where a sparse load ([`load_streaming`]) hands what it parses, one function at a time.
+pub(crate) trait Stream {
+    /// The globals are complete (at the first `OpFunction`, or at the end of a module without
+    /// functions). Returns whether to stream the functions; `false` loads them into the module.
+    fn globals(&mut self, module: &Module) -> bool;
+    /// One finished function, its elided runs left in the words behind placeholders;
+    /// `elided_types` holds (result id, type id) of its elided values (to be drained).
+    fn function(&mut self, module: &Module, f: Function, elided_types: &mut Vec<(u32, u32)>);
+    /// An instruction standing between two functions (after the first one).
+    fn between(&mut self, inst: Instruction);
+}
+
 /// A loaded module and what the `dr::Module` has no place for.
 #[derive(Debug, Default)]
 pub struct Loaded {
@@ -39,28 +51,38 @@ pub fn load(words: &[u32]) -> Result<Loaded, LowerError> {
 }
 
 /// Loads like [`load`], but runs of instructions the pass neither reads nor changes stay in
-/// `words`, each block holding a placeholder for them (see `elide`); also returns the type of
-/// every value (result id -> type id, 0 for none), the elided ones included.
-pub(crate) fn load_sparse(words: &[u32]) -> Result<(Loaded, Vec<u32>), LowerError> {
-    // Placeholders hold 31-bit word offsets and counts.
-    if words.len() >= 1 << 31 {
-        return load(words).map(|l| (l, Vec::new()));
-    }
+/// `words`, each block holding a placeholder for them (see `elide`), and the globals and then
+/// each function, as soon as it is parsed, go to `stream`, so that at most one function is ever
+/// held in rspirv's form (rspirv's parser still reads the whole module in one pass: its type
+/// tracker needs the globals to decode literals).
+/// When `stream` declines at the globals, the functions are loaded into the module, and the
+/// type of every value (result id -> type id, 0 for none), the elided ones included, is
+/// returned beside it.
+/// The caller checks `words.len() < 2^31` (placeholders hold 31-bit offsets).
+pub(crate) fn load_streaming(
+    words: &[u32],
+    stream: &mut dyn Stream,
+) -> Result<(Loaded, Vec<u32>), LowerError> {
     check_spec_constant_ops(words)?;
-    let bound = words.get(3).copied().unwrap_or(1) as usize;
     let mut placer = Placer {
         sparse: Some(Sparse {
             words,
             pos: 5,
             watched: None,
-            value_types: vec![0; bound.min(words.len() / 2 + 1)],
+            // Allocated if the stream declines (`Placer::start_functions`).
+            value_types: Vec::new(),
+            streamed: None,
         }),
+        stream: Some(stream),
         ..Placer::default()
     };
     rspirv::binary::parse_words(words, &mut placer)
         .map_err(|e| LowerError::Parse(e.to_string()))?;
     if let Some(err) = placer.error {
         return Err(LowerError::Parse(err));
+    }
+    if !placer.globals_done {
+        placer.start_functions();
     }
     let types = placer.sparse.map(|s| s.value_types).unwrap_or_default();
     Ok((placer.loaded, types))
@@ -136,6 +158,8 @@ struct Sparse<'w> {
     watched: Option<HashSet<u32>>,
     /// Result id -> type id of the elided values.
     value_types: Vec<u32>,
+    /// When streaming: (result id, type id) of the current function's elided values instead.
+    streamed: Option<Vec<(u32, u32)>>,
 }
 
 /// Appends `inst` (at word `at` and its word count, in a sparse load) to `block`, or in a sparse
@@ -183,7 +207,11 @@ impl Sparse<'_> {
             // peak (docs/PERFORMANCE.md).
             return Some(inst);
         }
-        if let (Some(ty), Some(id)) = (inst.result_type, inst.result_id) {
+        if let (Some(ty), Some(id), Some(streamed)) =
+            (inst.result_type, inst.result_id, self.streamed.as_mut())
+        {
+            streamed.push((id, ty));
+        } else if let (Some(ty), Some(id)) = (inst.result_type, inst.result_id) {
             let i = id as usize;
             if i >= self.value_types.len() {
                 self.value_types.resize(i + 1 + i / 4, 0);
@@ -209,10 +237,16 @@ fn builtin_variables(module: &Module) -> HashSet<u32> {
 }
 
 #[derive(Default)]
-struct Placer<'w> {
+struct Placer<'w, 's> {
     loaded: Loaded,
     /// `Some` for a sparse load.
     sparse: Option<Sparse<'w>>,
+    /// Where finished functions go in a streaming load, once it has accepted them.
+    stream: Option<&'s mut dyn Stream>,
+    /// Whether the globals are complete (the first `OpFunction` was seen).
+    globals_done: bool,
+    /// How many functions have ended.
+    functions_done: usize,
     function: Option<Function>,
     block: Option<Block>,
     /// Instructions inside a function before its first label (OpLine, non-semantic ext-insts):
@@ -223,7 +257,26 @@ struct Placer<'w> {
     index: usize,
 }
 
-impl Placer<'_> {
+impl Placer<'_, '_> {
+    /// The first `OpFunction` (or the end): the globals are complete; a stream decides now
+    /// whether it takes the functions.
+    fn start_functions(&mut self) {
+        self.globals_done = true;
+        if let Some(stream) = self.stream.as_mut() {
+            if stream.globals(&self.loaded.module) {
+                if let Some(s) = self.sparse.as_mut() {
+                    s.streamed = Some(Vec::new());
+                }
+            } else {
+                self.stream = None;
+                if let Some(s) = self.sparse.as_mut() {
+                    let bound = s.words.get(3).copied().unwrap_or(1) as usize;
+                    s.value_types = vec![0; bound.min(s.words.len() / 2 + 1)];
+                }
+            }
+        }
+    }
+
     fn fail(&mut self, message: String) -> ParseAction {
         self.error = Some(format!("instruction {}: {message}", self.index));
         ParseAction::Stop
@@ -246,10 +299,13 @@ impl Placer<'_> {
             op if op.is_annotation() => m.annotations.push(inst),
             // After the first function only non-semantic ext-insts (and debug lines) may stand
             // outside one; they keep their place between the functions.
-            _ if !m.functions.is_empty() => {
-                let at = m.functions.len();
-                self.loaded.between_functions.push((at, inst));
-            }
+            _ if self.functions_done > 0 => match self.stream.as_mut() {
+                Some(stream) => stream.between(inst),
+                None => {
+                    let at = self.functions_done;
+                    self.loaded.between_functions.push((at, inst));
+                }
+            },
             // Types, constants, global variables, OpUndef, OpLine, global OpExtInst, and any
             // future global-scope opcode: the one section that holds them, in order.
             _ => m.types_global_values.push(inst),
@@ -257,7 +313,7 @@ impl Placer<'_> {
     }
 }
 
-impl Consumer for Placer<'_> {
+impl Consumer for Placer<'_, '_> {
     fn initialize(&mut self) -> ParseAction {
         ParseAction::Continue
     }
@@ -287,6 +343,9 @@ impl Consumer for Placer<'_> {
         });
         let Some(function) = self.function.as_mut() else {
             if op == Op::Function {
+                if !self.globals_done {
+                    self.start_functions();
+                }
                 let mut f = Function::new();
                 f.def = Some(inst);
                 self.function = Some(f);
@@ -315,8 +374,18 @@ impl Consumer for Placer<'_> {
                 if self.sparse.is_some() {
                     function.blocks.shrink_to_fit();
                 }
+                self.functions_done += 1;
                 if let Some(f) = self.function.take() {
-                    self.loaded.module.functions.push(f);
+                    match (self.stream.as_mut(), self.sparse.as_mut()) {
+                        (
+                            Some(stream),
+                            Some(Sparse {
+                                streamed: Some(types),
+                                ..
+                            }),
+                        ) => stream.function(&self.loaded.module, f, types),
+                        _ => self.loaded.module.functions.push(f),
+                    }
                 }
             }
             Op::Label => {
@@ -362,6 +431,17 @@ impl Consumer for Placer<'_> {
 mod spec_constant_op_tests {
     use super::*;
 
+    /// A stream that declines every module: the sparse load of the whole module.
+    struct Decline;
+
+    impl Stream for Decline {
+        fn globals(&mut self, _: &Module) -> bool {
+            false
+        }
+        fn function(&mut self, _: &Module, _: Function, _: &mut Vec<(u32, u32)>) {}
+        fn between(&mut self, _: Instruction) {}
+    }
+
     /// A module whose `OpSpecConstantOp` names operation `operation` on constant %2.
     fn module(operation: u32, tail: &[u32]) -> Vec<u32> {
         let mut w = vec![0x0723_0203, 0x0001_0300, 0, 10, 0];
@@ -379,7 +459,10 @@ mod spec_constant_op_tests {
     fn nested_spec_constant_op_is_a_parse_error_not_a_panic() {
         // Found by the `lower` fuzz target: rspirv's parser panics on operation 52.
         let words = module(52, &[52, 2]);
-        for loaded in [load(&words).map(|_| ()), load_sparse(&words).map(|_| ())] {
+        for loaded in [
+            load(&words).map(|_| ()),
+            load_streaming(&words, &mut Decline).map(|_| ()),
+        ] {
             match loaded {
                 Err(LowerError::Parse(m)) => assert!(m.contains("operation 52"), "{m}"),
                 other => panic!("expected a parse error, got {other:?}"),

@@ -347,9 +347,18 @@ pub(crate) fn add_deferred_calls(
 /// The functions that only entry points of the `allowed` execution models reach (at least one
 /// of them): code emitted there may use what only those stages accept.
 pub(crate) fn only_reached_from(module: &Module, allowed: &[ExecutionModel]) -> BTreeSet<Id> {
-    let calls = call_graph(module);
+    only_reached_through(&module.entry_points, &call_graph(module), allowed)
+}
+
+/// [`only_reached_from`] with the call graph given (`lower_words` reads it from the words
+/// before it loads a function: [`call_graph_of_words`]).
+pub(crate) fn only_reached_through(
+    entry_points: &[Instruction],
+    calls: &HashMap<Id, Vec<Id>>,
+    allowed: &[ExecutionModel],
+) -> BTreeSet<Id> {
     let (mut ok_roots, mut other_roots) = (Vec::new(), Vec::new());
-    for ep in &module.entry_points {
+    for ep in entry_points {
         if let [Operand::ExecutionModel(model), Operand::IdRef(root), ..] = ep.operands.as_slice() {
             if allowed.contains(model) {
                 ok_roots.push(*root);
@@ -358,8 +367,8 @@ pub(crate) fn only_reached_from(module: &Module, allowed: &[ExecutionModel]) -> 
             }
         }
     }
-    let other = reachable(&calls, &other_roots);
-    reachable(&calls, &ok_roots)
+    let other = reachable(calls, &other_roots);
+    reachable(calls, &ok_roots)
         .into_iter()
         .filter(|f| !other.contains(f))
         .collect()
@@ -380,6 +389,35 @@ pub(crate) fn call_graph(module: &Module) -> HashMap<Id, Vec<Id>> {
                 }
             }
         }
+    }
+    calls
+}
+
+/// [`call_graph`] read from a module's words (`OpFunction`'s result id, `OpFunctionCall`'s
+/// callee): what `lower_words` needs to know before it has loaded the functions. Words that do
+/// not hold whole instructions end the walk (the loader reports them).
+pub(crate) fn call_graph_of_words(words: &[u32]) -> HashMap<Id, Vec<Id>> {
+    let mut calls: HashMap<Id, Vec<Id>> = HashMap::new();
+    let mut current = None;
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let count = (first >> 16) as usize;
+        let Some(inst) = words.get(at..at + count).filter(|_| count > 0) else {
+            break;
+        };
+        match (first & 0xffff, inst) {
+            (op, [_, _, id, ..]) if op == Op::Function as u32 => {
+                calls.entry(*id).or_default();
+                current = Some(*id);
+            }
+            (op, [_, _, _, callee, ..]) if op == Op::FunctionCall as u32 => {
+                if let Some(f) = current {
+                    calls.entry(f).or_default().push(*callee);
+                }
+            }
+            _ => {}
+        }
+        at += count;
     }
     calls
 }

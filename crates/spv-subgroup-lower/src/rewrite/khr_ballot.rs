@@ -92,16 +92,11 @@ pub(crate) fn declared(module: &Module, target: &Target) -> bool {
 
 /// After every function: drops `SubgroupBallotKHR` and `SPV_KHR_shader_ballot` where `target`
 /// lacks them and nothing needs them any more. Returns whether it removed anything.
-pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
+/// `left`: whether an instruction of the module's functions is still a KHR ballot one.
+pub(crate) fn finish(module: &mut Module, target: &Target, left: bool) -> bool {
     if !declared(module, target) {
         return false;
     }
-    let left = module
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .any(|i| is_khr_ballot(i.class.opcode));
     let mut basic_builtins = false;
     let mut mask_vars = Vec::new();
     for a in &module.annotations {

@@ -88,7 +88,32 @@ pub(crate) fn has_removable_globals(module: &Module, target: &Target) -> bool {
 /// Returns whether anything was removed.
 pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
     let masks = masks::remove_unused(module, target);
-    khr_ballot::finish(module, target) || masks
+    let left = khr_ballot::declared(module, target)
+        && module
+            .functions
+            .iter()
+            .flat_map(|f| &f.blocks)
+            .flat_map(|b| &b.instructions)
+            .any(leaves_khr_ballot);
+    khr_ballot::finish(module, target, left) || masks
+}
+
+/// [`finish`] of a module whose functions are not held (`lower_words` streams them):
+/// `khr_ballot_left` says whether one of them holds an instruction [`leaves_khr_ballot`].
+/// Mask built-ins are not looked at: the streaming path takes no module that declares one its
+/// target lacks ([`has_removable_globals`] then holds, and the functions are loaded whole).
+pub(crate) fn finish_streamed(module: &mut Module, target: &Target, khr_ballot_left: bool) -> bool {
+    khr_ballot::finish(module, target, khr_ballot_left)
+}
+
+/// Whether `inst` is a KHR ballot instruction (it keeps `SubgroupBallotKHR` declared).
+pub(crate) fn leaves_khr_ballot(inst: &Instruction) -> bool {
+    khr_ballot::is_khr_ballot(inst.class.opcode)
+}
+
+/// Whether the module declares a mask built-in the target lacks (see `masks`).
+pub(crate) fn declares_removable_masks(module: &Module, target: &Target) -> bool {
+    masks::declared(module, target)
 }
 
 /// A scalar or vector type as the fit table sees it.

@@ -3,6 +3,10 @@
 //!
 //! Instructions are rewritten in place of the original: the rewrite's final instruction takes
 //! over the original result id, so uses, names and decorations (RelaxedPrecision) stay attached.
+//!
+//! [`lower_words`] hands most modules to `stream`, which runs the same steps one function at a
+//! time as the loader parses them; [`lower`] and the modules the stream declines run them here
+//! on the whole module.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -25,7 +29,9 @@ pub const MAX_ID_BOUND: u32 = 0x3F_FFFF;
 /// Memory: the words are read once by our structural check (bounded by the module's size, not
 /// its header's bound), then loaded sparsely: only the instructions the pass reads or changes
 /// become rspirv instructions, every other run of a block stays in `words` and is copied to the
-/// output (see `elide`; docs/PERFORMANCE.md has the measured bytes per input byte). The id
+/// output (see `elide`), and each function is rewritten and written out as soon as it is
+/// parsed, so at most one is held in rspirv's form (see `stream`, which names the modules it
+/// loads whole instead; docs/PERFORMANCE.md has the measured bytes per input byte). The id
 /// bound is at most [`MAX_ID_BOUND`], so tables indexed by id stay below 17 MB whatever the
 /// header claims.
 pub fn lower_words(

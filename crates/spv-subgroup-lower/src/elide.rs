@@ -16,7 +16,9 @@
 //! The value types of the elided instructions, which the rewrites ask for, are kept in a table
 //! indexed by id (4 bytes per id, the id bound being at most `MAX_ID_BOUND`).
 //!
-//! A function copied with new ids (`stages`) is not held at all: [`assemble`] writes the copy
+//! `stream` writes each function with [`assemble_function`] as soon as it is rewritten; for the
+//! modules it declines (loaded whole), [`assemble`] writes them all at the end.
+//! A function copied with new ids (`stages`, only in such modules) is not held at all: [`assemble`] writes the copy
 //! from the original a second time, every id renamed through one table indexed by old id
 //! ([`Renames`]), its placeholders' words parsed and renamed on the way; so the copy costs its
 //! output words and 4 bytes per renamed id, and the original's elided runs are never held in

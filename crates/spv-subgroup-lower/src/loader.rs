@@ -7,6 +7,10 @@
 //! everything that is not one of the preamble's opcodes belongs to the types/globals section, in
 //! its order, and instructions between two functions (non-semantic ext-insts may stand there)
 //! are kept aside with the number of functions before them, so [`assemble`] puts them back.
+//!
+//! For `lower_words` the load is sparse (runs the pass never reads stay in the words, see
+//! `elide`) and streams: once the globals are complete, each function and each instruction
+//! between functions goes to a [`Stream`] as soon as it is parsed instead of into the module.
 
 use std::collections::HashSet;
 

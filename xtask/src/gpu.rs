@@ -4,8 +4,8 @@
 //! The GPU machine has an NVIDIA driver but no Rust toolchain, no `glslangValidator`, no `spirv-val`
 //! and no Vulkan loader. So this task, here:
 //!
-//! 1. builds the `conformance` and `lower_exec` test binaries in release (`cargo test --release
-//!    --no-run`);
+//! 1. builds the `conformance`, `lower_exec` and `lower_fragment_exec` test binaries in release
+//!    (`cargo test --release --no-run`);
 //! 2. copies them, `glslangValidator`, `spirv-val` and `spirv-as` (which only need libstdc++) into `DIR/bin`
 //!    (default `.gpu/` in the workspace root, which must be git-ignored: it is added to
 //!    `.git/info/exclude`), with debug info stripped to stay under the tool's 64 MiB;
@@ -18,7 +18,9 @@
 //!    and against each other, then the timings), writing reports into `$OUT`, then `lower_exec`'s
 //!    `child` on the GPU (every `exec` fixture and the quad votes, natively where the driver has
 //!    the ops, against each preset's lowering; `SPV_SUBGROUP_ROOT` points the binary at the
-//!    carried checkout's fixtures); `SPV_GPU_RUN=conformance` or `lower_exec` runs one of them;
+//!    carried checkout's fixtures), then `lower_fragment_exec`'s `child_suite` (the fragment
+//!    shaders drawn natively and lowered, against the host model); `SPV_GPU_RUN=conformance`,
+//!    `lower_exec` or `lower_fragment_exec` runs one of them;
 //! 5. prints the `run` call to make: command `sh .gpu/run.sh`, carry `.gpu` and `.gl`.
 
 use std::path::{Path, PathBuf};
@@ -40,7 +42,7 @@ nvidia-smi -L
 OUTDIR="${OUT:-/tmp/out}"
 mkdir -p "$OUTDIR"
 rc=0
-# SPV_GPU_RUN: `all` (default), `conformance` or `lower_exec`.
+# SPV_GPU_RUN: `all` (default), `conformance`, `lower_exec` or `lower_fragment_exec`.
 case "${SPV_GPU_RUN:-all}" in all|conformance)
 SPV_CONFORMANCE_CHILD=1 SPV_CONFORMANCE_BENCH=1 SPV_CONFORMANCE_KNOWN_SIZE=1 SPV_CONFORMANCE_OUT="$OUTDIR" \
   .gpu/bin/conformance --exact child_suite --include-ignored --nocapture --test-threads 1 "$@" >"$OUTDIR/log.txt" 2>&1
@@ -53,6 +55,13 @@ LOWER_EXEC_CHILD=1 SPV_SUBGROUP_VK_DEVICE=NVIDIA SPV_SUBGROUP_ROOT="$PWD" \
 rc2=$?
 grep -E '^(device|subgroup|features)|reference|not run|failures|differ|words equal|test result' "$OUTDIR/lower_exec.txt" | cut -c1-400
 [ $rc -eq 0 ] && rc=$rc2
+esac
+case "${SPV_GPU_RUN:-all}" in all|lower_fragment_exec)
+SPV_LAVAPIPE_CHILD=1 SPV_SUBGROUP_VK_DEVICE=NVIDIA SPV_SUBGROUP_ROOT="$PWD" \
+  .gpu/bin/lower_fragment_exec --exact child_suite --include-ignored --nocapture --test-threads 1 >"$OUTDIR/lower_fragment_exec.txt" 2>&1
+rc3=$?
+grep -E '^(device|subgroup)|lowered|unchanged|match the model|failures|differ|test result' "$OUTDIR/lower_fragment_exec.txt" | cut -c1-400
+[ $rc -eq 0 ] && rc=$rc3
 esac
 exit $rc
 "#;
@@ -98,13 +107,13 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     eprintln!("  carry:   [\".gpu\", \".gl\"]");
     eprintln!("  kind:    nvidia-h100-x1 (or nvidia-h200), timeout_s: 600");
     eprintln!(
-        "reports come back as conformance-32.txt, bench.md, log.txt and lower_exec.txt under $OUT"
+        "reports come back as conformance-32.txt, bench.md, log.txt, lower_exec.txt and lower_fragment_exec.txt under $OUT"
     );
     Ok(())
 }
 
 /// The harnesses the GPU machine runs.
-const HARNESSES: [&str; 2] = ["conformance", "lower_exec"];
+const HARNESSES: [&str; 3] = ["conformance", "lower_exec", "lower_fragment_exec"];
 
 /// Builds [`HARNESSES`] in release; returns each with its executable.
 fn build_test_binaries(root: &Path) -> anyhow::Result<Vec<(&'static str, PathBuf)>> {

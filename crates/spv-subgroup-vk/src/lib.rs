@@ -1,4 +1,4 @@
-//! A small Vulkan compute runner for the execution conformance suite and the GPU benchmark.
+//! A small Vulkan runner (compute, and a fragment path) for the execution tests and the GPU benchmark.
 //!
 //! [`Runner::new`] loads the Vulkan loader at run time (no link-time dependency), picks a device
 //! (the first, or the first whose name contains `SPV_SUBGROUP_VK_DEVICE`), and creates a logical
@@ -8,6 +8,10 @@
 //! [`Runner::pipeline`] turns SPIR-V words into a compute pipeline (a failure carries the `VkResult`),
 //! [`Runner::run`] binds storage buffers, dispatches, waits with a timeout and reads the buffers back,
 //! and [`Runner::time`] does the same with timestamp queries around each of several dispatches.
+//! [`Runner::graphics_pipeline`] and [`Runner::draw`] (module [`graphics`]) do the same for a vertex
+//! and a fragment shader drawn into one color attachment, with the same storage buffers, descriptor
+//! set and read-back: fragment shaders are where subgroups are least like compute (quads, helper
+//! invocations, partial subgroups at a primitive's edges).
 //!
 //! This crate is the only one of the workspace that uses `unsafe`: every such block is a Vulkan call
 //! or a copy to or from mapped device memory whose size was checked just before.
@@ -18,6 +22,10 @@ use std::ffi::{CStr, CString};
 use std::time::Duration;
 
 use ash::vk;
+
+pub mod graphics;
+
+pub use graphics::{Draw, GraphicsOptions};
 
 /// The device extensions of interest: enabled when present, and listed in [`DeviceInfo`].
 pub const EXTENSIONS_OF_INTEREST: &[&str] = &[
@@ -63,8 +71,9 @@ pub enum VkError {
     /// The device is older than Vulkan 1.1 or has no compute queue.
     #[error("device `{0}` cannot run the tests: {1}")]
     Unsuitable(String, String),
-    /// `vkCreateComputePipelines` (or the shader module) failed.
-    #[error("creating the compute pipeline failed: {result:?} ({stage})")]
+    /// `vkCreateComputePipelines` or `vkCreateGraphicsPipelines` (or a part: shader module,
+    /// layouts, render pass) failed.
+    #[error("creating the pipeline failed: {result:?} ({stage})")]
     Pipeline {
         /// What was being created.
         stage: &'static str,
@@ -84,6 +93,21 @@ pub enum VkError {
 
 fn call(call: &'static str) -> impl Fn(vk::Result) -> VkError {
     move |result| VkError::Call { call, result }
+}
+
+/// The map entries and data of 32-bit specialization constants `(constant_id, value)`.
+fn specialization(consts: &[(u32, u32)]) -> (Vec<vk::SpecializationMapEntry>, Vec<u8>) {
+    let entries = consts
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| vk::SpecializationMapEntry {
+            constant_id: *id,
+            offset: (i * 4) as u32,
+            size: 4,
+        })
+        .collect();
+    let data = consts.iter().flat_map(|(_, v)| v.to_le_bytes()).collect();
+    (entries, data)
 }
 
 /// Optional device features that matter to subgroup shaders, as the device reports them.
@@ -115,6 +139,8 @@ pub struct Features {
     pub subgroup_rotate_clustered: bool,
     /// `shaderQuadControl` (`VK_KHR_shader_quad_control`).
     pub quad_control: bool,
+    /// `fragmentStoresAndAtomics` (storage buffer writes from fragment shaders).
+    pub fragment_stores_and_atomics: bool,
 }
 
 /// What the chosen device is and what it supports.
@@ -148,6 +174,10 @@ pub struct DeviceInfo {
     pub timestamps: bool,
     /// Nanoseconds per timestamp tick.
     pub timestamp_period_ns: f64,
+    /// Whether the queue the runner uses also does graphics ([`Runner::draw`] needs it).
+    pub graphics: bool,
+    /// `maxFramebufferWidth` and `maxFramebufferHeight`.
+    pub max_framebuffer: (u32, u32),
 }
 
 impl DeviceInfo {
@@ -212,14 +242,18 @@ impl Default for PipelineOptions {
     }
 }
 
-/// A compute pipeline; it cannot outlive its [`Runner`].
+/// A compute pipeline ([`Runner::pipeline`]) or a graphics one ([`Runner::graphics_pipeline`]);
+/// it cannot outlive its [`Runner`].
 #[derive(Debug)]
 pub struct Pipeline<'r> {
     runner: &'r Runner,
-    module: vk::ShaderModule,
+    modules: Vec<vk::ShaderModule>,
     set_layout: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
+    /// Null for a compute pipeline.
+    render_pass: vk::RenderPass,
+    bind_point: vk::PipelineBindPoint,
     buffers: u32,
 }
 
@@ -229,13 +263,16 @@ impl Drop for Pipeline<'_> {
             return;
         }
         let d = &self.runner.device;
-        // SAFETY: the handles were created by this device and no submitted work uses them
-        // (every run waits for its fence before returning).
+        // SAFETY: the handles were created by this device (or are null, which every destroy
+        // function accepts) and no submitted work uses them (every run waits for its fence).
         unsafe {
             d.destroy_pipeline(self.pipeline, None);
+            d.destroy_render_pass(self.render_pass, None);
             d.destroy_pipeline_layout(self.layout, None);
             d.destroy_descriptor_set_layout(self.set_layout, None);
-            d.destroy_shader_module(self.module, None);
+            for &m in &self.modules {
+                d.destroy_shader_module(m, None);
+            }
         }
     }
 }
@@ -472,15 +509,24 @@ impl Runner {
             subgroup_rotate_clustered: f_rotate.shader_subgroup_rotate_clustered == vk::TRUE,
             quad_control: f_quad.shader_quad_control == vk::TRUE
                 && f_reconverge.shader_maximal_reconvergence == vk::TRUE,
+            fragment_stores_and_atomics: core.fragment_stores_and_atomics == vk::TRUE,
         };
 
         // Queue.
         // SAFETY: plain query.
         let families = unsafe { instance.get_physical_device_queue_family_properties(pdev) };
+        // A family that does compute and graphics (for `draw`), else one that does compute.
+        let both = vk::QueueFlags::COMPUTE | vk::QueueFlags::GRAPHICS;
         let (qfi, qf) = families
             .iter()
             .enumerate()
-            .find(|(_, q)| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            .find(|(_, q)| q.queue_flags.contains(both))
+            .or_else(|| {
+                families
+                    .iter()
+                    .enumerate()
+                    .find(|(_, q)| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
+            })
             .ok_or_else(|| VkError::Unsuitable(name.clone(), "no compute queue".into()))?;
         let qfi = u32::try_from(qfi).map_err(|_| VkError::Invalid("queue family index".into()))?;
 
@@ -488,6 +534,7 @@ impl Runner {
             shader_int64: core.shader_int64,
             shader_float64: core.shader_float64,
             shader_int16: core.shader_int16,
+            fragment_stores_and_atomics: core.fragment_stores_and_atomics,
             ..Default::default()
         };
         let mut e11 = vk::PhysicalDeviceVulkan11Features {
@@ -597,6 +644,11 @@ impl Runner {
             features,
             timestamps: qf.timestamp_valid_bits > 0 && props.limits.timestamp_period > 0.0,
             timestamp_period_ns: f64::from(props.limits.timestamp_period),
+            graphics: qf.queue_flags.contains(vk::QueueFlags::GRAPHICS),
+            max_framebuffer: (
+                props.limits.max_framebuffer_width,
+                props.limits.max_framebuffer_height,
+            ),
         };
         Ok(Runner {
             _entry: entry,
@@ -629,52 +681,51 @@ impl Runner {
         }
     }
 
-    /// Creates a compute pipeline from SPIR-V words.
-    pub fn pipeline(&self, words: &[u32], opts: &PipelineOptions) -> Result<Pipeline<'_>, VkError> {
-        self.check_alive()?;
-        if words.len() < 5 || words[0] != 0x0723_0203 {
+    /// The parts every pipeline has: a shader module per stage (in order), a descriptor set layout
+    /// of `buffers` storage buffers (bindings `0..buffers` of set 0) visible to `stages`, and the
+    /// pipeline layout; the pipeline itself (and a render pass) is the caller's to add.
+    pub(crate) fn pipeline_shell(
+        &self,
+        modules: &[&[u32]],
+        buffers: u32,
+        stages: vk::ShaderStageFlags,
+        bind_point: vk::PipelineBindPoint,
+    ) -> Result<Pipeline<'_>, VkError> {
+        if modules.iter().any(|w| w.len() < 5 || w[0] != 0x0723_0203) {
             return Err(VkError::Invalid(
                 "not a SPIR-V module (bad magic or too short)".into(),
             ));
         }
-        let entry = CString::new(opts.entry.as_str())
-            .map_err(|_| VkError::Invalid("entry point name has a NUL".into()))?;
-        if let Some(size) = opts.required_subgroup_size {
-            let i = &self.info;
-            if !i.required_subgroup_size_compute
-                || size < i.min_subgroup_size
-                || size > i.max_subgroup_size
-                || !size.is_power_of_two()
-            {
-                return Err(VkError::Invalid(format!(
-                    "required subgroup size {size} unsupported (range {}..={}, compute: {})",
-                    i.min_subgroup_size, i.max_subgroup_size, i.required_subgroup_size_compute
-                )));
-            }
-        }
         let d = &self.device;
-        let smci = vk::ShaderModuleCreateInfo::default().code(words);
-        // SAFETY: words is a whole number of words with the SPIR-V magic.
-        let module =
-            unsafe { d.create_shader_module(&smci, None) }.map_err(|result| VkError::Pipeline {
-                stage: "vkCreateShaderModule",
-                result,
-            })?;
+        // Every handle goes into `p` as soon as it exists, so its Drop frees it on any error.
         let mut p = Pipeline {
             runner: self,
-            module,
+            modules: Vec::new(),
             set_layout: vk::DescriptorSetLayout::null(),
             layout: vk::PipelineLayout::null(),
             pipeline: vk::Pipeline::null(),
-            buffers: opts.buffers,
+            render_pass: vk::RenderPass::null(),
+            bind_point,
+            buffers,
         };
-        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..opts.buffers)
+        for words in modules {
+            let smci = vk::ShaderModuleCreateInfo::default().code(words);
+            // SAFETY: words is a whole number of words with the SPIR-V magic.
+            let module = unsafe { d.create_shader_module(&smci, None) }.map_err(|result| {
+                VkError::Pipeline {
+                    stage: "vkCreateShaderModule",
+                    result,
+                }
+            })?;
+            p.modules.push(module);
+        }
+        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..buffers)
             .map(|b| {
                 vk::DescriptorSetLayoutBinding::default()
                     .binding(b)
                     .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                     .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+                    .stage_flags(stages)
             })
             .collect();
         let dslci = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
@@ -695,22 +746,36 @@ impl Runner {
                 result,
             }
         })?;
+        Ok(p)
+    }
 
-        let entries: Vec<vk::SpecializationMapEntry> = opts
-            .spec_constants
-            .iter()
-            .enumerate()
-            .map(|(i, (id, _))| vk::SpecializationMapEntry {
-                constant_id: *id,
-                offset: (i * 4) as u32,
-                size: 4,
-            })
-            .collect();
-        let data: Vec<u8> = opts
-            .spec_constants
-            .iter()
-            .flat_map(|(_, v)| v.to_le_bytes())
-            .collect();
+    /// Creates a compute pipeline from SPIR-V words.
+    pub fn pipeline(&self, words: &[u32], opts: &PipelineOptions) -> Result<Pipeline<'_>, VkError> {
+        self.check_alive()?;
+        let entry = CString::new(opts.entry.as_str())
+            .map_err(|_| VkError::Invalid("entry point name has a NUL".into()))?;
+        if let Some(size) = opts.required_subgroup_size {
+            let i = &self.info;
+            if !i.required_subgroup_size_compute
+                || size < i.min_subgroup_size
+                || size > i.max_subgroup_size
+                || !size.is_power_of_two()
+            {
+                return Err(VkError::Invalid(format!(
+                    "required subgroup size {size} unsupported (range {}..={}, compute: {})",
+                    i.min_subgroup_size, i.max_subgroup_size, i.required_subgroup_size_compute
+                )));
+            }
+        }
+        let mut p = self.pipeline_shell(
+            &[words],
+            opts.buffers,
+            vk::ShaderStageFlags::COMPUTE,
+            vk::PipelineBindPoint::COMPUTE,
+        )?;
+        let module = p.modules[0];
+        let d = &self.device;
+        let (entries, data) = specialization(&opts.spec_constants);
         let spec = vk::SpecializationInfo::default()
             .map_entries(&entries)
             .data(&data);
@@ -806,20 +871,27 @@ impl Runner {
             .map(|i| i as u32)
     }
 
-    fn submit(
+    /// The start of every submission: checks that `p` is this runner's pipeline of `bind_point`
+    /// with as many storage buffers as given, uploads `buffers` (host-visible, coherent),
+    /// writes them into a descriptor set of `p`'s layout, and begins a one-time command buffer.
+    /// Everything made is in the returned [`Resources`], freed when it drops.
+    pub(crate) fn prepare(
         &self,
         p: &Pipeline<'_>,
-        buffers: &mut [Vec<u32>],
-        groups: [u32; 3],
-        reps: u32,
-        timed: bool,
-        timeout: Duration,
-    ) -> Result<Vec<f64>, VkError> {
+        bind_point: vk::PipelineBindPoint,
+        buffers: &[Vec<u32>],
+    ) -> Result<Resources<'_>, VkError> {
         self.check_alive()?;
         if !std::ptr::eq(p.runner, self) {
             return Err(VkError::Invalid(
                 "the pipeline belongs to another runner".into(),
             ));
+        }
+        if p.bind_point != bind_point {
+            return Err(VkError::Invalid(format!(
+                "a {:?} pipeline given where a {bind_point:?} one is needed",
+                p.bind_point
+            )));
         }
         if buffers.len() != p.buffers as usize {
             return Err(VkError::Invalid(format!(
@@ -832,12 +904,17 @@ impl Runner {
             runner: self,
             buffers: Vec::new(),
             pool: vk::DescriptorPool::null(),
+            set: vk::DescriptorSet::null(),
             cmd: vk::CommandBuffer::null(),
             fence: vk::Fence::null(),
             queries: vk::QueryPool::null(),
+            image: vk::Image::null(),
+            image_memory: vk::DeviceMemory::null(),
+            view: vk::ImageView::null(),
+            framebuffer: vk::Framebuffer::null(),
         };
         let d = &self.device;
-        for data in buffers.iter() {
+        for data in buffers {
             let size = (data.len().max(1) * 4) as u64;
             let bci = vk::BufferCreateInfo::default()
                 .size(size)
@@ -895,7 +972,7 @@ impl Runner {
         // SAFETY: valid allocate info.
         let sets = unsafe { d.allocate_descriptor_sets(&dsai) }
             .map_err(call("vkAllocateDescriptorSets"))?;
-        let set = sets
+        res.set = sets
             .first()
             .copied()
             .ok_or(VkError::Invalid("no descriptor set".into()))?;
@@ -915,7 +992,7 @@ impl Runner {
             .enumerate()
             .map(|(i, info)| {
                 vk::WriteDescriptorSet::default()
-                    .dst_set(set)
+                    .dst_set(res.set)
                     .dst_binding(i as u32)
                     .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
                     .buffer_info(info)
@@ -924,14 +1001,6 @@ impl Runner {
         // SAFETY: the set and buffers are live.
         unsafe { d.update_descriptor_sets(&writes, &[]) };
 
-        if timed {
-            let qpci = vk::QueryPoolCreateInfo::default()
-                .query_type(vk::QueryType::TIMESTAMP)
-                .query_count(2 * reps);
-            // SAFETY: valid create info.
-            res.queries =
-                unsafe { d.create_query_pool(&qpci, None) }.map_err(call("vkCreateQueryPool"))?;
-        }
         let cbai = vk::CommandBufferAllocateInfo::default()
             .command_pool(self.command_pool)
             .level(vk::CommandBufferLevel::PRIMARY)
@@ -943,64 +1012,32 @@ impl Runner {
             .first()
             .copied()
             .ok_or(VkError::Invalid("no command buffer".into()))?;
-        let cb = res.cmd;
         let begin = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        let barrier = [vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+        // SAFETY: a fresh command buffer.
+        unsafe { d.begin_command_buffer(res.cmd, &begin) }.map_err(call("vkBeginCommandBuffer"))?;
+        Ok(res)
+    }
+
+    /// The end of every submission: makes the shader writes of `stage` visible to the host, ends
+    /// the command buffer, submits it, waits at most `timeout`, and reads every buffer back.
+    pub(crate) fn finish(
+        &self,
+        res: &mut Resources<'_>,
+        stage: vk::PipelineStageFlags,
+        buffers: &mut [Vec<u32>],
+        timeout: Duration,
+    ) -> Result<(), VkError> {
+        let d = &self.device;
+        let cb = res.cmd;
         let host_barrier = [vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::SHADER_WRITE)
             .dst_access_mask(vk::AccessFlags::HOST_READ)];
-        // SAFETY: recording into a fresh command buffer with live objects.
+        // SAFETY: recording into the command buffer `prepare` began.
         unsafe {
-            d.begin_command_buffer(cb, &begin)
-                .map_err(call("vkBeginCommandBuffer"))?;
-            if timed {
-                d.cmd_reset_query_pool(cb, res.queries, 0, 2 * reps);
-            }
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, p.pipeline);
-            d.cmd_bind_descriptor_sets(
-                cb,
-                vk::PipelineBindPoint::COMPUTE,
-                p.layout,
-                0,
-                &[set],
-                &[],
-            );
-            for r in 0..reps {
-                if r > 0 {
-                    d.cmd_pipeline_barrier(
-                        cb,
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        vk::DependencyFlags::empty(),
-                        &barrier,
-                        &[],
-                        &[],
-                    );
-                }
-                if timed {
-                    d.cmd_write_timestamp(
-                        cb,
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        res.queries,
-                        2 * r,
-                    );
-                }
-                d.cmd_dispatch(cb, groups[0], groups[1], groups[2]);
-                if timed {
-                    d.cmd_write_timestamp(
-                        cb,
-                        vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                        res.queries,
-                        2 * r + 1,
-                    );
-                }
-            }
             d.cmd_pipeline_barrier(
                 cb,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
+                stage,
                 vk::PipelineStageFlags::HOST,
                 vk::DependencyFlags::empty(),
                 &host_barrier,
@@ -1038,6 +1075,83 @@ impl Runner {
                 )
             };
         }
+        Ok(())
+    }
+
+    fn submit(
+        &self,
+        p: &Pipeline<'_>,
+        buffers: &mut [Vec<u32>],
+        groups: [u32; 3],
+        reps: u32,
+        timed: bool,
+        timeout: Duration,
+    ) -> Result<Vec<f64>, VkError> {
+        let mut res = self.prepare(p, vk::PipelineBindPoint::COMPUTE, buffers)?;
+        let d = &self.device;
+        if timed {
+            let qpci = vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(2 * reps);
+            // SAFETY: valid create info.
+            res.queries =
+                unsafe { d.create_query_pool(&qpci, None) }.map_err(call("vkCreateQueryPool"))?;
+        }
+        let cb = res.cmd;
+        let barrier = [vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+        // SAFETY: recording into the command buffer `prepare` began, with live objects.
+        unsafe {
+            if timed {
+                d.cmd_reset_query_pool(cb, res.queries, 0, 2 * reps);
+            }
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, p.pipeline);
+            d.cmd_bind_descriptor_sets(
+                cb,
+                vk::PipelineBindPoint::COMPUTE,
+                p.layout,
+                0,
+                &[res.set],
+                &[],
+            );
+            for r in 0..reps {
+                if r > 0 {
+                    d.cmd_pipeline_barrier(
+                        cb,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::DependencyFlags::empty(),
+                        &barrier,
+                        &[],
+                        &[],
+                    );
+                }
+                if timed {
+                    d.cmd_write_timestamp(
+                        cb,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        res.queries,
+                        2 * r,
+                    );
+                }
+                d.cmd_dispatch(cb, groups[0], groups[1], groups[2]);
+                if timed {
+                    d.cmd_write_timestamp(
+                        cb,
+                        vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                        res.queries,
+                        2 * r + 1,
+                    );
+                }
+            }
+        }
+        self.finish(
+            &mut res,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            buffers,
+            timeout,
+        )?;
         let mut times = Vec::new();
         if timed {
             let mut ticks = vec![0u64; 2 * reps as usize];
@@ -1070,15 +1184,21 @@ impl Runner {
     }
 }
 
-/// The per-dispatch objects; freed on every path (unless the runner was poisoned by a timeout,
-/// when the GPU may still use them and they are leaked on purpose).
-struct Resources<'r> {
+/// The per-submission objects; freed on every path (unless the runner was poisoned by a timeout,
+/// when the GPU may still use them and they are leaked on purpose). The image, its view and the
+/// framebuffer are a draw's color attachment (null for a dispatch).
+pub(crate) struct Resources<'r> {
     runner: &'r Runner,
     buffers: Vec<(vk::Buffer, vk::DeviceMemory, *mut std::ffi::c_void)>,
     pool: vk::DescriptorPool,
-    cmd: vk::CommandBuffer,
+    pub(crate) set: vk::DescriptorSet,
+    pub(crate) cmd: vk::CommandBuffer,
     fence: vk::Fence,
     queries: vk::QueryPool,
+    pub(crate) image: vk::Image,
+    pub(crate) image_memory: vk::DeviceMemory,
+    pub(crate) view: vk::ImageView,
+    pub(crate) framebuffer: vk::Framebuffer,
 }
 
 impl Drop for Resources<'_> {
@@ -1087,27 +1207,24 @@ impl Drop for Resources<'_> {
             return;
         }
         let d = &self.runner.device;
-        // SAFETY: every handle was made by this device; the submission (if any) finished.
+        // SAFETY: every handle was made by this device (or is null, which every destroy and
+        // free function accepts); the submission (if any) finished.
         unsafe {
-            if self.fence != vk::Fence::null() {
-                d.destroy_fence(self.fence, None);
-            }
+            d.destroy_fence(self.fence, None);
             if self.cmd != vk::CommandBuffer::null() {
                 d.free_command_buffers(self.runner.command_pool, &[self.cmd]);
             }
-            if self.queries != vk::QueryPool::null() {
-                d.destroy_query_pool(self.queries, None);
-            }
-            if self.pool != vk::DescriptorPool::null() {
-                d.destroy_descriptor_pool(self.pool, None);
-            }
+            d.destroy_query_pool(self.queries, None);
+            d.destroy_descriptor_pool(self.pool, None);
+            d.destroy_framebuffer(self.framebuffer, None);
+            d.destroy_image_view(self.view, None);
+            d.destroy_image(self.image, None);
+            d.free_memory(self.image_memory, None);
             for (b, m, p) in &self.buffers {
                 if !p.is_null() {
                     d.unmap_memory(*m);
                 }
-                if *m != vk::DeviceMemory::null() {
-                    d.free_memory(*m, None);
-                }
+                d.free_memory(*m, None);
                 d.destroy_buffer(*b, None);
             }
         }

@@ -5,6 +5,8 @@
 //! Built in one pass after [`crate::binary::parse`]; every lookup is total (returns `Option` or
 //! [`Ty::Missing`]) so rules never panic on a module whose ids do not resolve.
 
+use std::cell::Cell;
+
 use spirv::Op;
 
 use crate::binary::{op_table, IdMap, Inst, Parsed};
@@ -85,7 +87,14 @@ pub(crate) struct Module<'a> {
     pub passed: Vec<(u32, u32, u32)>,
     /// Friendly names for disassembly, built on the first finding only.
     names: std::cell::OnceCell<std::collections::HashMap<u32, String>>,
+    /// A direct-mapped memo of [`Module::ty`], slot `id % TY_MEMO`: the rules ask about the same
+    /// few types again and again, and decoding one reads three tables far apart in memory
+    /// (measured: docs/PERFORMANCE.md). Id 0 is never a type, so the empty slot is true.
+    ty_memo: [Cell<(u32, Ty)>; TY_MEMO],
 }
+
+/// Slots of [`Module::ty`]'s memo (16 bytes each).
+const TY_MEMO: usize = 64;
 
 impl<'a> Module<'a> {
     pub(crate) fn build(words: &'a [u32], p: Parsed) -> Module<'a> {
@@ -112,6 +121,7 @@ impl<'a> Module<'a> {
             calls: Vec::new(),
             passed: Vec::new(),
             names: std::cell::OnceCell::new(),
+            ty_memo: std::array::from_fn(|_| Cell::new((0, Ty::Missing))),
         };
         for i in 0..m.insts.len() {
             let inst = m.insts[i];
@@ -305,6 +315,19 @@ impl<'a> Module<'a> {
 
     /// Decodes the type `id`.
     pub(crate) fn ty(&self, id: u32) -> Ty {
+        let slot = &self.ty_memo[id as usize % TY_MEMO];
+        match slot.get() {
+            (memo, ty) if memo == id => ty,
+            _ => {
+                let ty = self.decode_ty(id);
+                slot.set((id, ty));
+                ty
+            }
+        }
+    }
+
+    /// [`Module::ty`] without the memo.
+    fn decode_ty(&self, id: u32) -> Ty {
         let Some(i) = self.def_inst(id) else {
             return Ty::Missing;
         };

@@ -634,24 +634,112 @@ A module that cannot be parsed at all (bad magic, truncated instruction...) is n
 `ParseError` with its word offset; the CLI reports it as an IO-level error (exit code 2).
 ";
 
+/// Which per-instruction family [`run`] sends an opcode to (before looking at its operands).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dispatch {
+    /// Barriers, and atomics with a memory scope.
+    Barrier,
+    Vote,
+    Partition,
+    /// The 16 arithmetic group operations: partitioned or core, by their group operation.
+    Arithmetic,
+    /// Ballot bit count and the `Group*` reductions: only a partitioned group operation is
+    /// checked (it is not allowed there), plus the core rules of the bit count.
+    NotArithmetic,
+    Core,
+}
+
+/// The family of `op`, if [`run`] checks it.
+fn dispatch(op: Op) -> Option<Dispatch> {
+    Some(match op {
+        Op::ControlBarrier | Op::MemoryBarrier | Op::AtomicStore => Dispatch::Barrier,
+        op if memory_scope_word(op).is_some() => Dispatch::Barrier,
+        Op::SubgroupAllKHR | Op::SubgroupAnyKHR | Op::SubgroupAllEqualKHR => Dispatch::Vote,
+        Op::GroupNonUniformPartitionEXT => Dispatch::Partition,
+        op if is_arithmetic(op) => Dispatch::Arithmetic,
+        Op::GroupNonUniformBallotBitCount
+        | Op::GroupIAdd
+        | Op::GroupFAdd
+        | Op::GroupFMin
+        | Op::GroupUMin
+        | Op::GroupSMin
+        | Op::GroupFMax
+        | Op::GroupUMax
+        | Op::GroupSMax
+        | Op::GroupIAddNonUniformAMD
+        | Op::GroupFAddNonUniformAMD
+        | Op::GroupFMinNonUniformAMD
+        | Op::GroupUMinNonUniformAMD
+        | Op::GroupSMinNonUniformAMD
+        | Op::GroupFMaxNonUniformAMD
+        | Op::GroupUMaxNonUniformAMD
+        | Op::GroupSMaxNonUniformAMD
+        | Op::GroupIMulKHR
+        | Op::GroupFMulKHR
+        | Op::GroupBitwiseAndKHR
+        | Op::GroupBitwiseOrKHR
+        | Op::GroupBitwiseXorKHR
+        | Op::GroupLogicalAndKHR
+        | Op::GroupLogicalOrKHR
+        | Op::GroupLogicalXorKHR => Dispatch::NotArithmetic,
+        Op::GroupNonUniformElect
+        | Op::GroupNonUniformAll
+        | Op::GroupNonUniformAny
+        | Op::GroupNonUniformAllEqual
+        | Op::GroupNonUniformBroadcast
+        | Op::GroupNonUniformBroadcastFirst
+        | Op::GroupNonUniformBallot
+        | Op::GroupNonUniformInverseBallot
+        | Op::GroupNonUniformBallotBitExtract
+        | Op::GroupNonUniformBallotFindLSB
+        | Op::GroupNonUniformBallotFindMSB
+        | Op::GroupNonUniformShuffle
+        | Op::GroupNonUniformShuffleXor
+        | Op::GroupNonUniformShuffleUp
+        | Op::GroupNonUniformShuffleDown
+        | Op::GroupNonUniformQuadBroadcast
+        | Op::GroupNonUniformQuadSwap => Dispatch::Core,
+        _ => return None,
+    })
+}
+
+/// Per raw opcode: whether any per-instruction check of [`run`] looks at it (a family of
+/// [`dispatch`], SG0003's value operands, or target fit). Most instructions of a module (and
+/// nearly all of a lowered one: selects, bitwise ops, labels, branches) are none of these, and
+/// [`run`] skips them after this one lookup instead of three opcode matches each.
+fn checked_opcodes() -> &'static [bool] {
+    static TABLE: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        crate::binary::op_table()
+            .iter()
+            .map(|info| {
+                info.op.is_some_and(|op| {
+                    dispatch(op).is_some()
+                        || wellformed::value_operands(op).is_some()
+                        || target_fit::looks_at(op)
+                })
+            })
+            .collect()
+    })
+}
+
 /// Runs every rule family on the indexed module.
 pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
+    let checked = checked_opcodes();
     for i in 0..cx.m.insts.len() {
         let opcode = cx.m.insts[i].opcode;
+        if !checked.get(usize::from(opcode)).copied().unwrap_or(false) {
+            continue;
+        }
         let Some(op) = crate::binary::op_of(u32::from(opcode)) else {
             continue;
         };
         wellformed::check_value_operands(cx, i, op, out);
-        match op {
-            Op::ControlBarrier | Op::MemoryBarrier | Op::AtomicStore => {
-                barrier::check(cx, i, op, out)
-            }
-            op if memory_scope_word(op).is_some() => barrier::check(cx, i, op, out),
-            Op::SubgroupAllKHR | Op::SubgroupAnyKHR | Op::SubgroupAllEqualKHR => {
-                vote::check(cx, i, out)
-            }
-            Op::GroupNonUniformPartitionEXT => partition::check(cx, i, out),
-            op if is_arithmetic(op) => {
+        match dispatch(op) {
+            Some(Dispatch::Barrier) => barrier::check(cx, i, op, out),
+            Some(Dispatch::Vote) => vote::check(cx, i, out),
+            Some(Dispatch::Partition) => partition::check(cx, i, out),
+            Some(Dispatch::Arithmetic) => {
                 if is_partitioned(cx, i) {
                     partitioned_arith::check(cx, i, out);
                     provenance::check(cx, i, out);
@@ -659,55 +747,15 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
                     core::check(cx, i, out);
                 }
             }
-            Op::GroupNonUniformBallotBitCount
-            | Op::GroupIAdd
-            | Op::GroupFAdd
-            | Op::GroupFMin
-            | Op::GroupUMin
-            | Op::GroupSMin
-            | Op::GroupFMax
-            | Op::GroupUMax
-            | Op::GroupSMax
-            | Op::GroupIAddNonUniformAMD
-            | Op::GroupFAddNonUniformAMD
-            | Op::GroupFMinNonUniformAMD
-            | Op::GroupUMinNonUniformAMD
-            | Op::GroupSMinNonUniformAMD
-            | Op::GroupFMaxNonUniformAMD
-            | Op::GroupUMaxNonUniformAMD
-            | Op::GroupSMaxNonUniformAMD
-            | Op::GroupIMulKHR
-            | Op::GroupFMulKHR
-            | Op::GroupBitwiseAndKHR
-            | Op::GroupBitwiseOrKHR
-            | Op::GroupBitwiseXorKHR
-            | Op::GroupLogicalAndKHR
-            | Op::GroupLogicalOrKHR
-            | Op::GroupLogicalXorKHR => {
+            Some(Dispatch::NotArithmetic) => {
                 if is_partitioned(cx, i) {
                     partitioned_arith::check_not_arithmetic(cx, i, out);
                 } else if op == Op::GroupNonUniformBallotBitCount {
                     core::check(cx, i, out);
                 }
             }
-            Op::GroupNonUniformElect
-            | Op::GroupNonUniformAll
-            | Op::GroupNonUniformAny
-            | Op::GroupNonUniformAllEqual
-            | Op::GroupNonUniformBroadcast
-            | Op::GroupNonUniformBroadcastFirst
-            | Op::GroupNonUniformBallot
-            | Op::GroupNonUniformInverseBallot
-            | Op::GroupNonUniformBallotBitExtract
-            | Op::GroupNonUniformBallotFindLSB
-            | Op::GroupNonUniformBallotFindMSB
-            | Op::GroupNonUniformShuffle
-            | Op::GroupNonUniformShuffleXor
-            | Op::GroupNonUniformShuffleUp
-            | Op::GroupNonUniformShuffleDown
-            | Op::GroupNonUniformQuadBroadcast
-            | Op::GroupNonUniformQuadSwap => core::check(cx, i, out),
-            _ => {}
+            Some(Dispatch::Core) => core::check(cx, i, out),
+            None => {}
         }
         if cx.target.is_some() {
             target_fit::check(cx, i, op, out);
@@ -723,6 +771,48 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The prefilter of `run` keeps every opcode a per-instruction check reads and skips the
+    /// plain instructions a lowered module is mostly made of.
+    #[test]
+    fn run_skips_only_opcodes_no_check_reads() {
+        let checked = |op: Op| checked_opcodes()[op as usize];
+        for op in [
+            Op::Select,
+            Op::BitwiseAnd,
+            Op::Label,
+            Op::Branch,
+            Op::Load,
+            Op::Phi,
+            Op::Name,
+        ] {
+            assert!(!checked(op), "{op:?}");
+        }
+        for op in [
+            Op::SubgroupAllKHR,
+            Op::GroupNonUniformPartitionEXT,
+            Op::GroupNonUniformIAdd,
+            Op::GroupNonUniformShuffle,
+            Op::GroupNonUniformBallotBitCount,
+            Op::GroupIAdd,
+            Op::GroupNonUniformRotateKHR,
+            Op::SubgroupBallotKHR,
+            Op::ControlBarrier,
+            Op::AtomicIAdd,
+            Op::AtomicStore,
+            Op::Decorate,
+        ] {
+            assert!(checked(op), "{op:?}");
+        }
+        // Exactly the union of what the checks read, for every opcode the grammar knows.
+        for info in crate::binary::op_table() {
+            let Some(op) = info.op else { continue };
+            let reads = dispatch(op).is_some()
+                || wellformed::value_operands(op).is_some()
+                || target_fit::looks_at(op);
+            assert_eq!(checked(op), reads, "{op:?}");
+        }
+    }
 
     #[test]
     fn codes_and_names_are_unique_and_well_formed() {

@@ -67,6 +67,12 @@ fn describe(cx: &Cx<'_>, i: usize, op: Op) -> InstFit {
     }
 }
 
+/// Whether [`check`] looks at instructions with this opcode (decorations for the mask
+/// built-ins, and subgroup instructions); `rules::run` skips the others.
+pub(crate) fn looks_at(op: Op) -> bool {
+    op == Op::Decorate || fit::is_subgroup_op(op)
+}
+
 pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
     let Some(t) = cx.target else { return };
     let m = &cx.m;

@@ -54,7 +54,7 @@ pub(crate) fn check(cx: &Cx<'_>, out: &mut Sink) {
 
 /// The first word of the value operands of an instruction in scope, and the word to skip (a
 /// literal group operation), or `None` for instructions out of scope.
-fn value_operands(op: Op) -> Option<(usize, Option<usize>)> {
+pub(crate) fn value_operands(op: Op) -> Option<(usize, Option<usize>)> {
     Some(match op {
         Op::SubgroupAllKHR
         | Op::SubgroupAnyKHR

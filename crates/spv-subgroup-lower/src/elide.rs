@@ -124,12 +124,21 @@ pub(crate) fn for_each_result(
     inst: &Instruction,
     words: &[u32],
     slots: &mut ResultSlots,
-    mut each: impl FnMut(Id),
+    each: impl FnMut(Id),
 ) -> Option<()> {
     let Some((offset, count)) = range_of(inst) else {
         return Some(());
     };
-    let run = words.get(offset..offset + count)?;
+    for_each_result_in(words.get(offset..offset + count)?, slots, each)
+}
+
+/// Calls `each` with the result id of every instruction of `run` (whole instructions), in order;
+/// `None` if `run` does not hold whole instructions of known opcodes.
+pub(crate) fn for_each_result_in(
+    run: &[u32],
+    slots: &mut ResultSlots,
+    mut each: impl FnMut(Id),
+) -> Option<()> {
     let mut at = 0;
     while at < run.len() {
         let n = (run[at] >> 16) as usize;
@@ -312,7 +321,7 @@ pub(crate) fn all_instructions(f: &Function) -> impl Iterator<Item = &Instructio
 }
 
 /// How many words `inst` assembles to (a placeholder: the words it stands for).
-fn word_count(inst: &Instruction) -> usize {
+pub(crate) fn word_count(inst: &Instruction) -> usize {
     if let Some((_, count)) = range_of(inst) {
         return count;
     }
@@ -392,10 +401,18 @@ fn no_parse(f: &Function, offset: usize) -> LowerError {
 
 /// The instructions of `count` words at `offset`, parsed behind a copy of the module's header.
 fn parse_run(words: &[u32], offset: usize, count: usize) -> Option<Vec<Instruction>> {
-    let mut run: Vec<u32> = words.get(..5)?.to_vec();
-    run.extend_from_slice(words.get(offset..offset + count)?);
+    parse_instructions(words.get(..5)?, words.get(offset..offset + count)?)
+}
+
+/// The instructions of `run` (whole instructions of a function), parsed behind `header` (the
+/// module's five header words). rspirv's parser decodes them without the module's types, so a
+/// literal whose width depends on a type (`OpSwitch`'s) does not parse: `None`.
+pub(crate) fn parse_instructions(header: &[u32], run: &[u32]) -> Option<Vec<Instruction>> {
+    let mut words: Vec<u32> = Vec::with_capacity(header.len() + run.len());
+    words.extend_from_slice(header);
+    words.extend_from_slice(run);
     let mut collect = Collect::default();
-    rspirv::binary::parse_words(&run, &mut collect).ok()?;
+    rspirv::binary::parse_words(&words, &mut collect).ok()?;
     Some(collect.insts)
 }
 

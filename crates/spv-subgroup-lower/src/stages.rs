@@ -72,16 +72,9 @@ pub(crate) fn twin_entry_points(module: &Module) -> Vec<bool> {
         .collect()
 }
 
-/// Splits the code that loads `Flat` built-ins between the entry points that list them and those
-/// that load twins (`twin_entry`, from [`twin_entry_points`] before the split).
-/// Returns, for the twin loaders, flat built-in -> its twin, and function -> its clone.
-pub(crate) fn split(
-    module: &mut Module,
-    em: &mut Emitter,
-    twin_entry: &[bool],
-) -> Result<Split, LowerError> {
-    let flat: BTreeSet<Id> = em
-        .new_annotations
+/// The new built-ins decorated `Flat` (integer inputs, when the module has a fragment stage).
+pub(crate) fn flat_builtins(em: &Emitter) -> BTreeSet<Id> {
+    em.new_annotations
         .iter()
         .filter_map(|a| match a.operands.as_slice() {
             [Operand::IdRef(v), Operand::Decoration(Decoration::Flat)]
@@ -91,16 +84,105 @@ pub(crate) fn split(
             }
             _ => None,
         })
-        .collect();
-    if flat.is_empty() {
-        return Ok(Default::default());
-    }
-    if !twin_entry.contains(&true) {
+        .collect()
+}
+
+/// Whether one of `insts` refers to a built-in of `flat`.
+pub(crate) fn loads_flat<'a>(
+    mut insts: impl Iterator<Item = &'a Instruction>,
+    flat: &BTreeSet<Id>,
+) -> bool {
+    insts.any(|i| {
+        i.operands
+            .iter()
+            .any(|o| matches!(o, Operand::IdRef(v) if flat.contains(v)))
+    })
+}
+
+/// Splits the code that loads `Flat` built-ins between the entry points that list them and those
+/// that load twins (`twin_entry`, from [`twin_entry_points`] before the split).
+/// Returns, for the twin loaders, flat built-in -> its twin, and function -> its clone.
+pub(crate) fn split(
+    module: &mut Module,
+    em: &mut Emitter,
+    twin_entry: &[bool],
+) -> Result<Split, LowerError> {
+    let flat = flat_builtins(em);
+    if flat.is_empty() || !twin_entry.contains(&true) {
         return Ok(Default::default());
     }
     let calls = call_graph(module);
+    // Functions whose call tree loads a flat built-in.
+    let loads: BTreeSet<Id> = module
+        .functions
+        .iter()
+        .filter_map(|f| {
+            let id = f.def.as_ref()?.result_id?;
+            let insts = f.blocks.iter().flat_map(|b| &b.instructions);
+            loads_flat(insts, &flat).then_some(id)
+        })
+        .collect();
+    let Some(mut plan) = plan(&module.entry_points, twin_entry, &calls, &loads, &flat, em) else {
+        return Ok(Default::default());
+    };
+    let mut slots = ResultSlots::default();
+    let mut made = Vec::new();
+    let mut clones = Vec::new();
+    let mut deferred = Vec::new();
+    for (index, function) in module.functions.iter_mut().enumerate() {
+        let Some(id) = function.def.as_ref().and_then(|d| d.result_id) else {
+            continue;
+        };
+        if !plan.affected.contains(&id) {
+            continue;
+        }
+        if plan.clone_of.contains_key(&id) {
+            let first = em.bound();
+            fresh_ids(function, em, &mut plan.renames, &mut slots).ok_or_else(|| {
+                LowerError::Invalid {
+                    result_id: id,
+                    message: "the function's instructions no longer parse".to_owned(),
+                }
+            })?;
+            made.push((id, first..em.bound()));
+            // Lowering words, the clone is written from the original while assembling: holding
+            // its instructions would double the function's memory at the peak.
+            if em.source.is_some() {
+                deferred.push(index);
+            } else {
+                clones.push(clone_function(function, &plan.renames));
+            }
+        } else {
+            for inst in all_instructions(function) {
+                rename_operands(inst, &plan.renames);
+            }
+        }
+    }
+    module.functions.extend(clones);
+    Ok(finish_split(module, em, twin_entry, plan, &made, deferred))
+}
+
+/// What [`plan`] decides: the twins of the flat built-ins, the functions to clone, the
+/// functions to change (cloned, or renamed in place), and old id -> new id so far.
+pub(crate) struct Plan {
+    pub twins: BTreeMap<Id, Id>,
+    pub clone_of: HashMap<Id, Id>,
+    pub affected: BTreeSet<Id>,
+    pub renames: Renames,
+}
+
+/// Decides [`split`]'s work from the call graph and the functions that load a `flat` built-in
+/// (`loads`), and declares the twins; `None` when no twin loader reaches a flat built-in.
+pub(crate) fn plan(
+    entry_points: &[Instruction],
+    twin_entry: &[bool],
+    calls: &HashMap<Id, Vec<Id>>,
+    loads: &BTreeSet<Id>,
+    flat: &BTreeSet<Id>,
+    em: &mut Emitter,
+) -> Option<Plan> {
     let (mut flat_roots, mut twin_roots) = (Vec::new(), Vec::new());
-    for (ep, &twin) in module.entry_points.iter().zip(twin_entry) {
+    for (ep, &twin) in entry_points.iter().zip(twin_entry) {
         if let [_, Operand::IdRef(root), ..] = ep.operands.as_slice() {
             if twin {
                 twin_roots.push(*root);
@@ -109,31 +191,16 @@ pub(crate) fn split(
             }
         }
     }
-    let in_flat = reachable(&calls, &flat_roots);
-    let in_twin = reachable(&calls, &twin_roots);
-    // Functions whose call tree loads a flat built-in.
-    let loads_flat: BTreeSet<Id> = module
-        .functions
-        .iter()
-        .filter_map(|f| {
-            let id = f.def.as_ref()?.result_id?;
-            let uses = f
-                .blocks
-                .iter()
-                .flat_map(|b| &b.instructions)
-                .flat_map(|i| &i.operands)
-                .any(|o| matches!(o, Operand::IdRef(v) if flat.contains(v)));
-            uses.then_some(id)
-        })
-        .collect();
-    let reaches_flat = callers_of(&calls, &loads_flat);
+    let in_flat = reachable(calls, &flat_roots);
+    let in_twin = reachable(calls, &twin_roots);
+    let reaches_flat = callers_of(calls, loads);
     let affected: BTreeSet<Id> = in_twin.intersection(&reaches_flat).copied().collect();
     if affected.is_empty() {
-        return Ok(Default::default());
+        return None;
     }
     // Undecorated twins of the flat built-ins, for the twin loaders.
     let mut twins: BTreeMap<Id, Id> = BTreeMap::new();
-    for &var in &flat {
+    for &var in flat {
         let Some(def) = em
             .new_globals
             .iter()
@@ -169,45 +236,61 @@ pub(crate) fn split(
         }
     }
     // Old id -> new id, for every function of the twin loaders: the twins and the clones, and
-    // for each clone its values (fresh ids in instruction order).
+    // (filled by the caller) for each clone its values (fresh ids in instruction order).
     let mut renames = Renames::default();
     for (&old, &new) in twins.iter().chain(clone_of.iter()) {
         renames.insert(old, new);
     }
-    let mut slots = ResultSlots::default();
-    // Per clone, in the order they are made: the function's id and the range of its values' ids.
-    let mut made: Vec<(Id, std::ops::Range<Id>)> = Vec::new();
-    let mut clones = Vec::new();
-    let mut deferred = Vec::new();
-    for (index, function) in module.functions.iter_mut().enumerate() {
-        let Some(id) = function.def.as_ref().and_then(|d| d.result_id) else {
-            continue;
-        };
-        if !affected.contains(&id) {
-            continue;
-        }
-        if clone_of.contains_key(&id) {
-            let first = em.bound();
-            fresh_ids(function, em, &mut renames, &mut slots).ok_or_else(|| {
-                LowerError::Invalid {
-                    result_id: id,
-                    message: "the function's instructions no longer parse".to_owned(),
-                }
-            })?;
-            made.push((id, first..em.bound()));
-            // Lowering words, the clone is written from the original while assembling: holding
-            // its instructions would double the function's memory at the peak.
-            if em.source.is_some() {
-                deferred.push(index);
+    Some(Plan {
+        twins,
+        clone_of,
+        affected,
+        renames,
+    })
+}
+
+/// The functions that twin loaders reach and no other entry point does (from the roots alone,
+/// before any rewrite: the helpers the rewrites add call no function of the input).
+pub(crate) fn twin_only(
+    entry_points: &[Instruction],
+    twin_entry: &[bool],
+    calls: &HashMap<Id, Vec<Id>>,
+) -> BTreeSet<Id> {
+    let (mut flat_roots, mut twin_roots) = (Vec::new(), Vec::new());
+    for (ep, &twin) in entry_points.iter().zip(twin_entry) {
+        if let [_, Operand::IdRef(root), ..] = ep.operands.as_slice() {
+            if twin {
+                twin_roots.push(*root);
             } else {
-                clones.push(clone_function(function, &renames));
-            }
-        } else {
-            for inst in all_instructions(function) {
-                rename_operands(inst, &renames);
+                flat_roots.push(*root);
             }
         }
     }
+    let in_flat = reachable(calls, &flat_roots);
+    reachable(calls, &twin_roots)
+        .into_iter()
+        .filter(|f| !in_flat.contains(f))
+        .collect()
+}
+
+/// The end of [`split`] once every affected function is cloned or renamed (`made`: per clone,
+/// in the order they were made, the function's id and the range of its values' new ids): the
+/// decorations of the cloned values are copied, the twin loaders' entry points call the clones,
+/// and `em.renames` takes the renames.
+pub(crate) fn finish_split(
+    module: &mut Module,
+    em: &mut Emitter,
+    twin_entry: &[bool],
+    plan: Plan,
+    made: &[(Id, std::ops::Range<Id>)],
+    deferred: Vec<usize>,
+) -> Split {
+    let Plan {
+        twins,
+        clone_of,
+        renames,
+        ..
+    } = plan;
     // Decorations of the cloned values (RelaxedPrecision, NoContraction) go with them: clone by
     // clone, in the order of the annotations.
     let clone_index = |old: Id, new: Id| {
@@ -241,7 +324,6 @@ pub(crate) fn split(
         new_decorations.push(d);
     }
     module.annotations.extend(new_decorations);
-    module.functions.extend(clones);
     for (ep, &twin) in module.entry_points.iter_mut().zip(twin_entry) {
         if let [_, Operand::IdRef(root), ..] = ep.operands.as_mut_slice() {
             if twin {
@@ -252,11 +334,11 @@ pub(crate) fn split(
         }
     }
     em.renames = renames;
-    Ok(Split {
+    Split {
         twins,
         clone_of,
         deferred,
-    })
+    }
 }
 
 fn all_instructions(f: &mut Function) -> impl Iterator<Item = &mut Instruction> {
@@ -271,8 +353,15 @@ fn all_instructions(f: &mut Function) -> impl Iterator<Item = &mut Instruction> 
         .chain(f.end.iter_mut())
 }
 
+/// Renames the ids every instruction of `f` refers to (not their result ids).
+pub(crate) fn rename_function(f: &mut Function, renames: &Renames) {
+    for inst in all_instructions(f) {
+        rename_operands(inst, renames);
+    }
+}
+
 /// Renames the ids `inst` refers to (not its result id).
-fn rename_operands(inst: &mut Instruction, renames: &Renames) {
+pub(crate) fn rename_operands(inst: &mut Instruction, renames: &Renames) {
     for op in &mut inst.operands {
         if let Operand::IdRef(id) = op {
             if let Some(n) = renames.get(*id) {
@@ -285,7 +374,7 @@ fn rename_operands(inst: &mut Instruction, renames: &Renames) {
 /// Gives every value `f` defines (its placeholders' too, read from the input's words) a fresh
 /// id in `renames` (which holds the function's own new id); `None` if the placeholders' words
 /// no longer parse.
-fn fresh_ids(
+pub(crate) fn fresh_ids(
     f: &Function,
     em: &mut Emitter,
     renames: &mut Renames,
@@ -324,15 +413,24 @@ pub(crate) fn add_deferred_calls(
     deferred: &[usize],
     renames: &Renames,
 ) {
-    for &k in deferred {
-        let Some(id) = module
+    let ids = deferred.iter().filter_map(|&k| {
+        module
             .functions
             .get(k)
             .and_then(|f| f.def.as_ref())
             .and_then(|d| d.result_id)
-        else {
-            continue;
-        };
+    });
+    add_clone_calls(calls, ids, renames);
+}
+
+/// Adds to `calls` the clones of the functions `ids`: a clone calls what its original calls,
+/// renamed.
+pub(crate) fn add_clone_calls(
+    calls: &mut HashMap<Id, Vec<Id>>,
+    ids: impl Iterator<Item = Id>,
+    renames: &Renames,
+) {
+    for id in ids {
         let (Some(clone), Some(callees)) = (renames.get(id), calls.get(&id)) else {
             continue;
         };

@@ -12,11 +12,19 @@
 //! the body in its own buffer (room for them is reserved when the body starts).
 //! If no function needed a rewrite and nothing global is removable, the input is returned.
 //!
-//! Two kinds of module are declined at the globals and loaded whole as before (`driver`): one
+//! Where vertex-like stages must load undecorated twins of the new `Flat` built-ins
+//! (`stages`), the split is decided at the end from what was recorded (which functions refer to
+//! a flat built-in, the call graph; which functions only twin loaders reach is read from the
+//! words before the load): a function only twin loaders reach is renamed in place in the body
+//! (renaming ids never changes an instruction's length; its elided runs, recorded while it is
+//! written, are left as they are, as the whole-module pass leaves placeholders), and the copy of
+//! a function both kinds of entry point reach is read back from the body's range of the
+//! rewritten function and appended, every id renamed through `elide::Renames`.
+//!
+//! One kind of module is declined at the globals and loaded whole as before (`driver`): one
 //! that declares a mask built-in its target lacks (`masks` rewrites its access chains
-//! module-wide, before the emitter's first id), and one whose new `Flat` built-ins vertex-like
-//! stages must not list (`stages::split` copies functions after every function is rewritten).
-//! So are inputs of 2^31 words or more (placeholders hold 31-bit offsets).
+//! module-wide, before the emitter's first id). So are inputs of 2^31 words or more
+//! (placeholders hold 31-bit offsets).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -65,6 +73,31 @@ struct Run<'t> {
     subgroup_memory_scope: bool,
     /// The output's functions and the instructions between them, in order.
     body: Vec<u32>,
+    /// When vertex-like stages may need copies of functions: what the copies need.
+    twins: Option<Twins>,
+}
+
+/// What `stages::split` needs of the functions already written, when some entry points load
+/// twins of the `Flat` built-ins.
+struct Twins {
+    /// Per entry point, whether it loads the twins (`stages::twin_entry_points`).
+    twin_entry: Vec<bool>,
+    /// The functions that only twin loaders reach: renamed in place if they reach a flat
+    /// built-in, so their elided runs (which are not renamed) are recorded.
+    twin_only: BTreeSet<Id>,
+    /// The user functions, in order.
+    written: Vec<Written>,
+}
+
+/// A function written into the body.
+struct Written {
+    id: Id,
+    /// Its words in the body.
+    range: std::ops::Range<usize>,
+    /// Whether it refers to a `Flat` built-in.
+    loads_flat: bool,
+    /// For a function of [`Twins::twin_only`]: its elided runs, (offset, count) in the body.
+    elided: Vec<(usize, usize)>,
 }
 
 /// The result of [`lower_streaming`].
@@ -106,12 +139,14 @@ impl loader::Stream for Streamer<'_> {
                 Some(Operand::ExecutionModel(spirv::ExecutionModel::Fragment))
             )
         });
-        if rewrite::declares_removable_masks(module, target)
-            || (fragment && stages::twin_entry_points(module).contains(&true))
-        {
+        if rewrite::declares_removable_masks(module, target) {
             return false;
         }
-        match Run::start(module, self.words, self.opts) {
+        // Only new built-ins of a module with a fragment stage are `Flat`; then the vertex-like
+        // stages load twins, and the functions they share are copied at the end.
+        let twin_entry = stages::twin_entry_points(module);
+        let twins = (fragment && twin_entry.contains(&true)).then_some(twin_entry);
+        match Run::start(module, self.words, self.opts, twins) {
             Ok(run) => self.run = Some(run),
             Err(e) => self.error = Some(e),
         }
@@ -141,6 +176,7 @@ impl<'t> Run<'t> {
         module: &Module,
         words: &'t [u32],
         opts: &'t LowerOptions,
+        twin_entry: Option<Vec<bool>>,
     ) -> Result<Self, LowerError> {
         let target = &opts.target;
         driver::check_environment(module, target)?;
@@ -162,15 +198,29 @@ impl<'t> Run<'t> {
         drop(types);
         em.float_partition = opts.float_partition;
         em.partition_form = opts.partition_form;
-        let size_ok = target.restrictions.no_mask_builtins.then(|| {
-            stages::only_reached_through(
-                &module.entry_points,
-                &stages::call_graph_of_words(words),
-                &[
-                    spirv::ExecutionModel::GLCompute,
-                    spirv::ExecutionModel::Fragment,
-                ],
-            )
+        // What must be known of the call graph before a function is rewritten is read from the
+        // words (the helpers the rewrites add call no function of the input).
+        let calls = (target.restrictions.no_mask_builtins || twin_entry.is_some())
+            .then(|| stages::call_graph_of_words(words));
+        let size_ok = calls
+            .as_ref()
+            .filter(|_| target.restrictions.no_mask_builtins)
+            .map(|calls| {
+                stages::only_reached_through(
+                    &module.entry_points,
+                    calls,
+                    &[
+                        spirv::ExecutionModel::GLCompute,
+                        spirv::ExecutionModel::Fragment,
+                    ],
+                )
+            });
+        let twins = twin_entry.map(|twin_entry| Twins {
+            twin_only: calls.as_ref().map_or_else(BTreeSet::new, |calls| {
+                stages::twin_only(&module.entry_points, &twin_entry, calls)
+            }),
+            twin_entry,
+            written: Vec::new(),
         });
         // Room for an output a quarter larger than the input and its new globals: the part
         // never written is address space, not memory, and the body rarely has to move.
@@ -189,6 +239,7 @@ impl<'t> Run<'t> {
             khr_ballot_left: false,
             subgroup_memory_scope: false,
             body: Vec::with_capacity(room),
+            twins,
         })
     }
 
@@ -239,7 +290,30 @@ impl<'t> Run<'t> {
         }
         self.record(&f);
         let parents = (!moved.is_empty()).then_some(&moved);
-        elide::assemble_function(&f, words, parents, None, &mut self.body)
+        let start = self.body.len();
+        elide::assemble_function(&f, words, parents, None, &mut self.body)?;
+        if let (Some(tw), Some(id)) = (self.twins.as_mut(), id) {
+            let flat = stages::flat_builtins(&self.em);
+            let insts = f.blocks.iter().flat_map(|b| &b.instructions);
+            let mut elided = Vec::new();
+            if tw.twin_only.contains(&id) {
+                let mut at = start;
+                for inst in elide::all_instructions(&f) {
+                    let count = elide::word_count(inst);
+                    if elide::range_of(inst).is_some() {
+                        elided.push((at, count));
+                    }
+                    at += count;
+                }
+            }
+            tw.written.push(Written {
+                id,
+                range: start..self.body.len(),
+                loads_flat: stages::loads_flat(insts, &flat),
+                elided,
+            });
+        }
+        Ok(())
     }
 
     /// Records what the end of the pass reads of function `f` (as held after its rewrite).
@@ -262,6 +336,148 @@ impl<'t> Run<'t> {
         }
     }
 
+    /// `stages::split` on the written functions and the helpers (still held): the functions
+    /// only twin loaders reach are renamed in place in the body (renaming ids never changes an
+    /// instruction's length), the helpers are written, and the copies of the functions that
+    /// both kinds of entry point reach follow in the body, read back from it with every id
+    /// renamed; the call graph and the rewritten functions take the copies in.
+    fn split(
+        &mut self,
+        module: &mut Module,
+        tw: Twins,
+        helpers: &mut [Function],
+        words: &[u32],
+    ) -> Result<stages::Split, LowerError> {
+        let em = &mut self.em;
+        let flat = stages::flat_builtins(em);
+        let mut loads: BTreeSet<Id> = tw
+            .written
+            .iter()
+            .filter(|w| w.loads_flat)
+            .map(|w| w.id)
+            .collect();
+        for h in helpers.iter() {
+            let insts = h.blocks.iter().flat_map(|b| &b.instructions);
+            if let (true, Some(id)) = (
+                stages::loads_flat(insts, &flat),
+                h.def.as_ref().and_then(|d| d.result_id),
+            ) {
+                loads.insert(id);
+            }
+        }
+        let plan = (!flat.is_empty())
+            .then(|| {
+                stages::plan(
+                    &module.entry_points,
+                    &tw.twin_entry,
+                    &self.calls,
+                    &loads,
+                    &flat,
+                    em,
+                )
+            })
+            .flatten();
+        let Some(mut plan) = plan else {
+            for helper in helpers.iter() {
+                elide::assemble_function(helper, words, None, None, &mut self.body)?;
+            }
+            return Ok(stages::Split::default());
+        };
+        let header = words.get(..5).unwrap_or(&[]);
+        let no_parse = |id: Id| LowerError::Invalid {
+            result_id: id,
+            message: "the function's instructions no longer parse".to_owned(),
+        };
+        let mut slots = elide::ResultSlots::default();
+        let mut made = Vec::new();
+        // Per copy, in the order they follow the functions: the original's id and words.
+        let mut copies: Vec<(Id, std::ops::Range<usize>)> = Vec::new();
+        let mut renamed_in_place = Vec::new();
+        for w in &tw.written {
+            if !plan.affected.contains(&w.id) {
+                continue;
+            }
+            if plan.clone_of.contains_key(&w.id) {
+                let first = em.bound();
+                let run = self
+                    .body
+                    .get(w.range.clone())
+                    .ok_or_else(|| no_parse(w.id))?;
+                let renames = &mut plan.renames;
+                elide::for_each_result_in(run, &mut slots, |r| {
+                    if !renames.contains(r) {
+                        renames.insert(r, em.id());
+                    }
+                })
+                .ok_or_else(|| no_parse(w.id))?;
+                made.push((w.id, first..em.bound()));
+                copies.push((w.id, w.range.clone()));
+            } else {
+                rename_in_place(&mut self.body, w, header, &plan.renames)
+                    .ok_or_else(|| no_parse(w.id))?;
+                renamed_in_place.push(w.id);
+            }
+        }
+        let mut helper_copies = Vec::new();
+        for h in helpers.iter_mut() {
+            let Some(id) = h.def.as_ref().and_then(|d| d.result_id) else {
+                continue;
+            };
+            if !plan.affected.contains(&id) {
+                continue;
+            }
+            if plan.clone_of.contains_key(&id) {
+                let first = em.bound();
+                stages::fresh_ids(h, em, &mut plan.renames, &mut slots)
+                    .ok_or_else(|| no_parse(id))?;
+                made.push((id, first..em.bound()));
+                helper_copies.push(id);
+            } else {
+                stages::rename_function(h, &plan.renames);
+                renamed_in_place.push(id);
+            }
+        }
+        for h in helpers.iter() {
+            let start = self.body.len();
+            elide::assemble_function(h, words, None, None, &mut self.body)?;
+            if let Some(id) = h.def.as_ref().and_then(|d| d.result_id) {
+                if helper_copies.contains(&id) {
+                    copies.push((id, start..self.body.len()));
+                }
+            }
+        }
+        for (id, range) in &copies {
+            let run = self.body.get(range.clone()).ok_or_else(|| no_parse(*id))?;
+            let insts = elide::parse_instructions(header, run).ok_or_else(|| no_parse(*id))?;
+            for mut inst in insts {
+                plan.renames.apply(&mut inst);
+                inst.assemble_into(&mut self.body);
+            }
+        }
+        // The call graph as the whole-module pass sees it after the split.
+        for id in renamed_in_place {
+            if let Some(callees) = self.calls.get_mut(&id) {
+                for c in callees {
+                    *c = plan.renames.get(*c).unwrap_or(*c);
+                }
+            }
+        }
+        stages::add_clone_calls(
+            &mut self.calls,
+            copies.iter().map(|&(id, _)| id),
+            &plan.renames,
+        );
+        let split = stages::finish_split(module, em, &tw.twin_entry, plan, &made, Vec::new());
+        let copied: Vec<Id> = self
+            .rewritten
+            .iter()
+            .filter_map(|f| split.clone_of.get(f))
+            .copied()
+            .collect();
+        self.rewritten.extend(copied);
+        Ok(split)
+    }
+
     /// The end of the whole-module pass (`driver::lower_module` after its loop, and
     /// `finish_globals` without copies), then the globals written in front of the body.
     fn finish(
@@ -275,20 +491,31 @@ impl<'t> Run<'t> {
             return Ok((words.to_vec(), LowerReport::default()));
         }
         let before = (module.capabilities.len(), module.extensions.len());
-        for helper in std::mem::take(&mut self.helpers.functions) {
-            self.record(&helper);
-            elide::assemble_function(&helper, words, None, None, &mut self.body)?;
+        let mut helpers = std::mem::take(&mut self.helpers.functions);
+        for helper in &helpers {
+            self.record(helper);
         }
         module.debug_names.append(&mut self.helpers.names);
+        let split = match self.twins.take() {
+            Some(tw) => self.split(module, tw, &mut helpers, words)?,
+            None => {
+                for helper in &helpers {
+                    elide::assemble_function(helper, words, None, None, &mut self.body)?;
+                }
+                stages::Split::default()
+            }
+        };
+        drop(helpers);
         let em = &mut self.em;
+        let twin_entry = stages::twin_entry_points(module);
         module.types_global_values.append(&mut em.new_globals);
         module.annotations.append(&mut em.new_annotations);
         if let Some(import) = em.new_ext_import.take() {
             module.ext_inst_imports.push(import);
         }
-        // Listed by every entry point whose call tree holds rewritten code (no stage here must
-        // avoid a `Flat` input: the stream declined those modules).
-        for ep in &mut module.entry_points {
+        // Listed by every entry point whose call tree holds rewritten code; one that must not
+        // list a `Flat` input gets the undecorated twin.
+        for (ep, &twin) in module.entry_points.iter_mut().zip(&twin_entry) {
             let Some(&Operand::IdRef(root)) = ep.operands.get(1) else {
                 continue;
             };
@@ -296,6 +523,11 @@ impl<'t> Run<'t> {
                 continue;
             }
             for &var in &em.used_builtins {
+                let var = if twin {
+                    split.twins.get(&var).copied().unwrap_or(var)
+                } else {
+                    var
+                };
                 if !ep
                     .operands
                     .iter()
@@ -342,4 +574,40 @@ impl<'t> Run<'t> {
         out.splice(0..0, head.drain(..));
         Ok((out, report))
     }
+}
+
+/// Renames, in `body`, the ids the instructions of the written function `w` refer to, except in
+/// its elided runs (as `stages::split` renames a held function); `None` if its words no longer
+/// parse or a renamed instruction changed its length.
+fn rename_in_place(
+    body: &mut [u32],
+    w: &Written,
+    header: &[u32],
+    renames: &elide::Renames,
+) -> Option<()> {
+    let mut pieces = Vec::new();
+    let mut at = w.range.start;
+    for &(offset, count) in &w.elided {
+        if offset > at {
+            pieces.push(at..offset);
+        }
+        at = offset + count;
+    }
+    if at < w.range.end {
+        pieces.push(at..w.range.end);
+    }
+    let mut renamed = Vec::new();
+    for piece in pieces {
+        let words = body.get_mut(piece)?;
+        renamed.clear();
+        for mut inst in elide::parse_instructions(header, words)? {
+            stages::rename_operands(&mut inst, renames);
+            inst.assemble_into(&mut renamed);
+        }
+        if renamed.len() != words.len() {
+            return None;
+        }
+        words.copy_from_slice(&renamed);
+    }
+    Some(())
 }

@@ -1,28 +1,34 @@
 //! Runs lowered fragment shaders on a real driver (lavapipe at subgroup sizes 4 and 8) and
 //! checks every pixel against a host model, and the KHR votes also against the native module.
 //!
-//! The shaders are in `tests/fragment_exec/`, compiled at test time: `fullscreen.vert` draws one
-//! triangle covering the viewport from `gl_VertexIndex`; `votes.frag` has the KHR votes and
-//! `partitioned.frag` the partition op and partitioned reduce/inclusive/exclusive scans of uint,
-//! int and float, each at the top of the shader and behind a branch on the pixel.
-//! Every pixel writes a record into one storage buffer at `(y * WIDTH + x) * STRIDE`
-//! (`WIDTH` is specialization constant 0): a marker, `gl_SubgroupInvocationID`,
-//! `subgroupBallot(true).x`, the first active lane's coordinates (`subgroupBroadcastFirst`, an id
-//! of the subgroup), then the results. Keys and values are functions of the coordinates, which
-//! the model repeats. Draws are 32 x 32 and 37 x 23 (partial quads and subgroups at the
-//! right and bottom edges), through `spv_subgroup_vk`'s graphics path.
+//! The shaders are in `tests/fragment_exec/`, compiled at test time: `fullscreen.vert` makes
+//! its triangles from `gl_VertexIndex` (vertices 0 to 2 cover the viewport, 3 to 5 part of it
+//! with a slanted edge across the image); `votes.frag` has the KHR votes and `partitioned.frag`
+//! the partition op and partitioned reduce/inclusive/exclusive scans of uint, int and float, each
+//! at the top of the shader and behind a branch on the pixel.
+//! Every pixel writes a record into storage buffer 0 at `(y * 64 + x) * STRIDE`: a marker,
+//! `gl_SubgroupInvocationID`, `subgroupBallot(true).x`, the first active lane's coordinates
+//! (`subgroupBroadcastFirst`, an id of the subgroup), then the results; and into buffer 1, at
+//! `(y * 64 + x) * 32`, the coordinates of every lane of its subgroup (`subgroupShuffle` of
+//! `x | y << 16` from lanes 0 to 31), the lane map. Keys and values are functions of the
+//! coordinates, which the model repeats. One pipeline per module draws three scenes through
+//! `spv_subgroup_vk`'s graphics path: 32 x 32 and 37 x 23 covered whole (partial quads and
+//! subgroups at the odd size's right and bottom edges), and 37 x 23 covered in part (partly
+//! covered quads along the slanted edge, where a driver may run helper invocations).
 //!
-//! The model groups the pixels by subgroup id, orders each group by lane, and computes every
-//! result from the group's members that the recorded ballots say were active at the op.
-//! Helper invocations take part in subgroup ops but cannot store, so they leave no record: a
-//! group whose ballot holds a lane no pixel recorded (a helper, or an invocation outside the
-//! image) cannot be modelled and is skipped, and counted; the harness requires that at least 3/4
-//! of the pixels are checked, and on lavapipe that no group is skipped.
-//! Measured on lavapipe 22.3: the triangle is clipped into two along the image's diagonal, so the
-//! subgroups there are partial inside the image too (at 8 lanes, 32 x 32 has 8 subgroups each of
-//! 1, 3, 5 and 7 active lanes beside 112 full ones; 37 x 23 adds partial ones at the edges), and
-//! lanes of uncovered pixels never appear in `subgroupBallot(true)` (no group is ever skipped):
-//! lavapipe runs no helper lane as an active one in subgroup ops.
+//! The model groups the pixels by subgroup id and computes every result from the lanes that the
+//! recorded ballots say were active at the op, each lane's coordinates read from the lane map.
+//! Helper invocations take part in subgroup ops but cannot store: they leave no record, but
+//! they are in the ballots and the lane maps their quad neighbours wrote, so the model counts
+//! their keys and values like any other lane's (and reports how many it met).
+//! The harness checks that the members of a subgroup agree on the ballot and the map and that
+//! each sits at its own coordinates; `helper_lanes_take_part_in_the_model` checks that a helper
+//! lane changes the expected results.
+//! Measured on lavapipe 22.3: it clips the full-screen triangle into two along the image's
+//! diagonal, so subgroups there are partial inside the image too (at 8 lanes, 32 x 32 has 8
+//! subgroups each of 1, 3, 5 and 7 active lanes beside 112 full ones), and no lane of an
+//! uncovered pixel ever appears in `subgroupBallot(true)`: lavapipe runs no helper lane as an
+//! active one in subgroup ops (0 helper lanes in every scene at 4 and 8).
 //!
 //! What runs:
 //! - `votes.frag` natively (lavapipe has `VK_EXT_shader_subgroup_vote`) and lowered for
@@ -55,10 +61,12 @@ use spv_subgroup_vk::{Draw, GraphicsOptions, Runner};
 
 /// The presets whose outputs run.
 const PRESETS: [&str; 3] = ["vulkan1.1", "lavapipe", "naga"];
-/// Draw sizes: an even one and an odd one.
-const SIZES: [(u32, u32); 2] = [(32, 32), (37, 23)];
-/// What the storage buffer holds before the draw (words a pixel does not write keep it).
+/// What the storage buffers hold before the draw (words a pixel does not write keep it).
 const FILL: u32 = 0xaaaa_aaaa;
+/// The row pitch of the records and lane maps, in pixels (`ROW` in the shaders).
+const ROW: u32 = 64;
+/// Words per pixel of the lane map: the lanes a ballot word holds.
+const MAP: usize = 32;
 
 /// Record words every shader writes first.
 const MARK: usize = 0;
@@ -226,31 +234,55 @@ fn partitioned_model(group: &[Px], me: &Px, float_bits: bool) -> Vec<u32> {
 struct Seen {
     pixels: usize,
     groups: usize,
-    skipped_groups: usize,
+    /// Lanes active in a subgroup op that left no record (helper invocations).
+    helpers: usize,
     /// Group sizes (active lanes at the top of the shader) and how often each occurred.
     sizes: BTreeMap<u32, usize>,
 }
 
-/// Checks the records of one draw of `shader` at `w` x `h` against the model; `Err` names the
-/// first differences.
+/// What one draw wrote: the records (buffer 0) and the lane maps (buffer 1).
+struct Output {
+    records: Vec<u32>,
+    map: Vec<u32>,
+}
+
+/// A pixel that wrote, with its record and lane map.
+struct Written<'a> {
+    px: Px,
+    rec: &'a [u32],
+    map: &'a [u32],
+}
+
+/// The coordinates packed as the shaders pack them (`x | y << 16`).
+fn coords(p: &Px) -> u32 {
+    p.x | (p.y << 16)
+}
+
+/// Checks the records (`words`) and lane maps (`map`) of one draw of `shader` in `scene`
+/// against the model; `Err` names the first differences.
 fn check_records(
     words: &[u32],
+    map: &[u32],
     shader: &Shader,
-    (w, h): (u32, u32),
+    scene: &Scene,
     float_bits: bool,
 ) -> Result<Seen, String> {
     let stride = shader.stride;
-    let mut groups: BTreeMap<u32, Vec<(Px, &[u32])>> = BTreeMap::new();
-    for y in 0..h {
-        for x in 0..w {
-            let at = (y * w + x) as usize * stride;
-            let rec = &words[at..at + stride];
+    let mut groups: BTreeMap<u32, Vec<Written<'_>>> = BTreeMap::new();
+    for y in 0..scene.height {
+        for x in 0..scene.width {
+            let at = (y * ROW + x) as usize;
+            let rec = &words[at * stride..(at + 1) * stride];
+            let lanes = &map[at * MAP..(at + 1) * MAP];
             if rec[MARK] != 1 {
-                return Err(format!(
-                    "pixel ({x}, {y}) wrote no record: the draw covers every pixel"
-                ));
+                if scene.full {
+                    return Err(format!(
+                        "pixel ({x}, {y}) wrote no record: the draw covers every pixel"
+                    ));
+                }
+                continue;
             }
-            if rec[LANE] >= 32 {
+            if rec[LANE] as usize >= MAP {
                 return Err(format!(
                     "pixel ({x}, {y}): lane {} (this harness records one ballot word)",
                     rec[LANE]
@@ -261,41 +293,60 @@ fn check_records(
                 y,
                 lane: rec[LANE],
             };
-            groups.entry(rec[LEADER]).or_default().push((px, rec));
+            groups.entry(rec[LEADER]).or_default().push(Written {
+                px,
+                rec,
+                map: lanes,
+            });
         }
     }
     let mut seen = Seen::default();
     let mut errors = Vec::new();
-    for (leader, mut members) in groups {
-        members.sort_by_key(|(p, _)| p.lane);
-        let lanes: Vec<Px> = members.iter().map(|(p, _)| *p).collect();
-        let act = members[0].1[ACT];
+    for (leader, members) in groups {
+        let (act, first_map) = (members[0].rec[ACT], members[0].map);
         *seen.sizes.entry(act.count_ones()).or_default() += 1;
-        if lanes.windows(2).any(|p| p[0].lane == p[1].lane) {
-            return Err(format!(
-                "subgroup {leader:#x}: two pixels on one lane: {lanes:?}"
-            ));
+        // Every member agrees on the ballot and on where each active lane is, and is itself
+        // an active lane at its own coordinates (so no two members share a lane).
+        for Written {
+            px: p,
+            rec,
+            map: lanes,
+        } in &members
+        {
+            let same_map = (0..MAP).all(|j| act & (1 << j) == 0 || lanes[j] == first_map[j]);
+            if rec[ACT] != act
+                || act & p.bit() == 0
+                || !same_map
+                || lanes[p.lane as usize] != coords(p)
+            {
+                return Err(format!(
+                    "subgroup {leader:#x}: pixel ({}, {}) lane {} disagrees with the others on ballot(true) {:#x} or the lane map",
+                    p.x, p.y, p.lane, rec[ACT]
+                ));
+            }
         }
-        if members.iter().any(|(_, r)| r[ACT] != act) || bits(&lanes) & !act != 0 {
-            return Err(format!(
-                "subgroup {leader:#x}: its pixels disagree on ballot(true) or lie outside it: {:?}",
-                members.iter().map(|(p, r)| (p, r[ACT])).collect::<Vec<_>>()
-            ));
-        }
-        if bits(&lanes) != act {
-            // A lane that left no record: a helper invocation (or one outside the image).
-            seen.skipped_groups += 1;
-            continue;
-        }
+        // Every active lane, those that left no record (helpers) included, from the map.
+        let lanes: Vec<Px> = (0..MAP as u32)
+            .filter(|j| act & (1 << j) != 0)
+            .map(|j| {
+                let c = first_map[j as usize];
+                Px {
+                    x: c & 0xffff,
+                    y: c >> 16,
+                    lane: j,
+                }
+            })
+            .collect();
+        seen.helpers += lanes.len() - members.len();
         seen.groups += 1;
-        for (me, rec) in &members {
+        for Written { px: me, rec, .. } in &members {
             seen.pixels += 1;
             let want = (shader.model)(&lanes, me, float_bits);
             for (k, (&g, &e)) in rec.iter().zip(&want).enumerate() {
                 if g != e && errors.len() < 8 {
                     errors.push(format!(
-                        "pixel ({}, {}) lane {} word {k}: {g:#x}, model {e:#x} (subgroup lanes {:#x})",
-                        me.x, me.y, me.lane, act
+                        "pixel ({}, {}) lane {} word {k}: {g:#x}, model {e:#x} (subgroup lanes {act:#x})",
+                        me.x, me.y, me.lane
                     ));
                 }
             }
@@ -308,31 +359,74 @@ fn check_records(
     }
 }
 
-/// Draws `fragment` once at `w` x `h`; returns the storage buffer.
-fn draw(
+/// A draw: its size, which triangle of `fullscreen.vert`, and whether it covers every pixel.
+struct Scene {
+    width: u32,
+    height: u32,
+    first_vertex: u32,
+    full: bool,
+}
+
+const SCENES: [Scene; 3] = [
+    Scene {
+        width: 32,
+        height: 32,
+        first_vertex: 0,
+        full: true,
+    },
+    Scene {
+        width: 37,
+        height: 23,
+        first_vertex: 0,
+        full: true,
+    },
+    Scene {
+        width: 37,
+        height: 23,
+        first_vertex: 3,
+        full: false,
+    },
+];
+
+impl Scene {
+    fn name(&self) -> String {
+        let what = if self.full { "full" } else { "partial" };
+        format!("{}x{} {what}", self.width, self.height)
+    }
+}
+
+/// Draws `fragment` in every scene; returns each scene's records and lane maps.
+fn draw_scenes(
     runner: &Runner,
     vertex: &[u32],
     fragment: &[u32],
     stride: usize,
-    (w, h): (u32, u32),
-) -> Result<Vec<u32>, String> {
+) -> Result<Vec<Output>, String> {
     let opts = GraphicsOptions {
-        spec_constants: vec![(0, w)],
+        buffers: 2,
         ..Default::default()
     };
     let pipeline = runner
         .graphics_pipeline(vertex, fragment, &opts)
         .map_err(|e| e.to_string())?;
-    let mut bufs = vec![vec![FILL; (w * h) as usize * stride]];
-    let one = Draw {
-        width: w,
-        height: h,
-        vertices: 3,
-    };
-    runner
-        .draw(&pipeline, &mut bufs, one, Duration::from_secs(120))
-        .map_err(|e| e.to_string())?;
-    Ok(bufs.swap_remove(0))
+    let mut out = Vec::new();
+    for scene in &SCENES {
+        let pixels = (ROW * scene.height) as usize;
+        let mut bufs = vec![vec![FILL; pixels * stride], vec![FILL; pixels * MAP]];
+        let one = Draw {
+            width: scene.width,
+            height: scene.height,
+            vertices: 3,
+            first_vertex: scene.first_vertex,
+        };
+        runner
+            .draw(&pipeline, &mut bufs, one, Duration::from_secs(120))
+            .map_err(|e| e.to_string())?;
+        let map = bufs.pop().unwrap_or_default();
+        let records = bufs.pop().unwrap_or_default();
+        out.push(Output { records, map });
+    }
+    Ok(out)
 }
 
 /// Whether the device runs `shader` natively.
@@ -345,7 +439,7 @@ fn runs_natively(runner: &Runner, shader: &Shader) -> bool {
     }
 }
 
-/// Runs and checks one shader at every size; pushes a line per failure.
+/// Runs and checks one shader in every scene; pushes a line per failure.
 fn check_shader(runner: &Runner, vertex: &[u32], shader: &Shader, failures: &mut Vec<String>) {
     let path = tools::workspace_root()
         .join("tests/fragment_exec")
@@ -387,60 +481,57 @@ fn check_shader(runner: &Runner, vertex: &[u32], shader: &Shader, failures: &mut
             Err(e) => failures.push(format!("{} for {preset}: {e}", shader.file)),
         }
     }
-    for size in SIZES {
-        let mut reference: Option<Vec<u32>> = None;
-        for (name, words) in &variants {
-            let what = format!("{} {name} at {}x{}", shader.file, size.0, size.1);
-            let out = match draw(runner, vertex, words, shader.stride, size) {
-                Ok(o) => o,
-                Err(e) => {
-                    failures.push(format!("{what}: {e}"));
-                    continue;
-                }
-            };
+    let size_now = runner.info().subgroup_size;
+    let mut reference: Option<Vec<Output>> = None;
+    for (name, words) in &variants {
+        let outs = match draw_scenes(runner, vertex, words, shader.stride) {
+            Ok(o) => o,
+            Err(e) => {
+                failures.push(format!("{} {name}: {e}", shader.file));
+                continue;
+            }
+        };
+        for (i, (scene, Output { records, map })) in SCENES.iter().zip(&outs).enumerate() {
+            let what = format!("{} {name} at {}", shader.file, scene.name());
             // NVIDIA's native partition op compares float keys by bits (DESIGN.md, section 5).
             let float_bits = name == "native" && runner.info().vendor_id == 0x10de;
-            match check_records(&out, shader, size, float_bits) {
+            match check_records(records, map, shader, scene, float_bits) {
                 Ok(seen) => {
                     println!(
-                        "{what}: {} pixels in {} subgroups match the model ({} skipped); active lanes per subgroup: {:?}",
-                        seen.pixels, seen.groups, seen.skipped_groups, seen.sizes
+                        "{what}: {} pixels in {} subgroups match the model ({} helper lanes); active lanes per subgroup: {:?}",
+                        seen.pixels, seen.groups, seen.helpers, seen.sizes
                     );
-                    let all = (size.0 * size.1) as usize;
-                    if seen.pixels * 4 < all * 3 {
+                    let all = (scene.width * scene.height) as usize;
+                    if seen.pixels * 3 < all || (!scene.full && seen.pixels == all) {
                         failures.push(format!(
-                            "{what}: only {} of {all} pixels could be checked",
+                            "{what}: {} of {all} pixels drawn, not what the scene covers",
                             seen.pixels
                         ));
                     }
                     let widest = seen.sizes.keys().max().copied().unwrap_or(0);
-                    let size_now = runner.info().subgroup_size;
                     if widest > size_now || (is_lavapipe(runner) && widest != size_now) {
                         failures.push(format!(
                             "{what}: subgroups of up to {widest} active lanes, the device reports {size_now}"
-                        ));
-                    }
-                    if is_lavapipe(runner) && seen.skipped_groups > 0 {
-                        failures.push(format!(
-                            "{what}: {} subgroups with lanes that left no record on lavapipe",
-                            seen.skipped_groups
                         ));
                     }
                 }
                 Err(e) => failures.push(format!("{what}: differs from the model:\n{e}")),
             }
             // The native votes are the reference of their lowered forms, word for word.
-            if name == "native" {
-                reference = Some(out);
-            } else if let Some(want) = &reference {
-                if let Some(i) = (0..out.len()).find(|&i| out[i] != want[i]) {
-                    let n = (0..out.len()).filter(|&i| out[i] != want[i]).count();
+            if let Some(Output { records: want, .. }) = reference.as_ref().and_then(|r| r.get(i)) {
+                if let Some(k) = (0..records.len()).find(|&k| records[k] != want[k]) {
+                    let n = (0..records.len())
+                        .filter(|&k| records[k] != want[k])
+                        .count();
                     failures.push(format!(
-                        "{what}: {n} words differ from native; first {i}: {:#x} against {:#x}",
-                        out[i], want[i]
+                        "{what}: {n} words differ from native; first {k}: {:#x} against {:#x}",
+                        records[k], want[k]
                     ));
                 }
             }
+        }
+        if name == "native" {
+            reference = Some(outs);
         }
     }
 }
@@ -479,6 +570,45 @@ fn child_suite() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The model counts lanes that left no record: a synthetic 2 x 2 quad on lanes 0 to 3 whose
+/// lane 3 is a helper (in the ballot and the lane map, without a record). The records the model
+/// writes with the helper pass; one computed as if the helper had not taken part fails.
+#[test]
+fn helper_lanes_take_part_in_the_model() {
+    let shader = &SHADERS[1];
+    let stride = shader.stride;
+    let scene = Scene {
+        width: 2,
+        height: 2,
+        first_vertex: 0,
+        full: false,
+    };
+    let quad: Vec<Px> = [(0, 0), (1, 0), (0, 1), (1, 1)]
+        .iter()
+        .zip(0..)
+        .map(|(&(x, y), lane)| Px { x, y, lane })
+        .collect();
+    let mut words = vec![FILL; (ROW * 2) as usize * stride];
+    let mut map = vec![FILL; (ROW * 2) as usize * MAP];
+    for me in &quad[..3] {
+        let at = (me.y * ROW + me.x) as usize;
+        words[at * stride..(at + 1) * stride].copy_from_slice(&(shader.model)(&quad, me, false));
+        for q in &quad {
+            map[at * MAP + q.lane as usize] = coords(q);
+        }
+    }
+    let seen = check_records(&words, &map, shader, &scene, false).expect("the model's records");
+    assert_eq!((seen.pixels, seen.groups, seen.helpers), (3, 1, 1));
+    // Pixel (0, 0) as if lane 3 had not taken part (its float key -0.0 joins lane 0's +0.0).
+    let mut without = (shader.model)(&quad[..3], &quad[0], false);
+    without[ACT] = 0b1111;
+    words[..stride].copy_from_slice(&without);
+    let err = check_records(&words, &map, shader, &scene, false)
+        .err()
+        .expect("a record that leaves the helper out must fail");
+    assert!(err.contains("pixel (0, 0) lane 0 word 16"), "{err}");
 }
 
 /// One child at lavapipe subgroup `size` (see the module doc for why not 16).

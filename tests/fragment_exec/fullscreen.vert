@@ -1,7 +1,11 @@
 #version 450
-// One triangle covering the whole viewport, from gl_VertexIndex alone (no vertex buffers):
-// (-1,-1), (3,-1), (-1,3) in clip space.
+// Triangles from gl_VertexIndex alone (no vertex buffers), in clip space.
+// Vertices 0 to 2 cover the whole viewport; vertices 3 to 5 cover part of it, with an edge that
+// crosses the image at a slant, so quads along it are partly covered (helper invocations).
+const vec2 POSITIONS[6] = vec2[6](
+    vec2(-1.0, -1.0), vec2(3.0, -1.0), vec2(-1.0, 3.0),
+    vec2(-1.0, -1.0), vec2(1.9, -1.0), vec2(-1.0, 1.2));
+
 void main() {
-    vec2 p = vec2(float((gl_VertexIndex << 1) & 2), float(gl_VertexIndex & 2));
-    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
+    gl_Position = vec4(POSITIONS[gl_VertexIndex], 0.0, 1.0);
 }

@@ -3,26 +3,36 @@
 // float in a fragment shader, at the top and behind a branch on the pixel (there also with the
 // ballot made before the branch, whose bits of now inactive lanes the lowering must ignore),
 // with a record per pixel for the host model (tests/lower_fragment_exec.rs): marker, lane id,
-// ballot(true), an id of the subgroup (the first active lane's coordinates), then the results.
+// ballot(true), an id of the subgroup (the first active lane's coordinates), then the results;
+// and a map from lane to coordinates.
 // Keys and values come from the pixel's coordinates; float values are multiples of 0.5 so that
 // every sum is exact in any order.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_NV_shader_subgroup_partitioned : require
-layout(constant_id = 0) const uint WIDTH = 1u;
 layout(std430, set = 0, binding = 0) buffer Records { uint data[]; };
+// Per pixel, the coordinates of every lane of its subgroup (helpers included): the model's map.
+layout(std430, set = 0, binding = 1) buffer Lanes { uint lanes[]; };
 layout(location = 0) out vec4 color;
 
 const uint STRIDE = 24u;
+// The row pitch of both buffers, in pixels (the harness draws at most 64 pixels wide).
+const uint ROW = 64u;
 
 void main() {
     uint x = uint(gl_FragCoord.x);
     uint y = uint(gl_FragCoord.y);
-    uint base = (y * WIDTH + x) * STRIDE;
+    uint base = (y * ROW + x) * STRIDE;
+    uint me = x | (y << 16);
     data[base + 0u] = 1u;
     data[base + 1u] = gl_SubgroupInvocationID;
     data[base + 2u] = subgroupBallot(true).x;
-    data[base + 3u] = subgroupBroadcastFirst(x | (y << 16));
+    data[base + 3u] = subgroupBroadcastFirst(me);
+    // A uniform loop: every lane runs every shuffle; only lanes in the ballot are read back.
+    for (uint j = 0u; j < min(gl_SubgroupSize, 32u); j++) {
+        lanes[(y * ROW + x) * 32u + j] = subgroupShuffle(me, j);
+    }
 
     uint key = ((x * 7u + y * 13u) >> 1) % 3u;
     uint u = x * 31u + y * 17u + 1u;

@@ -43,15 +43,18 @@ impl Default for GraphicsOptions {
     }
 }
 
-/// One draw: the color attachment's size (also the viewport and scissor) and the vertex count.
+/// One draw: the color attachment's size (also the viewport and scissor) and the vertices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Draw {
     /// Width in pixels.
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
-    /// Vertices of the one `vkCmdDraw` (3 for a full-screen triangle).
+    /// Vertices of the one `vkCmdDraw` (3 for one triangle).
     pub vertices: u32,
+    /// The first `gl_VertexIndex` (a vertex shader without vertex buffers may hold several
+    /// shapes, one pipeline drawing each in turn).
+    pub first_vertex: u32,
 }
 
 impl Runner {
@@ -247,7 +250,7 @@ impl Runner {
             );
             d.cmd_set_viewport(cb, 0, &viewport);
             d.cmd_set_scissor(cb, 0, &[area]);
-            d.cmd_draw(cb, draw.vertices, 1, 0, 0);
+            d.cmd_draw(cb, draw.vertices, 1, draw.first_vertex, 0);
             d.cmd_end_render_pass(cb);
         }
         self.finish(

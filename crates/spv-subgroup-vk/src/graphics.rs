@@ -9,6 +9,9 @@
 //! visible to both stages. A draw creates a `R8G8B8A8_UNORM` attachment of its size, clears it,
 //! draws, and reads the storage buffers back like [`Runner::run`]; the attachment itself is not
 //! read back (the tests write what they check into storage buffers).
+//! Without the attachment ([`GraphicsOptions::color_attachment`] false) the render pass has none
+//! and the framebuffer only a size: lavapipe 22.3 crashes (in LLVM) compiling a pipeline with a
+//! color attachment at `LP_NATIVE_VECTOR_WIDTH=512`, and runs one without.
 //! Buffers, descriptor set, submission and read-back are the compute path's
 //! ([`Runner::prepare`], [`Runner::finish`]).
 
@@ -31,6 +34,8 @@ pub struct GraphicsOptions {
     pub buffers: u32,
     /// Specialization constants `(constant_id, 32-bit value)` of both stages.
     pub spec_constants: Vec<(u32, u32)>,
+    /// Whether the render pass has the color attachment (else fragment outputs are dropped).
+    pub color_attachment: bool,
 }
 
 impl Default for GraphicsOptions {
@@ -39,6 +44,7 @@ impl Default for GraphicsOptions {
             entry: "main".to_owned(),
             buffers: 1,
             spec_constants: Vec::new(),
+            color_attachment: true,
         }
     }
 }
@@ -59,7 +65,8 @@ pub struct Draw {
 
 impl Runner {
     /// Creates a graphics pipeline from a vertex and a fragment module (SPIR-V words): triangle
-    /// list, no vertex input, no culling, one sample, one color attachment of [`COLOR_FORMAT`].
+    /// list, no vertex input, no culling, one sample, one color attachment of [`COLOR_FORMAT`]
+    /// (or none).
     /// Fails with [`VkError::Invalid`] when the queue has no graphics or the device lacks
     /// `fragmentStoresAndAtomics` while storage buffers are asked for.
     pub fn graphics_pipeline(
@@ -89,7 +96,9 @@ impl Runner {
             vk::PipelineBindPoint::GRAPHICS,
         )?;
         let d = &self.device;
-        p.render_pass = self.render_pass()?;
+        p.render_pass = self.render_pass(opts.color_attachment)?;
+        p.color_attachment = opts.color_attachment;
+        let colors = usize::from(opts.color_attachment);
 
         let (entries, data) = specialization(&opts.spec_constants);
         let spec = vk::SpecializationInfo::default()
@@ -125,8 +134,8 @@ impl Runner {
             .rasterization_samples(vk::SampleCountFlags::TYPE_1);
         let blend_attachments = [vk::PipelineColorBlendAttachmentState::default()
             .color_write_mask(vk::ColorComponentFlags::RGBA)];
-        let blend =
-            vk::PipelineColorBlendStateCreateInfo::default().attachments(&blend_attachments);
+        let blend = vk::PipelineColorBlendStateCreateInfo::default()
+            .attachments(&blend_attachments[..colors]);
         let dynamic_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
         let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic_states);
         let gpci = [vk::GraphicsPipelineCreateInfo::default()
@@ -161,9 +170,10 @@ impl Runner {
         }
     }
 
-    /// A render pass of one color attachment, cleared, whose shader writes to storage buffers are
-    /// the only results that matter.
-    fn render_pass(&self) -> Result<vk::RenderPass, VkError> {
+    /// A render pass of one color attachment (or none), cleared, whose shader writes to storage
+    /// buffers are the only results that matter.
+    fn render_pass(&self, color_attachment: bool) -> Result<vk::RenderPass, VkError> {
+        let colors = usize::from(color_attachment);
         let attachments = [vk::AttachmentDescription::default()
             .format(COLOR_FORMAT)
             .samples(vk::SampleCountFlags::TYPE_1)
@@ -179,9 +189,9 @@ impl Runner {
         }];
         let subpasses = [vk::SubpassDescription::default()
             .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-            .color_attachments(&color)];
+            .color_attachments(&color[..colors])];
         let rpci = vk::RenderPassCreateInfo::default()
-            .attachments(&attachments)
+            .attachments(&attachments[..colors])
             .subpasses(&subpasses);
         // SAFETY: valid create info.
         unsafe { self.device.create_render_pass(&rpci, None) }.map_err(|result| VkError::Pipeline {
@@ -227,7 +237,7 @@ impl Runner {
             .render_pass(p.render_pass)
             .framebuffer(res.framebuffer)
             .render_area(area)
-            .clear_values(&clear);
+            .clear_values(&clear[..usize::from(p.color_attachment)]);
         let viewport = [vk::Viewport {
             x: 0.0,
             y: 0.0,
@@ -261,13 +271,33 @@ impl Runner {
         )
     }
 
-    /// Creates the draw's color attachment (image, memory, view) and its framebuffer in `res`.
+    /// Creates the draw's color attachment (image, memory, view), if `p` has one, and its
+    /// framebuffer in `res`.
     fn attachment(
         &self,
         res: &mut Resources<'_>,
         p: &Pipeline<'_>,
         draw: Draw,
     ) -> Result<(), VkError> {
+        let d = &self.device;
+        if p.color_attachment {
+            self.color_image(res, draw)?;
+        }
+        let views = [res.view];
+        let fci = vk::FramebufferCreateInfo::default()
+            .render_pass(p.render_pass)
+            .attachments(&views[..usize::from(p.color_attachment)])
+            .width(draw.width)
+            .height(draw.height)
+            .layers(1);
+        // SAFETY: valid create info; the views match the render pass's attachments.
+        res.framebuffer =
+            unsafe { d.create_framebuffer(&fci, None) }.map_err(call("vkCreateFramebuffer"))?;
+        Ok(())
+    }
+
+    /// Creates the color attachment's image, memory and view in `res`.
+    fn color_image(&self, res: &mut Resources<'_>, draw: Draw) -> Result<(), VkError> {
         let d = &self.device;
         let ici = vk::ImageCreateInfo::default()
             .image_type(vk::ImageType::TYPE_2D)
@@ -314,16 +344,6 @@ impl Runner {
         // SAFETY: valid create info for a live image.
         res.view =
             unsafe { d.create_image_view(&ivci, None) }.map_err(call("vkCreateImageView"))?;
-        let views = [res.view];
-        let fci = vk::FramebufferCreateInfo::default()
-            .render_pass(p.render_pass)
-            .attachments(&views)
-            .width(draw.width)
-            .height(draw.height)
-            .layers(1);
-        // SAFETY: valid create info; the view matches the render pass's attachment.
-        res.framebuffer =
-            unsafe { d.create_framebuffer(&fci, None) }.map_err(call("vkCreateFramebuffer"))?;
         Ok(())
     }
 

@@ -253,6 +253,8 @@ pub struct Pipeline<'r> {
     pipeline: vk::Pipeline,
     /// Null for a compute pipeline.
     render_pass: vk::RenderPass,
+    /// Whether the render pass has a color attachment (never for a compute pipeline).
+    color_attachment: bool,
     bind_point: vk::PipelineBindPoint,
     buffers: u32,
 }
@@ -705,6 +707,7 @@ impl Runner {
             layout: vk::PipelineLayout::null(),
             pipeline: vk::Pipeline::null(),
             render_pass: vk::RenderPass::null(),
+            color_attachment: false,
             bind_point,
             buffers,
         };

@@ -51,6 +51,8 @@
 //! `lavapipe_subgroup_size_{4,8,16}` each run `child_suite` in a child with that width
 //! (`spv_subgroup_tests::lavapipe`); on the GPU machine `cargo xtask gpu` runs `child_suite` with
 //! `SPV_SUBGROUP_VK_DEVICE` naming the device.
+//! `graphics_errors_are_typed` checks, on the default device, that the graphics path's failures
+//! are `VkError`s (the un-lowered `partitioned.frag` is refused by a driver without the ops).
 
 #![allow(clippy::print_stdout, reason = "a test harness")]
 
@@ -619,6 +621,55 @@ fn helper_lanes_take_part_in_the_model() {
         .err()
         .expect("a record that leaves the helper out must fail");
     assert!(err.contains("pixel (0, 0) lane 0 word 16"), "{err}");
+}
+
+/// The graphics path's failures are typed errors, never panics: words that are not SPIR-V, the
+/// un-lowered partitioned shader on a driver without the ops (the driver refuses the pipeline),
+/// a draw of no pixels, the wrong number of buffers, and a graphics pipeline given to `run`.
+#[test]
+fn graphics_errors_are_typed() {
+    use spv_subgroup_vk::VkError;
+    let runner =
+        Runner::new().unwrap_or_else(|e| panic!("{e} (apt-get install mesa-vulkan-drivers)"));
+    let dir = tools::workspace_root().join("tests/fragment_exec");
+    let vertex = tools::compile_glsl(&dir.join("fullscreen.vert"), "vulkan1.1").expect("compiles");
+    let votes = tools::compile_glsl(&dir.join("votes.frag"), "vulkan1.1").expect("compiles");
+    let opts = GraphicsOptions {
+        buffers: 2,
+        ..Default::default()
+    };
+    assert!(matches!(
+        runner.graphics_pipeline(&vertex, &[1, 2, 3], &opts),
+        Err(VkError::Invalid(_))
+    ));
+    if !runner.info().has_subgroup_op("partitioned_nv") {
+        let partitioned =
+            tools::compile_glsl(&dir.join("partitioned.frag"), "vulkan1.1").expect("compiles");
+        let r = runner.graphics_pipeline(&vertex, &partitioned, &opts);
+        assert!(matches!(r, Err(VkError::Pipeline { .. })), "{r:?}");
+    }
+    let p = runner
+        .graphics_pipeline(&vertex, &votes, &opts)
+        .expect("the votes pipeline");
+    let mut two = vec![vec![0u32; 64 * 13], vec![0u32; 64 * 32]];
+    let none = Draw {
+        width: 0,
+        height: 1,
+        vertices: 3,
+        first_vertex: 0,
+    };
+    let r = runner.draw(&p, &mut two, none, Duration::from_secs(60));
+    assert!(matches!(r, Err(VkError::Invalid(_))), "{r:?}");
+    let one = Draw { width: 1, ..none };
+    let r = runner.draw(&p, &mut two[..1], one, Duration::from_secs(60));
+    assert!(matches!(r, Err(VkError::Invalid(_))), "{r:?}");
+    let r = runner.run(&p, &mut two, [1, 1, 1], Duration::from_secs(60));
+    assert!(matches!(r, Err(VkError::Invalid(_))), "{r:?}");
+    // And the same pipeline still draws.
+    runner
+        .draw(&p, &mut two, one, Duration::from_secs(60))
+        .expect("a 1 x 1 draw");
+    assert_eq!(two[0][0], 1, "pixel (0, 0) wrote its marker");
 }
 
 /// One child at lavapipe subgroup `size`.

@@ -13,6 +13,10 @@
 //! `OUT` each run), and the reference: one `spirv-val --target-env vulkan1.1` process per file,
 //! one after the other as a shell loop runs them, and the same spread over all cores (what
 //! `xargs -P` gives), so the comparison does not rest only on the parallelism our tool has.
+//! Each row also gives the CPU time (user plus system) the command took: our binary's from
+//! `/usr/bin/time`, the loops' as the CPU time of the `spirv-val` children they waited for (from
+//! `/proc/self/stat`), since a loop's wall time depends on the machine's load far more than its CPU
+//! time does. The load average at the start and at the end of the run goes with the table.
 //! The table goes into the `## Whole trees` section of `docs/PERFORMANCE.md`.
 
 use std::fmt::Write as _;
@@ -191,10 +195,12 @@ fn make_tree(root: &Path, out: &Path, opts: &Opts, spirv_val: &Path) -> Result<T
     Ok(tree)
 }
 
-/// One timed command: its wall times, and the exit status and stderr tail of the last run.
+/// One timed command: its wall and CPU times, and the exit status and stderr tail of the last run.
 struct Timed {
     name: String,
     times: Vec<f64>,
+    /// User plus system CPU seconds of each run (NaN where it could not be read).
+    cpu: Vec<f64>,
     status: String,
     tail: String,
 }
@@ -203,6 +209,32 @@ fn median(v: &[f64]) -> f64 {
     let mut t = v.to_vec();
     t.sort_by(|a, b| a.total_cmp(b));
     t.get(t.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The CPU seconds (user plus system) of the children this process has waited for so far:
+/// fields 16 and 17 of `/proc/self/stat`, in clock ticks of 1/100 s (Linux's `USER_HZ`).
+fn children_cpu() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // The command name (field 2) is in parentheses and may hold spaces; field 3 follows it.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return f64::NAN;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |n: usize| f.get(n - 3).and_then(|v| v.parse::<f64>().ok());
+    match (ticks(16), ticks(17)) {
+        (Some(u), Some(s)) => (u + s) / 100.0,
+        _ => f64::NAN,
+    }
+}
+
+/// The 1-minute load average now.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// Runs one process per file, on `workers` threads; returns (wall seconds, files spirv-val rejected).
@@ -256,10 +288,12 @@ pub fn run(args: &[String]) -> Result<()> {
     .map(|n| Timed {
         name: n.to_string(),
         times: Vec::new(),
+        cpu: Vec::new(),
         status: String::new(),
         tail: String::new(),
     })
     .collect();
+    let load_start = load_average();
     let rounds = opts.runs.max(opts.loop_runs);
     for round in 0..rounds {
         for (k, t) in timed.iter_mut().enumerate() {
@@ -267,7 +301,7 @@ pub fn run(args: &[String]) -> Result<()> {
             if round >= runs {
                 continue;
             }
-            let (wall, status, tail) = match k {
+            let (wall, cpu, status, tail) = match k {
                 0 | 1 => {
                     let args: Vec<&str> = if k == 0 {
                         vec!["validate", &input, "--target-env", "vulkan1.1"]
@@ -280,23 +314,31 @@ pub fn run(args: &[String]) -> Result<()> {
                     let r = super::run_once(&ours, &args)?;
                     (
                         r.wall,
+                        r.cpu,
                         if r.ok { "0".into() } else { "non-zero".into() },
                         r.tail,
                     )
                 }
                 _ => {
                     let workers = if k == 2 { 1 } else { cores };
+                    let before = children_cpu();
                     let (wall, rejected) = spirv_val_per_file(&spirv_val, &tree.files, workers);
-                    (wall, format!("{rejected} rejected"), String::new())
+                    let cpu = children_cpu() - before;
+                    (wall, cpu, format!("{rejected} rejected"), String::new())
                 }
             };
-            eprintln!("  {} run {}/{runs}: {wall:.3} s", t.name, round + 1);
+            eprintln!(
+                "  {} run {}/{runs}: {wall:.3} s wall, {cpu:.2} s CPU",
+                t.name,
+                round + 1
+            );
             t.times.push(wall);
+            t.cpu.push(cpu);
             t.status = status;
             t.tail = tail;
         }
     }
-    let text = render(&opts, &tree, &timed, &ours);
+    let text = render(&opts, &tree, &timed, &ours, &load_start);
     eprintln!("\n{text}");
     if opts.docs {
         let doc = root.join("docs/PERFORMANCE.md");
@@ -306,7 +348,7 @@ pub fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn render(opts: &Opts, tree: &Tree, timed: &[Timed], ours: &Path) -> String {
+fn render(opts: &Opts, tree: &Tree, timed: &[Timed], ours: &Path, load_start: &str) -> String {
     let mut s = String::new();
     let loop_median = median(&timed[2].times);
     let _ = writeln!(s, "{SECTION}\n");
@@ -327,7 +369,7 @@ fn render(opts: &Opts, tree: &Tree, timed: &[Timed], ours: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "Machine: {}; binary {} at {}; {}.",
+        "Machine: {}, {load_start} at the start; binary {} at {}; {}.",
         super::machine(),
         ours.display(),
         super::revision(&super::root()),
@@ -335,22 +377,23 @@ fn render(opts: &Opts, tree: &Tree, timed: &[Timed], ours: &Path) -> String {
     );
     let _ = writeln!(
         s,
-        "Wall time, median of the runs, all commands in the same run, round-robin.\n"
+        "Wall time and CPU time (user plus system, all threads or processes), medians of the runs, all commands in the same run, round-robin.\n"
     );
     let _ = writeln!(
         s,
-        "| command | runs | wall (median) | of the spirv-val loop | exit | "
+        "| command | runs | wall (median) | of the spirv-val loop | CPU (median) | exit |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
     for t in timed {
         let m = median(&t.times);
         let _ = writeln!(
             s,
-            "| {} | {} | {:.2} s | {:.3} | {} |",
+            "| {} | {} | {:.2} s | {:.3} | {:.2} s | {} |",
             t.name,
             t.times.len(),
             m,
             m / loop_median,
+            median(&t.cpu),
             t.status
         );
     }

@@ -24,7 +24,7 @@ use crate::{elide, LowerError};
 pub(crate) trait Stream {
     /// The globals are complete (at the first `OpFunction`, or at the end of a module without
     /// functions). Returns whether to stream the functions; `false` loads them into the module.
-    fn globals(&mut self, module: &Module) -> bool;
+    fn globals(&mut self, module: &mut Module) -> bool;
     /// One finished function, its elided runs left in the words behind placeholders;
     /// `elided_types` holds (result id, type id) of its elided values (to be drained).
     fn function(&mut self, module: &Module, f: Function, elided_types: &mut Vec<(u32, u32)>);
@@ -267,7 +267,7 @@ impl Placer<'_, '_> {
     fn start_functions(&mut self) {
         self.globals_done = true;
         if let Some(stream) = self.stream.as_mut() {
-            if stream.globals(&self.loaded.module) {
+            if stream.globals(&mut self.loaded.module) {
                 if let Some(s) = self.sparse.as_mut() {
                     s.streamed = Some(Vec::new());
                 }
@@ -439,7 +439,7 @@ mod spec_constant_op_tests {
     struct Decline;
 
     impl Stream for Decline {
-        fn globals(&mut self, _: &Module) -> bool {
+        fn globals(&mut self, _: &mut Module) -> bool {
             false
         }
         fn function(&mut self, _: &Module, _: Function, _: &mut Vec<(u32, u32)>) {}

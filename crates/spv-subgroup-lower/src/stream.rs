@@ -21,10 +21,12 @@
 //! a function both kinds of entry point reach is read back from the body's range of the
 //! rewritten function and appended, every id renamed through `elide::Renames`.
 //!
-//! One kind of module is declined at the globals and loaded whole as before (`driver`): one
-//! that declares a mask built-in its target lacks (`masks` rewrites its access chains
-//! module-wide, before the emitter's first id). So are inputs of 2^31 words or more
-//! (placeholders hold 31-bit offsets).
+//! Where a naga-like target lacks the mask built-ins, step 1 of `masks` (reads through access
+//! chains become whole loads) runs on each function as it comes, the whole loads' ids counted
+//! from the words before the load (they come before the emitter's, as in the whole-module
+//! pass), and step 3 removes the variables no recorded instruction uses.
+//!
+//! Inputs of 2^31 words or more are loaded whole (`driver`; placeholders hold 31-bit offsets).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -32,6 +34,7 @@ use rspirv::binary::Assemble;
 use rspirv::dr::{Function, Instruction, Module, Operand};
 
 use crate::emit::{Emitter, Id};
+use crate::rewrite::masks;
 use crate::{
     driver, elide, hygiene, loader, outline, rewrite, stages, LowerError, LowerOptions, LowerReport,
 };
@@ -73,6 +76,12 @@ struct Run<'t> {
     subgroup_memory_scope: bool,
     /// The output's functions and the instructions between them, in order.
     body: Vec<u32>,
+    /// Step 1 of `masks` (reads of mask built-ins through access chains become whole loads),
+    /// with the id after the last whole load's, which the emitter's ids start from.
+    normalize: Option<(masks::Normalize, Id)>,
+    /// The mask variables step 3 of `masks` may remove, and those the functions use.
+    mask_vars: Option<BTreeSet<Id>>,
+    mask_uses: BTreeSet<Id>,
     /// When vertex-like stages may need copies of functions: what the copies need.
     twins: Option<Twins>,
 }
@@ -131,17 +140,13 @@ pub(crate) fn lower_streaming(words: &[u32], opts: &LowerOptions) -> Result<Stre
 }
 
 impl loader::Stream for Streamer<'_> {
-    fn globals(&mut self, module: &Module) -> bool {
-        let target = &self.opts.target;
+    fn globals(&mut self, module: &mut Module) -> bool {
         let fragment = module.entry_points.iter().any(|e| {
             matches!(
                 e.operands.first(),
                 Some(Operand::ExecutionModel(spirv::ExecutionModel::Fragment))
             )
         });
-        if rewrite::declares_removable_masks(module, target) {
-            return false;
-        }
         // Only new built-ins of a module with a fragment stage are `Flat`; then the vertex-like
         // stages load twins, and the functions they share are copied at the end.
         let twin_entry = stages::twin_entry_points(module);
@@ -173,7 +178,7 @@ impl loader::Stream for Streamer<'_> {
 impl<'t> Run<'t> {
     /// The checks and indexes of the whole-module pass that read only the globals.
     fn start(
-        module: &Module,
+        module: &mut Module,
         words: &'t [u32],
         opts: &'t LowerOptions,
         twin_entry: Option<Vec<bool>>,
@@ -190,6 +195,15 @@ impl<'t> Run<'t> {
         if removable {
             driver::check_version(module, target)?;
         }
+        // The whole loads of step 1 take the ids after the input's, as the whole-module pass
+        // gives them before the emitter starts.
+        let normalize = masks::normalize_streamed(module, target, words).map(|(n, loads)| {
+            let end = n.next + loads;
+            if let Some(h) = module.header.as_mut() {
+                h.bound = end;
+            }
+            (n, end)
+        });
         // The value types of the elided instructions arrive function by function; the table
         // starts at the size the sparse load gives it.
         let bound = words.get(3).copied().unwrap_or(1) as usize;
@@ -240,6 +254,9 @@ impl<'t> Run<'t> {
             subgroup_memory_scope: false,
             body: Vec::with_capacity(room),
             twins,
+            normalize,
+            mask_vars: masks::removable_vars(module, target),
+            mask_uses: BTreeSet::new(),
         })
     }
 
@@ -252,6 +269,9 @@ impl<'t> Run<'t> {
         words: &[u32],
         opts: &LowerOptions,
     ) -> Result<(), LowerError> {
+        if let Some((n, _)) = self.normalize.as_mut() {
+            masks::normalize_function(&mut f, n);
+        }
         let em = &mut self.em;
         for (id, ty) in elided_types.drain(..) {
             em.set_value_type(id, ty);
@@ -332,6 +352,9 @@ impl<'t> Run<'t> {
                 self.used_caps.insert(c as u32);
             }
             self.khr_ballot_left |= rewrite::leaves_khr_ballot(inst);
+            if let Some(vars) = &self.mask_vars {
+                masks::record_uses(inst, vars, &mut self.mask_uses);
+            }
             self.subgroup_memory_scope |= hygiene::has_subgroup_memory_scope_in(inst, &self.em);
         }
     }
@@ -541,7 +564,20 @@ impl<'t> Run<'t> {
         let scope_needs_cap = target.target_env.starts_with("vulkan")
             && hygiene::provides_subgroup_scope(module)
             && self.subgroup_memory_scope;
-        let removed = rewrite::finish_streamed(module, target, self.khr_ballot_left);
+        if let Some((n, end)) = &self.normalize {
+            if n.next != *end {
+                return Err(LowerError::Invalid {
+                    result_id: 0,
+                    message: format!(
+                        "the whole loads of mask built-ins counted in the words end at id \
+                         {end}, those of the loaded functions at id {}",
+                        n.next
+                    ),
+                });
+            }
+        }
+        let masks = self.mask_vars.as_ref().map(|v| (v, &self.mask_uses));
+        let removed = rewrite::finish_streamed(module, target, self.khr_ballot_left, masks);
         let used = self
             .used_caps
             .iter()

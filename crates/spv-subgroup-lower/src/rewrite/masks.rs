@@ -2,7 +2,7 @@
 //! consumers without them (naga's front end: `no_mask_builtins`), computed from
 //! `SubgroupLocalInvocationId` and `SubgroupSize`.
 //!
-//! Three steps, all driven from `driver.rs`:
+//! Three steps, driven from `driver.rs` (or, one function at a time, from `stream.rs`):
 //!
 //! 1. [`normalize`] (before anything else): a component read through an access chain,
 //!    `%c = OpAccessChain %ptr %mask %i; %x = OpLoad %uint %c`, becomes
@@ -17,7 +17,9 @@
 
 use std::collections::BTreeSet;
 
-use rspirv::dr::{Instruction, Module, Operand};
+use std::collections::BTreeMap;
+
+use rspirv::dr::{Function, Instruction, Module, Operand};
 use spirv::{BuiltIn, Decoration, Op};
 
 use super::invalid;
@@ -57,18 +59,27 @@ pub(crate) fn declared(module: &Module, target: &Target) -> bool {
     target.restrictions.no_mask_builtins && !mask_vars(module).is_empty()
 }
 
-/// Step 1: turns component reads through access chains into whole loads and extracts.
-pub(crate) fn normalize(module: &mut Module, target: &Target) {
+/// Step 1's tables: each mask variable's pointee type, the single-index access chains into the
+/// masks (chain id -> (variable, index id)), and the id the next whole load gets.
+pub(crate) struct Normalize {
+    pointee: BTreeMap<Id, Id>,
+    chains: BTreeMap<Id, (Id, Id)>,
+    /// The next id to give a whole load (the module's bound, then counting up).
+    pub next: Id,
+}
+
+/// The mask variables `target` lacks and their pointee types (through their pointer types);
+/// `None` when there is nothing for step 1 to do.
+fn mask_pointees(module: &Module, target: &Target) -> Option<(BTreeSet<Id>, BTreeMap<Id, Id>)> {
     if !target.restrictions.no_mask_builtins {
-        return;
+        return None;
     }
     let vars: BTreeSet<Id> = mask_vars(module).into_iter().map(|(v, _)| v).collect();
     if vars.is_empty() {
-        return;
+        return None;
     }
-    // Pointee type of each mask variable (through its pointer type).
-    let mut pointee = std::collections::BTreeMap::new();
-    let pointers: std::collections::BTreeMap<Id, Id> = module
+    let mut pointee = BTreeMap::new();
+    let pointers: BTreeMap<Id, Id> = module
         .types_global_values
         .iter()
         .filter(|i| i.class.opcode == Op::TypePointer)
@@ -86,8 +97,16 @@ pub(crate) fn normalize(module: &mut Module, target: &Target) {
             }
         }
     }
+    Some((vars, pointee))
+}
+
+/// Step 1: turns component reads through access chains into whole loads and extracts.
+pub(crate) fn normalize(module: &mut Module, target: &Target) {
+    let Some((vars, pointee)) = mask_pointees(module, target) else {
+        return;
+    };
     // Single-index access chains into a mask: chain id -> (variable, index id).
-    let mut chains = std::collections::BTreeMap::new();
+    let mut chains = BTreeMap::new();
     for inst in module
         .functions
         .iter()
@@ -107,62 +126,127 @@ pub(crate) fn normalize(module: &mut Module, target: &Target) {
     if chains.is_empty() {
         return;
     }
-    let mut bound = module.header.as_ref().map_or(1, |h| h.bound);
-    let mut used_otherwise: BTreeSet<Id> = BTreeSet::new();
+    let mut n = Normalize {
+        pointee,
+        chains,
+        next: module.header.as_ref().map_or(1, |h| h.bound),
+    };
     for f in &mut module.functions {
-        for block in &mut f.blocks {
-            let mut out = Vec::with_capacity(block.instructions.len());
-            for inst in std::mem::take(&mut block.instructions) {
-                if inst.class.opcode == Op::Load {
-                    if let Some(Operand::IdRef(p)) = inst.operands.first() {
-                        if let (Some(&(var, index)), Some(&vt)) =
-                            (chains.get(p), chains.get(p).and_then(|c| pointee.get(&c.0)))
-                        {
-                            let whole = bound;
-                            bound += 1;
-                            // The load's memory operands stay (a `Volatile` one is required
-                            // in ray stages under the Vulkan memory model, VUID 04679).
-                            let mut operands = vec![Operand::IdRef(var)];
-                            operands.extend(inst.operands.iter().skip(1).cloned());
-                            out.push(Instruction::new(Op::Load, Some(vt), Some(whole), operands));
-                            out.push(Instruction::new(
-                                Op::VectorExtractDynamic,
-                                inst.result_type,
-                                inst.result_id,
-                                vec![Operand::IdRef(whole), Operand::IdRef(index)],
-                            ));
-                            continue;
-                        }
-                    }
-                }
-                if !matches!(inst.class.opcode, Op::AccessChain | Op::InBoundsAccessChain)
-                    || !inst.result_id.is_some_and(|r| chains.contains_key(&r))
-                {
-                    for o in &inst.operands {
-                        if let Operand::IdRef(r) = o {
-                            if chains.contains_key(r) {
-                                used_otherwise.insert(*r);
-                            }
-                        }
-                    }
-                }
-                out.push(inst);
-            }
-            block.instructions = out;
-        }
-    }
-    // Chains read only by loads are gone; any other use keeps its chain (and its variable).
-    for f in &mut module.functions {
-        for block in &mut f.blocks {
-            block.instructions.retain(|i| {
-                !(matches!(i.class.opcode, Op::AccessChain | Op::InBoundsAccessChain)
-                    && i.result_id
-                        .is_some_and(|r| chains.contains_key(&r) && !used_otherwise.contains(&r)))
-            });
-        }
+        normalize_function(f, &mut n);
     }
     if let Some(h) = module.header.as_mut() {
-        h.bound = bound;
+        h.bound = n.next;
+    }
+}
+
+/// Step 1 for a module whose functions come one at a time (`stream`): the tables from the
+/// globals and the module's words (every single-index access chain into a mask), and how many
+/// whole loads the functions will get (their ids come before any the emitter gives);
+/// `None` when there is nothing to do.
+pub(crate) fn normalize_streamed(
+    module: &Module,
+    target: &Target,
+    words: &[u32],
+) -> Option<(Normalize, u32)> {
+    let (vars, pointee) = mask_pointees(module, target)?;
+    let each = |f: &mut dyn FnMut(u32, &[u32])| {
+        let mut at = 5;
+        while let Some(&first) = words.get(at) {
+            let count = (first >> 16) as usize;
+            let Some(inst) = words.get(at..at + count).filter(|_| count > 0) else {
+                break;
+            };
+            f(first & 0xffff, inst);
+            at += count;
+        }
+    };
+    let mut chains = BTreeMap::new();
+    each(&mut |op, inst| {
+        if let (true, [_, _, id, base, index]) = (
+            op == Op::AccessChain as u32 || op == Op::InBoundsAccessChain as u32,
+            inst,
+        ) {
+            if vars.contains(base) {
+                chains.insert(*id, (*base, *index));
+            }
+        }
+    });
+    if chains.is_empty() {
+        return None;
+    }
+    let mut loads = 0u32;
+    each(&mut |op, inst| {
+        if let (true, [_, _, _, p, ..]) = (op == Op::Load as u32, inst) {
+            if chains.get(p).is_some_and(|c| pointee.contains_key(&c.0)) {
+                loads += 1;
+            }
+        }
+    });
+    let next = module.header.as_ref().map_or(1, |h| h.bound);
+    Some((
+        Normalize {
+            pointee,
+            chains,
+            next,
+        },
+        loads,
+    ))
+}
+
+/// Step 1 in one function: each load through a chain of `n` becomes a whole load (id `n.next`,
+/// counting up) and an extract; the chains nothing else reads go.
+pub(crate) fn normalize_function(f: &mut Function, n: &mut Normalize) {
+    let chains = &n.chains;
+    let mut used_otherwise: BTreeSet<Id> = BTreeSet::new();
+    for block in &mut f.blocks {
+        let mut out = Vec::with_capacity(block.instructions.len());
+        for inst in std::mem::take(&mut block.instructions) {
+            if inst.class.opcode == Op::Load {
+                if let Some(Operand::IdRef(p)) = inst.operands.first() {
+                    if let (Some(&(var, index)), Some(&vt)) = (
+                        chains.get(p),
+                        chains.get(p).and_then(|c| n.pointee.get(&c.0)),
+                    ) {
+                        let whole = n.next;
+                        n.next += 1;
+                        // The load's memory operands stay (a `Volatile` one is required
+                        // in ray stages under the Vulkan memory model, VUID 04679).
+                        let mut operands = vec![Operand::IdRef(var)];
+                        operands.extend(inst.operands.iter().skip(1).cloned());
+                        out.push(Instruction::new(Op::Load, Some(vt), Some(whole), operands));
+                        out.push(Instruction::new(
+                            Op::VectorExtractDynamic,
+                            inst.result_type,
+                            inst.result_id,
+                            vec![Operand::IdRef(whole), Operand::IdRef(index)],
+                        ));
+                        continue;
+                    }
+                }
+            }
+            if !matches!(inst.class.opcode, Op::AccessChain | Op::InBoundsAccessChain)
+                || !inst.result_id.is_some_and(|r| chains.contains_key(&r))
+            {
+                for o in &inst.operands {
+                    if let Operand::IdRef(r) = o {
+                        if chains.contains_key(r) {
+                            used_otherwise.insert(*r);
+                        }
+                    }
+                }
+            }
+            out.push(inst);
+        }
+        block.instructions = out;
+    }
+    // Chains read only by loads are gone (a chain is local to its function); any other use
+    // keeps its chain (and its variable).
+    for block in &mut f.blocks {
+        block.instructions.retain(|i| {
+            !(matches!(i.class.opcode, Op::AccessChain | Op::InBoundsAccessChain)
+                && i.result_id
+                    .is_some_and(|r| chains.contains_key(&r) && !used_otherwise.contains(&r)))
+        });
     }
 }
 
@@ -205,13 +289,9 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
 
 /// Step 3: drops the mask variables no instruction uses any more; returns whether it did.
 pub(crate) fn remove_unused(module: &mut Module, target: &Target) -> bool {
-    if !target.restrictions.no_mask_builtins {
+    let Some(vars) = removable_vars(module, target) else {
         return false;
-    }
-    let vars: BTreeSet<Id> = mask_vars(module).into_iter().map(|(v, _)| v).collect();
-    if vars.is_empty() {
-        return false;
-    }
+    };
     let mut used = BTreeSet::new();
     for inst in module
         .functions
@@ -219,15 +299,39 @@ pub(crate) fn remove_unused(module: &mut Module, target: &Target) -> bool {
         .flat_map(|f| &f.blocks)
         .flat_map(|b| &b.instructions)
     {
-        for o in &inst.operands {
-            if let Operand::IdRef(r) = o {
-                if vars.contains(r) {
-                    used.insert(*r);
-                }
+        record_uses(inst, &vars, &mut used);
+    }
+    remove_unused_given(module, &vars, &used)
+}
+
+/// The mask variables step 3 may remove (`None`: none, or the target has the masks).
+pub(crate) fn removable_vars(module: &Module, target: &Target) -> Option<BTreeSet<Id>> {
+    if !target.restrictions.no_mask_builtins {
+        return None;
+    }
+    let vars: BTreeSet<Id> = mask_vars(module).into_iter().map(|(v, _)| v).collect();
+    (!vars.is_empty()).then_some(vars)
+}
+
+/// Adds to `used` the variables of `vars` that `inst` refers to.
+pub(crate) fn record_uses(inst: &Instruction, vars: &BTreeSet<Id>, used: &mut BTreeSet<Id>) {
+    for o in &inst.operands {
+        if let Operand::IdRef(r) = o {
+            if vars.contains(r) {
+                used.insert(*r);
             }
         }
     }
-    let gone: BTreeSet<Id> = vars.difference(&used).copied().collect();
+}
+
+/// Step 3 when the functions are not held (`stream`): `used` are the variables of `vars`
+/// ([`removable_vars`]) that their instructions refer to.
+pub(crate) fn remove_unused_given(
+    module: &mut Module,
+    vars: &BTreeSet<Id>,
+    used: &BTreeSet<Id>,
+) -> bool {
+    let gone: BTreeSet<Id> = vars.difference(used).copied().collect();
     if gone.is_empty() {
         return false;
     }

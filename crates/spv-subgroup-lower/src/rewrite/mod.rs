@@ -23,6 +23,8 @@
 //! one no family rewrites fails with [`LowerError::Unsupported`] naming the missing feature and a
 //! preset that would take it as it is.
 
+use std::collections::BTreeSet;
+
 use rspirv::dr::{Instruction, Operand};
 use spirv::{GroupOperation, Op};
 
@@ -37,7 +39,7 @@ mod bool_move;
 mod groups;
 mod khr_ballot;
 mod lane_read;
-mod masks;
+pub(crate) mod masks;
 mod partition;
 mod partitioned_arith;
 mod quad_vote;
@@ -99,21 +101,21 @@ pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
 }
 
 /// [`finish`] of a module whose functions are not held (`lower_words` streams them):
-/// `khr_ballot_left` says whether one of them holds an instruction [`leaves_khr_ballot`].
-/// Mask built-ins are not looked at: the streaming path takes no module that declares one its
-/// target lacks ([`has_removable_globals`] then holds, and the functions are loaded whole).
-pub(crate) fn finish_streamed(module: &mut Module, target: &Target, khr_ballot_left: bool) -> bool {
-    khr_ballot::finish(module, target, khr_ballot_left)
+/// `khr_ballot_left` says whether one of them holds an instruction [`leaves_khr_ballot`], and
+/// `masks` are the mask variables step 3 of `masks` may remove with those the functions use.
+pub(crate) fn finish_streamed(
+    module: &mut Module,
+    target: &Target,
+    khr_ballot_left: bool,
+    masks: Option<(&BTreeSet<Id>, &BTreeSet<Id>)>,
+) -> bool {
+    let masks = masks.is_some_and(|(vars, used)| masks::remove_unused_given(module, vars, used));
+    khr_ballot::finish(module, target, khr_ballot_left) || masks
 }
 
 /// Whether `inst` is a KHR ballot instruction (it keeps `SubgroupBallotKHR` declared).
 pub(crate) fn leaves_khr_ballot(inst: &Instruction) -> bool {
     khr_ballot::is_khr_ballot(inst.class.opcode)
-}
-
-/// Whether the module declares a mask built-in the target lacks (see `masks`).
-pub(crate) fn declares_removable_masks(module: &Module, target: &Target) -> bool {
-    masks::declared(module, target)
 }
 
 /// A scalar or vector type as the fit table sees it.

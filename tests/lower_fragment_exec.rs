@@ -43,7 +43,9 @@
 //! lavapipe's fragment subgroups follow `LP_NATIVE_VECTOR_WIDTH` as its compute ones do (the
 //! fragment shader runs one SIMD vector of pixels, whole quads): 128 bits give 4 lanes (one quad),
 //! 256 give 8 (two quads), 512 give 16 (four quads); each child checks that its widest subgroup
-//! has the reported size and prints the active lanes per subgroup it saw.
+//! has the reported size and that the active lanes of every subgroup are laid out in quads as
+//! Vulkan specifies for fragment shaders (lanes `4n` to `4n + 3` one 2 x 2 quad: top left, top
+//! right, bottom left, bottom right), and prints the active lanes per subgroup it saw.
 //! At 512 bits lavapipe 22.3 with LLVM 15 crashes (SIGSEGV inside LLVM, from
 //! `LLVMBuildBitCast`) compiling any graphics pipeline with a color attachment, even one whose
 //! fragment shader only stores one word; without the attachment it runs, so the size-16 child
@@ -240,8 +242,24 @@ struct Seen {
     groups: usize,
     /// Lanes active in a subgroup op that left no record (helper invocations).
     helpers: usize,
+    /// Subgroups whose active lanes are not laid out in quads (see [`in_quads`]).
+    not_quads: usize,
     /// Group sizes (active lanes at the top of the shader) and how often each occurred.
     sizes: BTreeMap<u32, usize>,
+}
+
+/// Whether active `lanes` are laid out as Vulkan lays out quads in fragment shaders: lanes
+/// `4n` to `4n + 3` are one 2 x 2 quad, in the order top left, top right, bottom left, bottom right.
+fn in_quads(lanes: &[Px]) -> bool {
+    let quad = |p: &Px| (p.lane >> 2, p.x >> 1, p.y >> 1);
+    lanes.iter().all(|p| {
+        p.x & 1 == p.lane & 1
+            && p.y & 1 == (p.lane >> 1) & 1
+            && lanes
+                .iter()
+                .filter(|q| q.lane >> 2 == p.lane >> 2)
+                .all(|q| quad(q) == quad(p))
+    })
 }
 
 /// What one draw wrote: the records (buffer 0) and the lane maps (buffer 1).
@@ -342,6 +360,7 @@ fn check_records(
             })
             .collect();
         seen.helpers += lanes.len() - members.len();
+        seen.not_quads += usize::from(!in_quads(&lanes));
         seen.groups += 1;
         for Written { px: me, rec, .. } in &members {
             seen.pixels += 1;
@@ -503,9 +522,15 @@ fn check_shader(runner: &Runner, vertex: &[u32], shader: &Shader, failures: &mut
             match check_records(records, map, shader, scene, float_bits) {
                 Ok(seen) => {
                     println!(
-                        "{what}: {} pixels in {} subgroups match the model ({} helper lanes); active lanes per subgroup: {:?}",
-                        seen.pixels, seen.groups, seen.helpers, seen.sizes
+                        "{what}: {} pixels in {} subgroups match the model ({} helper lanes, {} subgroups not in quads); active lanes per subgroup: {:?}",
+                        seen.pixels, seen.groups, seen.helpers, seen.not_quads, seen.sizes
                     );
+                    if is_lavapipe(runner) && seen.not_quads > 0 {
+                        failures.push(format!(
+                            "{what}: {} subgroups whose lanes are not laid out in quads",
+                            seen.not_quads
+                        ));
+                    }
                     let all = (scene.width * scene.height) as usize;
                     if seen.pixels * 3 < all || (!scene.full && seen.pixels == all) {
                         failures.push(format!(
@@ -613,6 +638,15 @@ fn helper_lanes_take_part_in_the_model() {
     }
     let seen = check_records(&words, &map, shader, &scene, false).expect("the model's records");
     assert_eq!((seen.pixels, seen.groups, seen.helpers), (3, 1, 1));
+    assert_eq!(seen.not_quads, 0);
+    let mut swapped = quad.clone();
+    swapped.swap(1, 2);
+    swapped[1].lane = 1;
+    swapped[2].lane = 2;
+    assert!(
+        !in_quads(&swapped),
+        "lane 1 below lane 0 is not Vulkan's quad order"
+    );
     // Pixel (0, 0) as if lane 3 had not taken part (its float key -0.0 joins lane 0's +0.0).
     let mut without = (shader.model)(&quad[..3], &quad[0], false);
     without[ACT] = 0b1111;

@@ -4,9 +4,9 @@
 //! Instructions are rewritten in place of the original: the rewrite's final instruction takes
 //! over the original result id, so uses, names and decorations (RelaxedPrecision) stay attached.
 //!
-//! [`lower_words`] hands most modules to `stream`, which runs the same steps one function at a
-//! time as the loader parses them; [`lower`] and the modules the stream declines run them here
-//! on the whole module.
+//! [`lower_words`] hands the module to `stream`, which runs the same steps one function at a
+//! time as the loader parses them; [`lower`] (and `lower_words` on an input of 2^31 words or
+//! more) runs them here on the whole module.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -30,8 +30,8 @@ pub const MAX_ID_BOUND: u32 = 0x3F_FFFF;
 /// its header's bound), then loaded sparsely: only the instructions the pass reads or changes
 /// become rspirv instructions, every other run of a block stays in `words` and is copied to the
 /// output (see `elide`), and each function is rewritten and written out as soon as it is
-/// parsed, so at most one is held in rspirv's form (see `stream`, which names the modules it
-/// loads whole instead; docs/PERFORMANCE.md has the measured bytes per input byte). The id
+/// parsed, so at most one is held in rspirv's form (see `stream`; an input of 2^31 words or
+/// more is loaded whole; docs/PERFORMANCE.md has the measured bytes per input byte). The id
 /// bound is at most [`MAX_ID_BOUND`], so tables indexed by id stay below 17 MB whatever the
 /// header claims.
 pub fn lower_words(
@@ -44,28 +44,18 @@ pub fn lower_words(
         check_input_bound(bound, &opts.target)?;
     }
     // Placeholders hold 31-bit word offsets: larger inputs are loaded whole.
-    let (
-        loader::Loaded {
-            mut module,
-            between_functions,
-        },
-        value_types,
-    ) = if words.len() < 1 << 31 {
-        match stream::lower_streaming(words, opts).map_err(|e| with_word_offset(e, words))? {
-            stream::Streamed::Done(out, report) => return Ok((out, report)),
-            stream::Streamed::Declined(loaded, types) => (*loaded, types),
-        }
-    } else {
-        loader::load(words).map(|l| (l, Vec::new()))?
-    };
-    let source = (!value_types.is_empty()).then_some((words, value_types.as_slice()));
-    let (report, pending) =
-        lower_module(&mut module, opts, source).map_err(|e| with_word_offset(e, words))?;
-    drop(value_types);
+    if words.len() < 1 << 31 {
+        return stream::lower_streaming(words, opts).map_err(|e| with_word_offset(e, words));
+    }
+    let loader::Loaded {
+        mut module,
+        between_functions,
+    } = loader::load(words)?;
+    let report = lower(&mut module, opts).map_err(|e| with_word_offset(e, words))?;
     if !report.changed {
         return Ok((words.to_vec(), report));
     }
-    let mut out = elide::assemble(module, &between_functions, words, &pending)?;
+    let mut out = loader::assemble(module, &between_functions);
     // The input's generator word is kept (as are its version unless raised, and the reserved
     // schema word).
     if let (Some(o), Some(&g)) = (out.get_mut(2), words.get(2)) {
@@ -322,19 +312,6 @@ fn find_definition(words: &[u32], id: u32) -> Option<usize> {
 
 /// Lowers a module in place for `opts.target`.
 pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, LowerError> {
-    lower_module(module, opts, None).map(|(report, _)| report)
-}
-
-/// [`lower`] of a module that may hold placeholders of elided instructions: `source` is then the
-/// input's words and the value types of the elided instructions. Also returns what assembling
-/// must still do to the placeholders: the functions copied for other stages that are not held,
-/// to be assembled from their originals, and the phi parents to rename (always nothing when
-/// `source` is `None`).
-fn lower_module(
-    module: &mut Module,
-    opts: &LowerOptions,
-    source: Option<(&[u32], &[Id])>,
-) -> Result<(LowerReport, elide::Pending), LowerError> {
     let target = &opts.target;
     if let Some(h) = module.header.as_ref() {
         check_input_bound(h.bound, target)?;
@@ -350,7 +327,7 @@ fn lower_module(
         rewrite::prepare(module, target);
     }
     let rewrites_needed = {
-        let em = Emitter::new(module, target, max_lanes, source);
+        let em = Emitter::new(module, target, max_lanes, None);
         module
             .functions
             .iter()
@@ -363,7 +340,7 @@ fn lower_module(
     }
     check_version(module, target)?;
     let before = (module.capabilities.len(), module.extensions.len());
-    let mut em = Emitter::new(module, target, max_lanes, source);
+    let mut em = Emitter::new(module, target, max_lanes, None);
     em.float_partition = opts.float_partition;
     em.partition_form = opts.partition_form;
     let mut counts: HashMap<String, usize> = HashMap::new();
@@ -382,8 +359,7 @@ fn lower_module(
             ],
         )
     });
-    let mut phi_parents = Vec::new();
-    for (index, function) in module.functions.iter_mut().enumerate() {
+    for function in &mut module.functions {
         let before = em.bound();
         em.size_builtin_ok = size_ok.as_ref().is_none_or(|ok| {
             function
@@ -392,17 +368,14 @@ fn lower_module(
                 .and_then(|d| d.result_id)
                 .is_some_and(|id| ok.contains(&id))
         });
-        let moved = lower_function(function, &mut em, &mut counts, &mut helpers)?;
-        if !moved.is_empty() && source.is_some() {
-            phi_parents.push((index, moved));
-        }
+        lower_function(function, &mut em, &mut counts, &mut helpers)?;
         if em.bound() != before {
             rewritten.extend(function.def.as_ref().and_then(|d| d.result_id));
         }
     }
     module.functions.append(&mut helpers.functions);
     module.debug_names.append(&mut helpers.names);
-    let deferred = finish_globals(module, &mut em, &rewritten)?;
+    finish_globals(module, &mut em, &rewritten)?;
     let scope_needs_cap = hygiene::subgroup_scope_needs_capability(module, &em, target);
     let removed = rewrite::finish(module, target);
     hygiene::fix_requirements(module, &em, opts, scope_needs_cap)?;
@@ -415,14 +388,7 @@ fn lower_module(
     let changed = !rewrites.is_empty()
         || removed
         || before != (module.capabilities.len(), module.extensions.len());
-    Ok((
-        LowerReport { changed, rewrites },
-        elide::Pending {
-            renames: std::mem::take(&mut em.renames),
-            deferred,
-            phi_parents,
-        },
-    ))
+    Ok(LowerReport { changed, rewrites })
 }
 
 /// Rewrites one function. Returns the blocks a rewrite split (original label -> the label of
@@ -610,20 +576,17 @@ fn name_error(err: LowerError, inst: &Instruction) -> LowerError {
 
 /// Appends new types, constants, variables, decorations and imports, and lists the built-ins the
 /// new code loads in the interface of every entry point whose call tree holds rewritten code.
-/// Returns the functions whose copies for other stages are assembled from them
-/// ([`stages::Split::deferred`]).
 fn finish_globals(
     module: &mut Module,
     em: &mut Emitter,
     rewritten: &BTreeSet<Id>,
-) -> Result<Vec<usize>, LowerError> {
+) -> Result<(), LowerError> {
     // Functions shared by entry points that list `Flat` built-ins and ones that must not are
     // split first (it adds globals).
     let twin_entry = stages::twin_entry_points(module);
     let stages::Split {
         twins,
         clone_of: clones,
-        deferred,
     } = stages::split(module, em, &twin_entry)?;
     let mut rewritten = rewritten.clone();
     rewritten.extend(
@@ -641,8 +604,7 @@ fn finish_globals(
     // Listing them is required from SPIR-V 1.4 on and allowed before; an entry point that never
     // reaches the new code does not get them, and one that must not list a `Flat` input (a
     // vertex stage, see `stages.rs`) gets the undecorated twin of a `Flat` built-in.
-    let mut calls = stages::call_graph(module);
-    stages::add_deferred_calls(&mut calls, module, &deferred, &em.renames);
+    let calls = stages::call_graph(module);
     for (ep, &twin) in module.entry_points.iter_mut().zip(&twin_entry) {
         let Some(Operand::IdRef(root)) = ep.operands.get(1) else {
             continue;
@@ -666,5 +628,5 @@ fn finish_globals(
             }
         }
     }
-    Ok(deferred)
+    Ok(())
 }

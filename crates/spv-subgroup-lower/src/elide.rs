@@ -8,26 +8,22 @@
 //! input's words like any other instruction).
 //! A block's phis stay in the input's words too, behind a placeholder of their own (a loop header
 //! keeps its phis when the driver moves the rest of the block): when a rewrite splits a block,
-//! the phis naming it as a parent are renamed while assembling ([`Pending::phi_parents`]).
+//! the phis naming it as a parent are renamed while the function is written.
 //! When lowering words, every other run of instructions in a block stays in the input and the
 //! block holds one placeholder for the run: an `OpNop` whose one 64-bit operand holds the run's
 //! word offset and word count (a real `OpNop` has no operands; one operand is half the memory
-//! of two), which [`assemble`] copies back.
-//! The value types of the elided instructions, which the rewrites ask for, are kept in a table
-//! indexed by id (4 bytes per id, the id bound being at most `MAX_ID_BOUND`).
+//! of two), which [`assemble_function`] copies back as `stream` writes each function.
+//! The value types of the elided instructions, which the rewrites ask for, go to the emitter's
+//! table indexed by id (4 bytes per id, the id bound being at most `MAX_ID_BOUND`).
 //!
-//! `stream` writes each function with [`assemble_function`] as soon as it is rewritten; for the
-//! modules it declines (loaded whole), [`assemble`] writes them all at the end.
-//! A function copied with new ids (`stages`, only in such modules) is not held at all: [`assemble`] writes the copy
-//! from the original a second time, every id renamed through one table indexed by old id
-//! ([`Renames`]), its placeholders' words parsed and renamed on the way; so the copy costs its
-//! output words and 4 bytes per renamed id, and the original's elided runs are never held in
-//! rspirv's form.
+//! Also here, for the copies `stages` makes: [`Renames`], one table of old id -> new id
+//! (4 bytes per renamed id), and the reading back of written words ([`parse_instructions`],
+//! [`for_each_result_in`]), so that a copy is made from the output's own words of the function.
 
 use std::collections::{HashMap, HashSet};
 
 use rspirv::binary::{Assemble, Consumer, ParseAction};
-use rspirv::dr::{Function, Instruction, Module, ModuleHeader, Operand};
+use rspirv::dr::{Function, Instruction, ModuleHeader, Operand};
 use spirv::Op;
 use spv_subgroup_validate::fit;
 
@@ -114,22 +110,6 @@ impl Renames {
             }
         }
     }
-}
-
-/// Calls `each` with the result id of every instruction the placeholder `inst` stands for, in
-/// order, reading the input's words (rspirv's grammar says where an opcode's result id is).
-/// Not a placeholder: nothing. `None` if the words do not hold whole instructions of known
-/// opcodes, which cannot happen for words the sparse load parsed.
-pub(crate) fn for_each_result(
-    inst: &Instruction,
-    words: &[u32],
-    slots: &mut ResultSlots,
-    each: impl FnMut(Id),
-) -> Option<()> {
-    let Some((offset, count)) = range_of(inst) else {
-        return Some(());
-    };
-    for_each_result_in(words.get(offset..offset + count)?, slots, each)
 }
 
 /// Calls `each` with the result id of every instruction of `run` (whole instructions), in order;
@@ -225,88 +205,6 @@ pub(crate) fn memory_scope_operand(inst: &Instruction) -> Option<usize> {
     fit::memory_scope_word(inst.class.opcode).and_then(|w| w.checked_sub(before))
 }
 
-/// What assembling still has to do to the placeholders' words.
-#[derive(Default)]
-pub(crate) struct Pending {
-    /// The functions copied for other stages that `lower_words` does not hold (see `stages`):
-    /// the copy of `module.functions[k]` for every `k` of `deferred`, in that order after the
-    /// module's functions, is the original with every id renamed through `renames`.
-    pub renames: Renames,
-    pub deferred: Vec<usize>,
-    /// Per function index (ascending), the blocks a rewrite split: original label -> the label
-    /// of the block that now ends with the original terminator. The phis in placeholders name
-    /// the latter as their parent (the driver renames the phis it holds itself).
-    pub phi_parents: Vec<(usize, HashMap<Id, Id>)>,
-}
-
-/// Assembles a module whose functions may hold placeholders, copying their words from `words`;
-/// the copies of `pending` follow the module's functions, and the between-function instructions
-/// go back in their places. Each function is dropped once written (and once its copy is).
-pub(crate) fn assemble(
-    mut module: Module,
-    between: &[(usize, Instruction)],
-    words: &[u32],
-    pending: &Pending,
-) -> Result<Vec<u32>, LowerError> {
-    let mut functions = std::mem::take(&mut module.functions);
-    let head = module.assemble();
-    drop(module);
-    // The output's exact size, so that it is one allocation with no slack and never doubles.
-    let function_words = |f: &Function| -> usize { all_instructions(f).map(word_count).sum() };
-    let size = head.len()
-        + between.iter().map(|(_, i)| word_count(i)).sum::<usize>()
-        + functions.iter().map(function_words).sum::<usize>()
-        + pending
-            .deferred
-            .iter()
-            .filter_map(|&k| functions.get(k))
-            .map(function_words)
-            .sum::<usize>();
-    let mut out = Vec::with_capacity(size);
-    out.extend_from_slice(&head);
-    drop(head);
-    let mut copied = vec![false; functions.len()];
-    for &k in &pending.deferred {
-        if let Some(c) = copied.get_mut(k) {
-            *c = true;
-        }
-    }
-    let mut waiting = between.iter().peekable();
-    for (i, f) in functions.iter_mut().enumerate() {
-        while let Some((_, inst)) = waiting.next_if(|(at, _)| *at <= i) {
-            inst.assemble_into(&mut out);
-        }
-        assemble_function(f, words, parents_of(pending, i), None, &mut out)?;
-        if !copied[i] {
-            *f = Function::new();
-        }
-    }
-    let n = functions.len();
-    for (j, &k) in pending.deferred.iter().enumerate() {
-        while let Some((_, inst)) = waiting.next_if(|(at, _)| *at <= n + j) {
-            inst.assemble_into(&mut out);
-        }
-        if let Some(f) = functions.get_mut(k) {
-            let parents = parents_of(pending, k);
-            assemble_function(f, words, parents, Some(&pending.renames), &mut out)?;
-            *f = Function::new();
-        }
-    }
-    for (_, inst) in waiting {
-        inst.assemble_into(&mut out);
-    }
-    Ok(out)
-}
-
-/// The renamed phi parents of function `i`, if a rewrite split one of its blocks.
-fn parents_of(pending: &Pending, i: usize) -> Option<&HashMap<Id, Id>> {
-    let k = pending
-        .phi_parents
-        .binary_search_by_key(&i, |(f, _)| *f)
-        .ok()?;
-    pending.phi_parents.get(k).map(|(_, m)| m)
-}
-
 /// Every instruction of `f`, in order.
 pub(crate) fn all_instructions(f: &Function) -> impl Iterator<Item = &Instruction> {
     f.def
@@ -338,41 +236,30 @@ pub(crate) fn word_count(inst: &Instruction) -> usize {
 }
 
 /// Writes `f`, its placeholders' words copied from `words`, the phis' parents renamed through
-/// `parents`; with `renames`, as the copy whose every id is renamed.
+/// `parents`.
 pub(crate) fn assemble_function(
     f: &Function,
     words: &[u32],
     parents: Option<&HashMap<Id, Id>>,
-    renames: Option<&Renames>,
     out: &mut Vec<u32>,
 ) -> Result<(), LowerError> {
     for inst in all_instructions(f) {
         let parents = parents.filter(|_| is_phis(inst));
-        match (range_of(inst), renames) {
-            (Some((offset, count)), None) if parents.is_none() => {
+        match (range_of(inst), parents) {
+            (Some((offset, count)), None) => {
                 let run = words
                     .get(offset..offset + count)
                     .ok_or_else(|| no_parse(f, offset))?;
                 out.extend_from_slice(run);
             }
-            (Some((offset, count)), renames) => {
+            (Some((offset, count)), Some(parents)) => {
                 let insts = parse_run(words, offset, count).ok_or_else(|| no_parse(f, offset))?;
                 for mut i in insts {
-                    if let Some(parents) = parents {
-                        rename_parents(&mut i, parents);
-                    }
-                    if let Some(renames) = renames {
-                        renames.apply(&mut i);
-                    }
+                    rename_parents(&mut i, parents);
                     i.assemble_into(out);
                 }
             }
-            (None, None) => inst.assemble_into(out),
-            (None, Some(renames)) => {
-                let mut i = inst.clone();
-                renames.apply(&mut i);
-                i.assemble_into(out);
-            }
+            (None, _) => inst.assemble_into(out),
         }
     }
     Ok(())

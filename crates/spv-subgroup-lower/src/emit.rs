@@ -234,9 +234,6 @@ pub(crate) struct Emitter<'t> {
     fragment: bool,
     /// How reads of subgroup built-ins are volatile (ray-tracing stages).
     ray_volatile: RayVolatile,
-    /// The input's words when lowering words: placeholders of elided instructions point into
-    /// them (see `elide`).
-    pub source: Option<&'t [u32]>,
     /// Whether 64-bit integer types may be used (the module declares `Int64`, or the target's
     /// consumer cannot bitcast a 64-bit value to a 2-vector: `no_resizing_bitcast`, naga's IR).
     int64_words: bool,
@@ -247,9 +244,6 @@ pub(crate) struct Emitter<'t> {
     int16_words: bool,
     /// Whether code is being emitted inside a [`Code::by_subgroup_size`] choice (no nesting).
     in_size_choice: bool,
-    /// The new ids of the functions copied for other stages (`stages`), which their
-    /// placeholders take when assembled.
-    pub renames: crate::elide::Renames,
     /// Whether the function being lowered may load the `SubgroupSize` built-in (set by the
     /// driver: false in functions that stages of a naga-like consumer reach where naga refuses it).
     pub size_builtin_ok: bool,
@@ -272,13 +266,14 @@ fn instruction_count(module: &rspirv::dr::Module) -> usize {
 }
 
 impl<'t> Emitter<'t> {
-    /// Indexes the module's types, constants, built-ins and value types. `source` is the input
-    /// of a sparse load and the types of the values it elided (see `elide`).
+    /// Indexes the module's types, constants, built-ins and value types. `value_types` is the
+    /// table to start from when the functions come later (`stream`: it sets their values' types
+    /// as they come); by default it is sized by the module's instructions.
     pub(crate) fn new(
         module: &rspirv::dr::Module,
         target: &'t Target,
         max_lanes: u32,
-        source: Option<(&'t [u32], &[Id])>,
+        value_types: Option<Vec<Id>>,
     ) -> Self {
         let bound = module.header.as_ref().map_or(1, |h| h.bound.max(1));
         let mut em = Emitter {
@@ -303,17 +298,13 @@ impl<'t> Emitter<'t> {
             // Sized by the module's instructions, not its header's bound (which may lie):
             // `set_value_type` grows it for the ids actually used, all below the bound the
             // driver has capped at `MAX_ID_BOUND`.
-            value_types: match source {
-                Some((_, types)) => types.to_vec(),
-                None => vec![0; (bound as usize).min(instruction_count(module) + 1)],
-            },
-            source: source.map(|(words, _)| words),
+            value_types: value_types
+                .unwrap_or_else(|| vec![0; (bound as usize).min(instruction_count(module) + 1)]),
             classes: Vec::new(),
             used_builtins: BTreeSet::new(),
             float_partition: FloatPartition::default(),
             partition_form: PartitionForm::default(),
             in_size_choice: false,
-            renames: Default::default(),
             size_builtin_ok: true,
             int64_words: target.restrictions.no_resizing_bitcast
                 || module.capabilities.iter().any(|c| {

@@ -20,11 +20,11 @@ use spirv::{Decoration, Op};
 
 use crate::{elide, LowerError};
 
-/// Where a sparse load ([`load_streaming`]) hands what it parses, one function at a time.
+/// Where a streaming load ([`load_streaming`]) hands what it parses, one function at a time.
 pub(crate) trait Stream {
     /// The globals are complete (at the first `OpFunction`, or at the end of a module without
-    /// functions). Returns whether to stream the functions; `false` loads them into the module.
-    fn globals(&mut self, module: &mut Module) -> bool;
+    /// functions); the stream may change them (they are what the load returns).
+    fn globals(&mut self, module: &mut Module);
     /// One finished function, its elided runs left in the words behind placeholders;
     /// `elided_types` holds (result id, type id) of its elided values (to be drained).
     fn function(&mut self, module: &Module, f: Function, elided_types: &mut Vec<(u32, u32)>);
@@ -58,26 +58,18 @@ pub fn load(words: &[u32]) -> Result<Loaded, LowerError> {
 /// `words`, each block holding a placeholder for them (see `elide`), and the globals and then
 /// each function, as soon as it is parsed, go to `stream`, so that at most one function is ever
 /// held in rspirv's form (rspirv's parser still reads the whole module in one pass: its type
-/// tracker needs the globals to decode literals).
-/// When `stream` declines at the globals, the functions are loaded into the module, and the
-/// type of every value (result id -> type id, 0 for none), the elided ones included, is
-/// returned beside it.
+/// tracker needs the globals to decode literals). Returns the globals.
 /// The caller checks `words.len() < 2^31` (placeholders hold 31-bit offsets).
-pub(crate) fn load_streaming(
-    words: &[u32],
-    stream: &mut dyn Stream,
-) -> Result<(Loaded, Vec<u32>), LowerError> {
+pub(crate) fn load_streaming(words: &[u32], stream: &mut dyn Stream) -> Result<Module, LowerError> {
     check_spec_constant_ops(words)?;
     let mut placer = Placer {
         sparse: Some(Sparse {
             words,
             pos: 5,
             watched: None,
-            // Allocated if the stream declines (`Placer::start_functions`).
-            value_types: Vec::new(),
-            streamed: None,
+            elided_types: Vec::new(),
+            stream,
         }),
-        stream: Some(stream),
         ..Placer::default()
     };
     rspirv::binary::parse_words(words, &mut placer)
@@ -88,8 +80,7 @@ pub(crate) fn load_streaming(
     if !placer.globals_done {
         placer.start_functions();
     }
-    let types = placer.sparse.map(|s| s.value_types).unwrap_or_default();
-    Ok((placer.loaded, types))
+    Ok(placer.loaded.module)
 }
 
 /// Refuses an `OpSpecConstantOp` whose operation rspirv 0.13's parser cannot decode: it panics
@@ -152,24 +143,24 @@ pub fn assemble(mut module: Module, between: &[(usize, Instruction)]) -> Vec<u32
     out
 }
 
-/// The state of a sparse load.
-struct Sparse<'w> {
+/// The state of a streaming load.
+struct Sparse<'w, 's> {
     words: &'w [u32],
     /// Word offset of the next instruction.
     pos: usize,
     /// Built-in variables and access chains into them (their users are kept), known once the
     /// first function starts.
     watched: Option<HashSet<u32>>,
-    /// Result id -> type id of the elided values.
-    value_types: Vec<u32>,
-    /// When streaming: (result id, type id) of the current function's elided values instead.
-    streamed: Option<Vec<(u32, u32)>>,
+    /// (result id, type id) of the current function's elided values.
+    elided_types: Vec<(u32, u32)>,
+    /// Where the globals and the functions go.
+    stream: &'s mut dyn Stream,
 }
 
 /// Appends `inst` (at word `at` and its word count, in a sparse load) to `block`, or in a sparse
 /// load what of it the pass keeps ([`Sparse::elide`]).
 fn push_kept(
-    sparse: Option<&mut Sparse<'_>>,
+    sparse: Option<&mut Sparse<'_, '_>>,
     module: &Module,
     inst: Instruction,
     at: Option<(usize, usize)>,
@@ -182,7 +173,7 @@ fn push_kept(
     block.instructions.extend(kept);
 }
 
-impl Sparse<'_> {
+impl Sparse<'_, '_> {
     /// Elides `inst` (at word `at`, `count` words) into `insts` unless the pass needs it.
     /// Returns the instruction back when it must be kept.
     fn elide(
@@ -211,16 +202,8 @@ impl Sparse<'_> {
             // peak (docs/PERFORMANCE.md).
             return Some(inst);
         }
-        if let (Some(ty), Some(id), Some(streamed)) =
-            (inst.result_type, inst.result_id, self.streamed.as_mut())
-        {
-            streamed.push((id, ty));
-        } else if let (Some(ty), Some(id)) = (inst.result_type, inst.result_id) {
-            let i = id as usize;
-            if i >= self.value_types.len() {
-                self.value_types.resize(i + 1 + i / 4, 0);
-            }
-            self.value_types[i] = ty;
+        if let (Some(ty), Some(id)) = (inst.result_type, inst.result_id) {
+            self.elided_types.push((id, ty));
         }
         elide::push(insts, at, count, inst.class.opcode == Op::Phi);
         None
@@ -243,10 +226,8 @@ fn builtin_variables(module: &Module) -> HashSet<u32> {
 #[derive(Default)]
 struct Placer<'w, 's> {
     loaded: Loaded,
-    /// `Some` for a sparse load.
-    sparse: Option<Sparse<'w>>,
-    /// Where finished functions go in a streaming load, once it has accepted them.
-    stream: Option<&'s mut dyn Stream>,
+    /// `Some` for a streaming load.
+    sparse: Option<Sparse<'w, 's>>,
     /// Whether the globals are complete (the first `OpFunction` was seen).
     globals_done: bool,
     /// How many functions have ended.
@@ -262,22 +243,11 @@ struct Placer<'w, 's> {
 }
 
 impl Placer<'_, '_> {
-    /// The first `OpFunction` (or the end): the globals are complete; a stream decides now
-    /// whether it takes the functions.
+    /// The first `OpFunction` (or the end): the globals are complete.
     fn start_functions(&mut self) {
         self.globals_done = true;
-        if let Some(stream) = self.stream.as_mut() {
-            if stream.globals(&mut self.loaded.module) {
-                if let Some(s) = self.sparse.as_mut() {
-                    s.streamed = Some(Vec::new());
-                }
-            } else {
-                self.stream = None;
-                if let Some(s) = self.sparse.as_mut() {
-                    let bound = s.words.get(3).copied().unwrap_or(1) as usize;
-                    s.value_types = vec![0; bound.min(s.words.len() / 2 + 1)];
-                }
-            }
+        if let Some(s) = self.sparse.as_mut() {
+            s.stream.globals(&mut self.loaded.module);
         }
     }
 
@@ -303,8 +273,8 @@ impl Placer<'_, '_> {
             op if op.is_annotation() => m.annotations.push(inst),
             // After the first function only non-semantic ext-insts (and debug lines) may stand
             // outside one; they keep their place between the functions.
-            _ if self.functions_done > 0 => match self.stream.as_mut() {
-                Some(stream) => stream.between(inst),
+            _ if self.functions_done > 0 => match self.sparse.as_mut() {
+                Some(s) => s.stream.between(inst),
                 None => {
                     let at = self.functions_done;
                     self.loaded.between_functions.push((at, inst));
@@ -380,15 +350,11 @@ impl Consumer for Placer<'_, '_> {
                 }
                 self.functions_done += 1;
                 if let Some(f) = self.function.take() {
-                    match (self.stream.as_mut(), self.sparse.as_mut()) {
-                        (
-                            Some(stream),
-                            Some(Sparse {
-                                streamed: Some(types),
-                                ..
-                            }),
-                        ) => stream.function(&self.loaded.module, f, types),
-                        _ => self.loaded.module.functions.push(f),
+                    match self.sparse.as_mut() {
+                        Some(s) => s
+                            .stream
+                            .function(&self.loaded.module, f, &mut s.elided_types),
+                        None => self.loaded.module.functions.push(f),
                     }
                 }
             }
@@ -435,13 +401,11 @@ impl Consumer for Placer<'_, '_> {
 mod spec_constant_op_tests {
     use super::*;
 
-    /// A stream that declines every module: the sparse load of the whole module.
-    struct Decline;
+    /// A stream that drops what it is given.
+    struct Drop;
 
-    impl Stream for Decline {
-        fn globals(&mut self, _: &mut Module) -> bool {
-            false
-        }
+    impl Stream for Drop {
+        fn globals(&mut self, _: &mut Module) {}
         fn function(&mut self, _: &Module, _: Function, _: &mut Vec<(u32, u32)>) {}
         fn between(&mut self, _: Instruction) {}
     }
@@ -465,7 +429,7 @@ mod spec_constant_op_tests {
         let words = module(52, &[52, 2]);
         for loaded in [
             load(&words).map(|_| ()),
-            load_streaming(&words, &mut Decline).map(|_| ()),
+            load_streaming(&words, &mut Drop).map(|_| ()),
         ] {
             match loaded {
                 Err(LowerError::Parse(m)) => assert!(m.contains("operation 52"), "{m}"),

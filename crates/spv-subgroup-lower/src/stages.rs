@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use rspirv::dr::{Function, Instruction, Module, Operand};
 use spirv::{Decoration, ExecutionModel, Op};
 
-use crate::elide::{self, Renames, ResultSlots};
+use crate::elide::Renames;
 use crate::emit::{Emitter, Id};
 use crate::LowerError;
 
@@ -37,10 +37,6 @@ pub(crate) struct Split {
     pub twins: BTreeMap<Id, Id>,
     /// Function -> its clone.
     pub clone_of: HashMap<Id, Id>,
-    /// When lowering words: the indices (in `module.functions`) of the functions whose clones
-    /// are not held but assembled from the original, every id renamed through `em.renames`
-    /// (see `elide::assemble`), in the order the clones follow the module's functions.
-    pub deferred: Vec<usize>,
 }
 
 /// Per entry point (in `module.entry_points` order), whether it must not list a `Flat` input and
@@ -125,11 +121,9 @@ pub(crate) fn split(
     let Some(mut plan) = plan(&module.entry_points, twin_entry, &calls, &loads, &flat, em) else {
         return Ok(Default::default());
     };
-    let mut slots = ResultSlots::default();
     let mut made = Vec::new();
     let mut clones = Vec::new();
-    let mut deferred = Vec::new();
-    for (index, function) in module.functions.iter_mut().enumerate() {
+    for function in &mut module.functions {
         let Some(id) = function.def.as_ref().and_then(|d| d.result_id) else {
             continue;
         };
@@ -138,20 +132,9 @@ pub(crate) fn split(
         }
         if plan.clone_of.contains_key(&id) {
             let first = em.bound();
-            fresh_ids(function, em, &mut plan.renames, &mut slots).ok_or_else(|| {
-                LowerError::Invalid {
-                    result_id: id,
-                    message: "the function's instructions no longer parse".to_owned(),
-                }
-            })?;
+            fresh_ids(function, em, &mut plan.renames);
             made.push((id, first..em.bound()));
-            // Lowering words, the clone is written from the original while assembling: holding
-            // its instructions would double the function's memory at the peak.
-            if em.source.is_some() {
-                deferred.push(index);
-            } else {
-                clones.push(clone_function(function, &plan.renames));
-            }
+            clones.push(clone_function(function, &plan.renames));
         } else {
             for inst in all_instructions(function) {
                 rename_operands(inst, &plan.renames);
@@ -159,7 +142,7 @@ pub(crate) fn split(
         }
     }
     module.functions.extend(clones);
-    Ok(finish_split(module, em, twin_entry, plan, &made, deferred))
+    Ok(finish_split(module, twin_entry, plan, &made))
 }
 
 /// What [`plan`] decides: the twins of the flat built-ins, the functions to clone, the
@@ -275,15 +258,13 @@ pub(crate) fn twin_only(
 
 /// The end of [`split`] once every affected function is cloned or renamed (`made`: per clone,
 /// in the order they were made, the function's id and the range of its values' new ids): the
-/// decorations of the cloned values are copied, the twin loaders' entry points call the clones,
-/// and `em.renames` takes the renames.
+/// decorations of the cloned values are copied and the twin loaders' entry points call the
+/// clones.
 pub(crate) fn finish_split(
     module: &mut Module,
-    em: &mut Emitter,
     twin_entry: &[bool],
     plan: Plan,
     made: &[(Id, std::ops::Range<Id>)],
-    deferred: Vec<usize>,
 ) -> Split {
     let Plan {
         twins,
@@ -333,12 +314,7 @@ pub(crate) fn finish_split(
             }
         }
     }
-    em.renames = renames;
-    Split {
-        twins,
-        clone_of,
-        deferred,
-    }
+    Split { twins, clone_of }
 }
 
 fn all_instructions(f: &mut Function) -> impl Iterator<Item = &mut Instruction> {
@@ -371,28 +347,14 @@ pub(crate) fn rename_operands(inst: &mut Instruction, renames: &Renames) {
     }
 }
 
-/// Gives every value `f` defines (its placeholders' too, read from the input's words) a fresh
-/// id in `renames` (which holds the function's own new id); `None` if the placeholders' words
-/// no longer parse.
-pub(crate) fn fresh_ids(
-    f: &Function,
-    em: &mut Emitter,
-    renames: &mut Renames,
-    slots: &mut ResultSlots,
-) -> Option<()> {
-    let words = em.source.unwrap_or(&[]);
-    let mut fresh = |r: Id, em: &mut Emitter| {
+/// Gives every value `f` defines (a function held whole: the whole-module pass's, or a helper)
+/// a fresh id in `renames` (which holds the function's own new id), in instruction order.
+pub(crate) fn fresh_ids(f: &Function, em: &mut Emitter, renames: &mut Renames) {
+    for r in crate::elide::all_instructions(f).filter_map(|i| i.result_id) {
         if !renames.contains(r) {
             renames.insert(r, em.id());
         }
-    };
-    for inst in crate::elide::all_instructions(f) {
-        match inst.result_id {
-            Some(r) => fresh(r, em),
-            None => elide::for_each_result(inst, words, slots, |r| fresh(r, em))?,
-        }
     }
-    Some(())
 }
 
 /// A copy of `f` (which holds no placeholders: a `dr::Module` lowered in place) with the fresh
@@ -403,24 +365,6 @@ fn clone_function(f: &Function, renames: &Renames) -> Function {
         renames.apply(inst);
     }
     c
-}
-
-/// Adds to `calls` the deferred clones of [`Split::deferred`]: a clone calls what its original
-/// calls, renamed.
-pub(crate) fn add_deferred_calls(
-    calls: &mut HashMap<Id, Vec<Id>>,
-    module: &Module,
-    deferred: &[usize],
-    renames: &Renames,
-) {
-    let ids = deferred.iter().filter_map(|&k| {
-        module
-            .functions
-            .get(k)
-            .and_then(|f| f.def.as_ref())
-            .and_then(|d| d.result_id)
-    });
-    add_clone_calls(calls, ids, renames);
 }
 
 /// Adds to `calls` the clones of the functions `ids`: a clone calls what its original calls,

@@ -43,7 +43,7 @@ use crate::{
 pub(crate) struct Streamer<'t> {
     words: &'t [u32],
     opts: &'t LowerOptions,
-    /// Set once the globals are accepted (`None`: declined, or not there yet).
+    /// Set once the globals are complete.
     run: Option<Run<'t>>,
     /// The first error of the pass; later functions are parsed but not lowered, so that an
     /// error of the loader (which the whole-module pass reports first) still wins.
@@ -109,38 +109,30 @@ struct Written {
     elided: Vec<(usize, usize)>,
 }
 
-/// The result of [`lower_streaming`].
-pub(crate) enum Streamed {
-    /// The output words and the report.
-    Done(Vec<u32>, LowerReport),
-    /// The stream declined at the globals: the module loaded sparsely, whole, with the elided
-    /// values' types (what `loader::load_streaming` returns then).
-    Declined(Box<loader::Loaded>, Vec<u32>),
-}
-
-/// Lowers `words` one function at a time, or loads them whole when the module is one the
-/// stream declines (see the module doc). `words` must be fewer than 2^31.
-pub(crate) fn lower_streaming(words: &[u32], opts: &LowerOptions) -> Result<Streamed, LowerError> {
+/// Lowers `words` one function at a time. `words` must be fewer than 2^31.
+pub(crate) fn lower_streaming(
+    words: &[u32],
+    opts: &LowerOptions,
+) -> Result<(Vec<u32>, LowerReport), LowerError> {
     let mut streamer = Streamer {
         words,
         opts,
         run: None,
         error: None,
     };
-    let (mut loaded, value_types) = loader::load_streaming(words, &mut streamer)?;
+    let mut module = loader::load_streaming(words, &mut streamer)?;
     if let Some(e) = streamer.error {
         return Err(e);
     }
-    let Some(run) = streamer.run else {
-        return Ok(Streamed::Declined(Box::new(loaded), value_types));
-    };
-    drop(value_types);
-    let (out, report) = run.finish(&mut loaded.module, words, opts)?;
-    Ok(Streamed::Done(out, report))
+    let run = streamer.run.ok_or_else(|| LowerError::Invalid {
+        result_id: 0,
+        message: "the module's globals never reached the pass".to_owned(),
+    })?;
+    run.finish(&mut module, words, opts)
 }
 
 impl loader::Stream for Streamer<'_> {
-    fn globals(&mut self, module: &mut Module) -> bool {
+    fn globals(&mut self, module: &mut Module) {
         let fragment = module.entry_points.iter().any(|e| {
             matches!(
                 e.operands.first(),
@@ -155,7 +147,6 @@ impl loader::Stream for Streamer<'_> {
             Ok(run) => self.run = Some(run),
             Err(e) => self.error = Some(e),
         }
-        true
     }
 
     fn function(&mut self, module: &Module, f: Function, elided_types: &mut Vec<(u32, u32)>) {
@@ -208,8 +199,7 @@ impl<'t> Run<'t> {
         // starts at the size the sparse load gives it.
         let bound = words.get(3).copied().unwrap_or(1) as usize;
         let types = vec![0; bound.min(words.len() / 2 + 1)];
-        let mut em = Emitter::new(module, target, max_lanes, Some((words, &types)));
-        drop(types);
+        let mut em = Emitter::new(module, target, max_lanes, Some(types));
         em.float_partition = opts.float_partition;
         em.partition_form = opts.partition_form;
         // What must be known of the call graph before a function is rewritten is read from the
@@ -311,7 +301,7 @@ impl<'t> Run<'t> {
         self.record(&f);
         let parents = (!moved.is_empty()).then_some(&moved);
         let start = self.body.len();
-        elide::assemble_function(&f, words, parents, None, &mut self.body)?;
+        elide::assemble_function(&f, words, parents, &mut self.body)?;
         if let (Some(tw), Some(id)) = (self.twins.as_mut(), id) {
             let flat = stages::flat_builtins(&self.em);
             let insts = f.blocks.iter().flat_map(|b| &b.instructions);
@@ -402,7 +392,7 @@ impl<'t> Run<'t> {
             .flatten();
         let Some(mut plan) = plan else {
             for helper in helpers.iter() {
-                elide::assemble_function(helper, words, None, None, &mut self.body)?;
+                elide::assemble_function(helper, words, None, &mut self.body)?;
             }
             return Ok(stages::Split::default());
         };
@@ -451,8 +441,7 @@ impl<'t> Run<'t> {
             }
             if plan.clone_of.contains_key(&id) {
                 let first = em.bound();
-                stages::fresh_ids(h, em, &mut plan.renames, &mut slots)
-                    .ok_or_else(|| no_parse(id))?;
+                stages::fresh_ids(h, em, &mut plan.renames);
                 made.push((id, first..em.bound()));
                 helper_copies.push(id);
             } else {
@@ -462,7 +451,7 @@ impl<'t> Run<'t> {
         }
         for h in helpers.iter() {
             let start = self.body.len();
-            elide::assemble_function(h, words, None, None, &mut self.body)?;
+            elide::assemble_function(h, words, None, &mut self.body)?;
             if let Some(id) = h.def.as_ref().and_then(|d| d.result_id) {
                 if helper_copies.contains(&id) {
                     copies.push((id, start..self.body.len()));
@@ -490,7 +479,7 @@ impl<'t> Run<'t> {
             copies.iter().map(|&(id, _)| id),
             &plan.renames,
         );
-        let split = stages::finish_split(module, em, &tw.twin_entry, plan, &made, Vec::new());
+        let split = stages::finish_split(module, &tw.twin_entry, plan, &made);
         let copied: Vec<Id> = self
             .rewritten
             .iter()
@@ -523,7 +512,7 @@ impl<'t> Run<'t> {
             Some(tw) => self.split(module, tw, &mut helpers, words)?,
             None => {
                 for helper in &helpers {
-                    elide::assemble_function(helper, words, None, None, &mut self.body)?;
+                    elide::assemble_function(helper, words, None, &mut self.body)?;
                 }
                 stages::Split::default()
             }

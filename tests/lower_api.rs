@@ -461,13 +461,15 @@ fn first_callee(words: &[u32], entry: &str) -> Option<u32> {
 fn lower_words_writes_copied_functions_as_lower_holds_them() {
     // A function shared by a vertex and a fragment entry point is copied for the vertex stage
     // (`Flat` built-ins only in the fragment interface): `lower` holds the copy in the module,
-    // `lower_words` writes it from the original while assembling, renaming its ids (those of
-    // the instructions it never loaded as rspirv instructions too), and, in the second
-    // fixture, the parents of the phis of a loop header the rewrite splits. Same words either
-    // way.
+    // `lower_words` reads it back from the words it wrote for the original, renaming its ids
+    // (those of the instructions it never loaded as rspirv instructions too), with, in the
+    // second fixture, the parents of the phis of a loop header the rewrite splits, and in the
+    // third a 64-bit `OpSwitch` whose literals only the selector's type tells apart from the
+    // labels. Same words either way.
     for fixture in [
         "vertex_fragment_shared.spvasm",
         "vertex_fragment_shared_loop.spvasm",
+        "vertex_fragment_shared_switch64.spvasm",
     ] {
         let path = tools::workspace_root()
             .join("fixtures/reliability")

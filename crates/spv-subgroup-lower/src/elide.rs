@@ -288,19 +288,61 @@ fn no_parse(f: &Function, offset: usize) -> LowerError {
 
 /// The instructions of `count` words at `offset`, parsed behind a copy of the module's header.
 fn parse_run(words: &[u32], offset: usize, count: usize) -> Option<Vec<Instruction>> {
-    parse_instructions(words.get(..5)?, words.get(offset..offset + count)?)
+    parse_instructions(words.get(..5)?, &[], words.get(offset..offset + count)?)
 }
 
 /// The instructions of `run` (whole instructions of a function), parsed behind `header` (the
-/// module's five header words). rspirv's parser decodes them without the module's types, so a
-/// literal whose width depends on a type (`OpSwitch`'s) does not parse: `None`.
-pub(crate) fn parse_instructions(header: &[u32], run: &[u32]) -> Option<Vec<Instruction>> {
-    let mut words: Vec<u32> = Vec::with_capacity(header.len() + run.len());
+/// module's five header words) and `context` (whole instructions the parser must see first,
+/// not returned). rspirv's parser decodes the literals of `OpSwitch` by the selector's type,
+/// which its type tracker knows only from instructions it has parsed: without them it takes
+/// every literal for one word (see [`switch_context`]).
+pub(crate) fn parse_instructions(
+    header: &[u32],
+    context: &[u32],
+    run: &[u32],
+) -> Option<Vec<Instruction>> {
+    let mut words: Vec<u32> = Vec::with_capacity(header.len() + context.len() + run.len());
     words.extend_from_slice(header);
+    words.extend_from_slice(context);
     words.extend_from_slice(run);
     let mut collect = Collect::default();
     rspirv::binary::parse_words(&words, &mut collect).ok()?;
-    Some(collect.insts)
+    let mut skip = 0;
+    for_each_instruction(context, |_| skip += 1)?;
+    Some(collect.insts.split_off(skip.min(collect.insts.len())))
+}
+
+/// What the parser must see before `run` to decode its `OpSwitch` literals: for each selector
+/// whose type `int_type` knows (type id and `OpTypeInt` width and signedness), that type's
+/// declaration and an `OpUndef` of it defining the selector (the tracker needs no more).
+pub(crate) fn switch_context(
+    run: &[u32],
+    mut int_type: impl FnMut(Id) -> Option<(Id, u32, u32)>,
+) -> Vec<u32> {
+    let mut context = Vec::new();
+    let _ = for_each_instruction(run, |inst| {
+        if let [first, selector, ..] = inst {
+            if first & 0xffff == Op::Switch as u32 {
+                if let Some((ty, width, signed)) = int_type(*selector) {
+                    context.extend([(4 << 16) | Op::TypeInt as u32, ty, width, signed]);
+                    context.extend([(3 << 16) | Op::Undef as u32, ty, *selector]);
+                }
+            }
+        }
+    });
+    context
+}
+
+/// Calls `each` with the words of every instruction of `run`; `None` if `run` does not hold
+/// whole instructions.
+fn for_each_instruction(run: &[u32], mut each: impl FnMut(&[u32])) -> Option<()> {
+    let mut at = 0;
+    while at < run.len() {
+        let n = (run[at] >> 16) as usize;
+        each(run.get(at..at + n).filter(|_| n > 0)?);
+        at += n;
+    }
+    Some(())
 }
 
 #[derive(Default)]

@@ -426,7 +426,7 @@ impl<'t> Run<'t> {
                 made.push((w.id, first..em.bound()));
                 copies.push((w.id, w.range.clone()));
             } else {
-                rename_in_place(&mut self.body, w, header, &plan.renames)
+                rename_in_place(&mut self.body, w, header, em, &plan.renames)
                     .ok_or_else(|| no_parse(w.id))?;
                 renamed_in_place.push(w.id);
             }
@@ -460,7 +460,9 @@ impl<'t> Run<'t> {
         }
         for (id, range) in &copies {
             let run = self.body.get(range.clone()).ok_or_else(|| no_parse(*id))?;
-            let insts = elide::parse_instructions(header, run).ok_or_else(|| no_parse(*id))?;
+            let context = elide::switch_context(run, |v| int_type(em, v));
+            let insts =
+                elide::parse_instructions(header, &context, run).ok_or_else(|| no_parse(*id))?;
             for mut inst in insts {
                 plan.renames.apply(&mut inst);
                 inst.assemble_into(&mut self.body);
@@ -608,6 +610,7 @@ fn rename_in_place(
     body: &mut [u32],
     w: &Written,
     header: &[u32],
+    em: &Emitter,
     renames: &elide::Renames,
 ) -> Option<()> {
     let mut pieces = Vec::new();
@@ -625,7 +628,8 @@ fn rename_in_place(
     for piece in pieces {
         let words = body.get_mut(piece)?;
         renamed.clear();
-        for mut inst in elide::parse_instructions(header, words)? {
+        let context = elide::switch_context(words, |v| int_type(em, v));
+        for mut inst in elide::parse_instructions(header, &context, words)? {
             stages::rename_operands(&mut inst, renames);
             inst.assemble_into(&mut renamed);
         }
@@ -635,4 +639,16 @@ fn rename_in_place(
         words.copy_from_slice(&renamed);
     }
     Some(())
+}
+
+/// The integer type of value `v` as [`elide::switch_context`] wants it: type id, width,
+/// signedness.
+fn int_type(em: &Emitter, v: Id) -> Option<(Id, u32, u32)> {
+    let ty = em.type_id_of_value(v)?;
+    match em.ty_of_id(ty)?.scalar {
+        crate::emit::Scalar::Int { width, signed } => {
+            Some((ty, u32::from(width), u32::from(signed)))
+        }
+        _ => None,
+    }
 }

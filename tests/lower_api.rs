@@ -2,8 +2,8 @@
 //! word, errors name the instruction and the missing feature, hygiene (capabilities, extensions,
 //! version, generator word), the options (subgroup size, float comparison, partition form), the
 //! stages that get the `SubgroupSize` branch for naga, the same output from `lower_words` and
-//! from `lower` on a loaded module (where `lower_words` writes copied functions only while
-//! assembling), quad-control execution modes and Workgroup-scope group ops refused, and no panic
+//! from `lower` on a loaded module (where `lower_words` streams the functions and writes copied
+//! functions from its own output's words), quad-control execution modes and Workgroup-scope group ops refused, and no panic
 //! on malformed input.
 
 use spv_subgroup_lower::{
@@ -667,8 +667,9 @@ fn fixture_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
 
 #[test]
 fn lower_words_and_lower_agree_on_every_fixture() {
-    // `lower_words` holds only what the pass reads (the rest stays in the input's words behind
-    // placeholders, copied back when assembling); `lower` on a loaded module holds everything.
+    // `lower_words` holds only what the pass reads, one function at a time (the rest stays in
+    // the input's words behind placeholders, copied back as each function is written); `lower`
+    // on a loaded module holds everything.
     // Both must write the same module: a placeholder in the wrong block, or an id left
     // unrenamed, shows up here.
     let mut files = Vec::new();

@@ -51,6 +51,11 @@ pub(crate) fn instruction(m: &Module<'_>, i: usize) -> String {
     } else {
         "NV"
     };
+    let wide_switch = opcode == Op::Switch as u32
+        && m.word(i, 1)
+            .and_then(|sel| m.type_of(sel))
+            .and_then(|t| m.scalar(t))
+            .is_some_and(|t| matches!(t, crate::module::Scalar::Int { width: 64, .. }));
     let mut w = 0usize;
     'walk: for lo in g.operands {
         loop {
@@ -84,6 +89,14 @@ pub(crate) fn instruction(m: &Module<'_>, i: usize) -> String {
                 K::PairIdRefLiteralInteger => {
                     let _ = write!(s, " {} {}", id(x), ops.get(w + 1).copied().unwrap_or(0));
                     w += 2;
+                }
+                // OpSwitch's cases: a literal of the selector's width (two words for 64 bits,
+                // low-order first) and a label.
+                K::PairLiteralIntegerIdRef if wide_switch => {
+                    let high = u64::from(ops.get(w + 1).copied().unwrap_or(0));
+                    let literal = u64::from(x) | high << 32;
+                    let _ = write!(s, " {literal} {}", id(ops.get(w + 2).copied().unwrap_or(0)));
+                    w += 3;
                 }
                 K::PairLiteralIntegerIdRef => {
                     let _ = write!(s, " {x} {}", id(ops.get(w + 1).copied().unwrap_or(0)));

@@ -1,5 +1,6 @@
-//! Module well-formedness (SG00xx): every id operand resolves, every result type is a type, and
-//! the value operands of the instructions in scope name values.
+//! Module well-formedness (SG00xx): every id operand resolves, every result type is a type, every
+//! operand that names a block is a label of the same function, and the value operands of the
+//! instructions in scope name values.
 //!
 //! Runs before the rule families; they skip instructions whose types do not resolve, so each
 //! problem is reported once, here.
@@ -7,7 +8,7 @@
 use spirv::Op;
 
 use crate::binary::op_table;
-use crate::module::Cx;
+use crate::module::{Cx, Scalar};
 use crate::rules::common::{is_arithmetic, memory_scope_word, opname};
 use crate::rules::Rule;
 use crate::Sink;
@@ -29,6 +30,7 @@ pub(crate) fn check(cx: &Cx<'_>, out: &mut Sink) {
     }
     let table = op_table();
     for i in 0..m.insts.len() {
+        check_block_operands(cx, i, out);
         let Some(info) = table.get(m.opcode(i) as usize) else {
             continue;
         };
@@ -49,6 +51,81 @@ pub(crate) fn check(cx: &Cx<'_>, out: &mut Sink) {
                 vec![],
             );
         }
+    }
+}
+
+/// SG0004: the operands of instruction `i` that name blocks (branch targets, merge blocks, phi
+/// parents) must be labels of its own function.
+fn check_block_operands(cx: &Cx<'_>, i: usize, out: &mut Sink) {
+    const PHI: u32 = Op::Phi as u32;
+    const LOOP_MERGE: u32 = Op::LoopMerge as u32;
+    const SELECTION_MERGE: u32 = Op::SelectionMerge as u32;
+    const BRANCH: u32 = Op::Branch as u32;
+    const BRANCH_CONDITIONAL: u32 = Op::BranchConditional as u32;
+    const SWITCH: u32 = Op::Switch as u32;
+    let m = &cx.m;
+    let opcode = m.opcode(i);
+    let wc = m.wc(i);
+    let check = |k: usize, out: &mut Sink| {
+        let Some(id) = m.word(i, k) else { return };
+        let Some(d) = m.def_inst(id) else { return }; // SG0001
+        let what = if m.opcode(d) != Op::Label as u32 {
+            format!("an Op{}", opname(m.opcode(d)))
+        } else if m.func_of(d) != m.func_of(i) {
+            match m.func_of(d) {
+                0 => "a label outside every function".to_owned(),
+                f => format!("a label of another function, {}", m.id_text(f)),
+            }
+        } else {
+            return;
+        };
+        out.emit(
+            cx,
+            Rule::NotABlockLabel,
+            i,
+            format!(
+                "`Op{}`: operand {} (word {k}) must be the label of a block of this function, but it is {what}",
+                opname(opcode),
+                m.id_text(id)
+            ),
+            vec![],
+        );
+    };
+    match opcode {
+        BRANCH | SELECTION_MERGE => check(1, out),
+        LOOP_MERGE => {
+            check(1, out);
+            check(2, out);
+        }
+        BRANCH_CONDITIONAL => {
+            check(2, out);
+            check(3, out);
+        }
+        SWITCH => {
+            check(2, out);
+            // Each case is a literal of the selector's width (one word, two for 64 bits) and a label.
+            let literal = m
+                .word(i, 1)
+                .and_then(|sel| m.type_of(sel))
+                .and_then(|t| m.scalar(t))
+                .map_or(1, |s| match s {
+                    Scalar::Int { width: 64, .. } => 2,
+                    _ => 1,
+                });
+            let mut k = 3 + literal;
+            while k < wc {
+                check(k, out);
+                k += literal + 1;
+            }
+        }
+        PHI => {
+            let mut k = 4;
+            while k < wc {
+                check(k, out);
+                k += 2;
+            }
+        }
+        _ => {}
     }
 }
 

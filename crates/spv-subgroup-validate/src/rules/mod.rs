@@ -124,20 +124,6 @@ subgroup instruction's Result Type rule (\"Result Type must be a Boolean type.\"
 so the operand must be the id of a type declaration (an OpType* instruction). Rules that compare types skip \
 an instruction whose result type does not resolve.";
 
-    "SG0004" NotABlockLabel "not-a-block-label" Error Invalid
-        doc: "A branch target, merge block or OpPhi parent is not the label of a block of the same function."
-        spec: "Target Label must be the Result <id> of an OpLabel instruction in the current function."
-        vuid: ""
-        explain: "SPIR-V, Control-Flow Instructions, OpBranch: \"Target Label must be the Result <id> of an OpLabel instruction in the \
-current function.\" OpBranchConditional says the same of its True and False Labels (\"must be an OpLabel in the \
-current function\"), and every other operand that names a block does too: OpSwitch's Default and Targets, the \
-Merge Block of OpSelectionMerge, the Merge Block and Continue Target of OpLoopMerge, and each Parent of OpPhi (a \
-predecessor of the phi's block, so a block of its function). A block is reached only through its label, and \
-only within its function: control never passes between functions but by OpFunctionCall. spirv-val reports it as \
-\"Block %N is referenced but not defined in function\" or \"... must be the ID of an OpLabel\". A tool that copies \
-a function and misses a label (a switch case, a phi parent) writes exactly this; our own lowering's verification \
-runs this rule on every output.";
-
     "SG0003" OperandNotAValue "operand-not-a-value" Error Invalid
         doc: "An operand of a subgroup instruction names a type, label or function where a value is required."
         spec: "Each opcode specifies its own requirements for number and type of operands, and these must be followed."
@@ -152,6 +138,20 @@ object has a type: \"Object: An instantiation of a non-void type, either as the 
 or created through OpVariable.\" (2.2.1). An OpType*, OpLabel, OpFunction, OpString or OpExtInstImport id \
 is not one. spirv-val reports these as \"Operand N cannot be a type\" (or a label, a function); the other \
 rules skip such an operand, so it is reported once, here.";
+
+    "SG0004" NotABlockLabel "not-a-block-label" Error Invalid
+        doc: "A branch target, merge block or OpPhi parent is not the label of a block of the same function."
+        spec: "Target Label must be the Result <id> of an OpLabel instruction in the current function."
+        vuid: ""
+        explain: "SPIR-V, Control-Flow Instructions, OpBranch: \"Target Label must be the Result <id> of an OpLabel instruction in the \
+current function.\" OpBranchConditional says the same of its True and False Labels (\"must be an OpLabel in the \
+current function\"), and every other operand that names a block does too: OpSwitch's Default and Targets, the \
+Merge Block of OpSelectionMerge, the Merge Block and Continue Target of OpLoopMerge, and each Parent of OpPhi (a \
+predecessor of the phi's block, so a block of its function). A block is reached only through its label, and \
+only within its function: control never passes between functions but by OpFunctionCall. spirv-val reports it as \
+\"Block %N is referenced but not defined in function\" or \"... must be the ID of an OpLabel\". A tool that copies \
+a function and misses a label (a switch case, a phi parent) writes exactly this; our own lowering's verification \
+runs this rule on every output.";
 
     "SG0101" VoteMissingCapability "vote-missing-capability" Error Invalid
         doc: "OpSubgroupAllKHR/AnyKHR/AllEqualKHR used without `OpCapability SubgroupVoteKHR`."

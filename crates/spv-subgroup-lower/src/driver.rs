@@ -8,7 +8,7 @@
 //! time as the loader parses them; [`lower`] (and `lower_words` on an input of 2^31 words or
 //! more) runs them here on the whole module.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rspirv::dr::{Block, Instruction, Module, Operand};
 use spirv::Op;
@@ -596,20 +596,35 @@ fn finish_globals(
             .copied()
             .collect::<Vec<_>>(),
     );
+    let calls = stages::call_graph(module);
+    add_new_globals(module, em, &twin_entry, &twins, &calls, &rewritten);
+    Ok(())
+}
+
+/// Appends the emitter's new types, constants, variables, decorations and import to the module,
+/// and lists the built-ins the new code loads in the interface of every entry point whose call
+/// tree (`calls`) reaches a `rewritten` function: required from SPIR-V 1.4 on and allowed before.
+/// An entry point that must not list a `Flat` input (`twin_entry`, a vertex stage: see
+/// `stages.rs`) lists the undecorated twin of a `Flat` built-in (`twins`) instead.
+/// The whole-module pass and the stream (`stream.rs`) end with it.
+pub(crate) fn add_new_globals(
+    module: &mut Module,
+    em: &mut Emitter,
+    twin_entry: &[bool],
+    twins: &BTreeMap<Id, Id>,
+    calls: &HashMap<Id, Vec<Id>>,
+    rewritten: &BTreeSet<Id>,
+) {
     module.types_global_values.append(&mut em.new_globals);
     module.annotations.append(&mut em.new_annotations);
     if let Some(import) = em.new_ext_import.take() {
         module.ext_inst_imports.push(import);
     }
-    // Listing them is required from SPIR-V 1.4 on and allowed before; an entry point that never
-    // reaches the new code does not get them, and one that must not list a `Flat` input (a
-    // vertex stage, see `stages.rs`) gets the undecorated twin of a `Flat` built-in.
-    let calls = stages::call_graph(module);
-    for (ep, &twin) in module.entry_points.iter_mut().zip(&twin_entry) {
-        let Some(Operand::IdRef(root)) = ep.operands.get(1) else {
+    for (ep, &twin) in module.entry_points.iter_mut().zip(twin_entry) {
+        let Some(&Operand::IdRef(root)) = ep.operands.get(1) else {
             continue;
         };
-        if !stages::reaches_any(&calls, *root, &rewritten) {
+        if !stages::reaches_any(calls, root, rewritten) {
             continue;
         }
         for &var in &em.used_builtins {
@@ -628,5 +643,4 @@ fn finish_globals(
             }
         }
     }
-    Ok(())
 }

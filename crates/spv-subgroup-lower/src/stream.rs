@@ -522,36 +522,14 @@ impl<'t> Run<'t> {
         drop(helpers);
         let em = &mut self.em;
         let twin_entry = stages::twin_entry_points(module);
-        module.types_global_values.append(&mut em.new_globals);
-        module.annotations.append(&mut em.new_annotations);
-        if let Some(import) = em.new_ext_import.take() {
-            module.ext_inst_imports.push(import);
-        }
-        // Listed by every entry point whose call tree holds rewritten code; one that must not
-        // list a `Flat` input gets the undecorated twin.
-        for (ep, &twin) in module.entry_points.iter_mut().zip(&twin_entry) {
-            let Some(&Operand::IdRef(root)) = ep.operands.get(1) else {
-                continue;
-            };
-            if !stages::reaches_any(&self.calls, root, &self.rewritten) {
-                continue;
-            }
-            for &var in &em.used_builtins {
-                let var = if twin {
-                    split.twins.get(&var).copied().unwrap_or(var)
-                } else {
-                    var
-                };
-                if !ep
-                    .operands
-                    .iter()
-                    .skip(2)
-                    .any(|o| *o == Operand::IdRef(var))
-                {
-                    ep.operands.push(Operand::IdRef(var));
-                }
-            }
-        }
+        driver::add_new_globals(
+            module,
+            em,
+            &twin_entry,
+            &split.twins,
+            &self.calls,
+            &self.rewritten,
+        );
         let scope_needs_cap = target.target_env.starts_with("vulkan")
             && hygiene::provides_subgroup_scope(module)
             && self.subgroup_memory_scope;

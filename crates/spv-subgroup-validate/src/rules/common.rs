@@ -220,6 +220,32 @@ pub(crate) fn is_arithmetic(op: Op) -> bool {
     )
 }
 
+/// The core non-uniform instructions other than the arithmetic ones and `BallotBitCount`:
+/// `Elect`, the votes, broadcasts, ballots and their bit queries, shuffles and quad moves
+/// (the `core` family checks them; their operands after the scope are values).
+pub(crate) fn is_core_lane_op(op: Op) -> bool {
+    matches!(
+        op,
+        Op::GroupNonUniformElect
+            | Op::GroupNonUniformAll
+            | Op::GroupNonUniformAny
+            | Op::GroupNonUniformAllEqual
+            | Op::GroupNonUniformBroadcast
+            | Op::GroupNonUniformBroadcastFirst
+            | Op::GroupNonUniformBallot
+            | Op::GroupNonUniformInverseBallot
+            | Op::GroupNonUniformBallotBitExtract
+            | Op::GroupNonUniformBallotFindLSB
+            | Op::GroupNonUniformBallotFindMSB
+            | Op::GroupNonUniformShuffle
+            | Op::GroupNonUniformShuffleXor
+            | Op::GroupNonUniformShuffleUp
+            | Op::GroupNonUniformShuffleDown
+            | Op::GroupNonUniformQuadBroadcast
+            | Op::GroupNonUniformQuadSwap
+    )
+}
+
 /// The bit width as a type-name suffix (`int16`), empty for 32 bits.
 fn suffix(width: u32) -> String {
     if width == 32 {

@@ -696,23 +696,7 @@ fn dispatch(op: Op) -> Option<Dispatch> {
         | Op::GroupLogicalAndKHR
         | Op::GroupLogicalOrKHR
         | Op::GroupLogicalXorKHR => Dispatch::NotArithmetic,
-        Op::GroupNonUniformElect
-        | Op::GroupNonUniformAll
-        | Op::GroupNonUniformAny
-        | Op::GroupNonUniformAllEqual
-        | Op::GroupNonUniformBroadcast
-        | Op::GroupNonUniformBroadcastFirst
-        | Op::GroupNonUniformBallot
-        | Op::GroupNonUniformInverseBallot
-        | Op::GroupNonUniformBallotBitExtract
-        | Op::GroupNonUniformBallotFindLSB
-        | Op::GroupNonUniformBallotFindMSB
-        | Op::GroupNonUniformShuffle
-        | Op::GroupNonUniformShuffleXor
-        | Op::GroupNonUniformShuffleUp
-        | Op::GroupNonUniformShuffleDown
-        | Op::GroupNonUniformQuadBroadcast
-        | Op::GroupNonUniformQuadSwap => Dispatch::Core,
+        op if common::is_core_lane_op(op) => Dispatch::Core,
         _ => return None,
     })
 }

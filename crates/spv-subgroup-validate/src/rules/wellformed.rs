@@ -9,7 +9,7 @@ use spirv::Op;
 
 use crate::binary::op_table;
 use crate::module::{Cx, Scalar};
-use crate::rules::common::{is_arithmetic, memory_scope_word, opname};
+use crate::rules::common::{is_arithmetic, is_core_lane_op, memory_scope_word, opname};
 use crate::rules::Rule;
 use crate::Sink;
 
@@ -57,14 +57,11 @@ pub(crate) fn check(cx: &Cx<'_>, out: &mut Sink) {
 /// SG0004: the operands of instruction `i` that name blocks (branch targets, merge blocks, phi
 /// parents) must be labels of its own function.
 fn check_block_operands(cx: &Cx<'_>, i: usize, out: &mut Sink) {
-    const PHI: u32 = Op::Phi as u32;
-    const LOOP_MERGE: u32 = Op::LoopMerge as u32;
-    const SELECTION_MERGE: u32 = Op::SelectionMerge as u32;
-    const BRANCH: u32 = Op::Branch as u32;
-    const BRANCH_CONDITIONAL: u32 = Op::BranchConditional as u32;
-    const SWITCH: u32 = Op::Switch as u32;
     let m = &cx.m;
     let opcode = m.opcode(i);
+    let Some(op) = crate::binary::op_of(opcode) else {
+        return;
+    };
     let wc = m.wc(i);
     let check = |k: usize, out: &mut Sink| {
         let Some(id) = m.word(i, k) else { return };
@@ -91,17 +88,17 @@ fn check_block_operands(cx: &Cx<'_>, i: usize, out: &mut Sink) {
             vec![],
         );
     };
-    match opcode {
-        BRANCH | SELECTION_MERGE => check(1, out),
-        LOOP_MERGE => {
+    match op {
+        Op::Branch | Op::SelectionMerge => check(1, out),
+        Op::LoopMerge => {
             check(1, out);
             check(2, out);
         }
-        BRANCH_CONDITIONAL => {
+        Op::BranchConditional => {
             check(2, out);
             check(3, out);
         }
-        SWITCH => {
+        Op::Switch => {
             check(2, out);
             // Each case is a literal of the selector's width (one word, two for 64 bits) and a label.
             let literal = m
@@ -118,7 +115,7 @@ fn check_block_operands(cx: &Cx<'_>, i: usize, out: &mut Sink) {
                 k += literal + 1;
             }
         }
-        PHI => {
+        Op::Phi => {
             let mut k = 4;
             while k < wc {
                 check(k, out);
@@ -139,23 +136,7 @@ pub(crate) fn value_operands(op: Op) -> Option<(usize, Option<usize>)> {
         | Op::GroupNonUniformPartitionEXT => (3, None),
         Op::GroupNonUniformBallotBitCount => (3, Some(4)),
         op if is_arithmetic(op) => (3, Some(4)),
-        Op::GroupNonUniformElect
-        | Op::GroupNonUniformAll
-        | Op::GroupNonUniformAny
-        | Op::GroupNonUniformAllEqual
-        | Op::GroupNonUniformBroadcast
-        | Op::GroupNonUniformBroadcastFirst
-        | Op::GroupNonUniformBallot
-        | Op::GroupNonUniformInverseBallot
-        | Op::GroupNonUniformBallotBitExtract
-        | Op::GroupNonUniformBallotFindLSB
-        | Op::GroupNonUniformBallotFindMSB
-        | Op::GroupNonUniformShuffle
-        | Op::GroupNonUniformShuffleXor
-        | Op::GroupNonUniformShuffleUp
-        | Op::GroupNonUniformShuffleDown
-        | Op::GroupNonUniformQuadBroadcast
-        | Op::GroupNonUniformQuadSwap => (3, None),
+        op if is_core_lane_op(op) => (3, None),
         // Scopes and memory semantics are <id>s of constants.
         Op::ControlBarrier | Op::MemoryBarrier => (1, None),
         // OpAtomicStore: Pointer, Memory, Semantics, Value; every other atomic with a Memory

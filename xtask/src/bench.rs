@@ -5,7 +5,7 @@
 //! cargo xtask bench [--sizes 1,10] [--runs N] [--val-runs N] [--only validate|lower] [--seed S] [--body N] [--no-extras] [--no-docs]
 //! cargo xtask bench gen --size BYTES [--seed S] [--body N] [-o FILE]
 //! cargo run --release -p xtask -- bench phases [--sizes 1,10] [--runs 3]   (in-process phase breakdown)
-//! cargo xtask bench tree [--files 2000] [--runs 3] [--loop-runs 1]          (2,000 small shaders, see bench_tree.rs)
+//! cargo xtask bench tree [--files 2000] [--runs 3] [--loop-runs 1] [--bundle DIR]  (2,000 small shaders, see bench_tree.rs)
 //! ```
 //!
 //! For each size (MB) a module is generated into `bench-out/` (see [`bench_gen`]), then each

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo xtask bench tree [--files 2000] [--runs 3] [--loop-runs 1] [--seed S] [--no-docs]
+//! cargo xtask bench tree [--files 2000] [--seed S] --bundle DIR     (then `sh DIR/run.sh` elsewhere)
 //! ```
 //!
 //! The tree (`bench-out/tree/in/`, 20 directories of up to 100 files) mixes our own fixtures
@@ -18,6 +19,13 @@
 //! `/proc/self/stat`), since a loop's wall time depends on the machine's load far more than its CPU
 //! time does. The load average at the start and at the end of the run goes with the table.
 //! The table goes into the `## Whole trees` section of `docs/PERFORMANCE.md`.
+//!
+//! The same benchmark on another machine (the GPU machine of the `device` tool has 16 cores, no
+//! Rust, no SPIRV-Tools and no `/usr/bin/time`): `--bundle DIR` makes the tree here and copies it,
+//! our release binary, `spirv-val`, `/usr/bin/time` and this program into `DIR`, with a `run.sh`
+//! that runs `xtask bench tree --from-bundle DIR` there (the tree, binaries and revision from the
+//! bundle; no build, no docs; the table is printed and written to `$OUT/tree.md`). Its table goes
+//! into docs/PERFORMANCE.md by hand, under a notes subsection that names the machine.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -31,13 +39,19 @@ use super::bench_gen;
 
 const SECTION: &str = "## Whole trees";
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Opts {
     files: usize,
     runs: usize,
     loop_runs: usize,
     seed: u64,
     docs: bool,
+    /// Make the tree and a bundle to run it elsewhere, time nothing.
+    bundle: Option<PathBuf>,
+    /// Time a bundle made by `--bundle` (on the machine it was carried to).
+    from_bundle: Option<PathBuf>,
+    /// Where to write the table as well (with `--from-bundle`).
+    table: Option<PathBuf>,
 }
 
 fn parse(args: &[String]) -> Result<Opts> {
@@ -47,6 +61,9 @@ fn parse(args: &[String]) -> Result<Opts> {
         loop_runs: 1,
         seed: 1,
         docs: true,
+        bundle: None,
+        from_bundle: None,
+        table: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -57,9 +74,12 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--loop-runs" => o.loop_runs = value()?.parse().context("--loop-runs")?,
             "--seed" => o.seed = value()?.parse().context("--seed")?,
             "--no-docs" => o.docs = false,
+            "--bundle" => o.bundle = Some(PathBuf::from(value()?)),
+            "--from-bundle" => o.from_bundle = Some(PathBuf::from(value()?)),
+            "--table" => o.table = Some(PathBuf::from(value()?)),
             other => bail!(
                 "unknown argument {other}\nusage: cargo xtask bench tree [--files N] [--runs N] \
-                 [--loop-runs N] [--seed S] [--no-docs]"
+                 [--loop-runs N] [--seed S] [--no-docs] [--bundle DIR | --from-bundle DIR [--table FILE]]"
             ),
         }
     }
@@ -259,6 +279,9 @@ fn spirv_val_per_file(spirv_val: &Path, files: &[PathBuf], workers: usize) -> (f
 /// The `cargo xtask bench tree` entry point.
 pub fn run(args: &[String]) -> Result<()> {
     let opts = parse(args)?;
+    if let Some(bundle) = &opts.from_bundle {
+        return time_bundle(&opts, bundle);
+    }
     let root = super::root();
     let out = root.join("bench-out").join("tree");
     let ours = super::build_release_cli(&root)?;
@@ -273,7 +296,156 @@ pub fn run(args: &[String]) -> Result<()> {
         tree.bytes as f64 / super::MB,
         tree.dir.display()
     );
-    let lowered = out.join("out");
+    let revision = super::revision(&root);
+    if let Some(bundle) = &opts.bundle {
+        return write_bundle(&tree, opts.seed, &ours, &spirv_val, &revision, bundle);
+    }
+    let text = time_tree(&opts, &tree, &ours, &spirv_val, &out.join("out"), &revision)?;
+    if opts.docs {
+        let doc = root.join("docs/PERFORMANCE.md");
+        super::write_section_named(&doc, SECTION, &text)?;
+        eprintln!("updated {}", doc.display());
+    }
+    Ok(())
+}
+
+/// The script a bundle runs with (from the directory that holds the bundle's folder).
+const BUNDLE_RUN_SH: &str = r#"#!/bin/sh
+# Written by `cargo xtask bench tree --bundle DIR`: times the tree on this machine.
+set -eu
+B="$(cd "$(dirname "$0")" && pwd)"
+[ -x /usr/bin/time ] || cp "$B/bin/time" /usr/bin/time
+OUTDIR="${OUT:-/tmp}"
+nproc
+"$B/bin/xtask" bench tree --from-bundle "$B" --table "$OUTDIR/tree.md" "$@"
+"#;
+
+/// Copies the tree, the binaries and the revision into `dir`, with `run.sh` (see the module doc).
+fn write_bundle(
+    tree: &Tree,
+    seed: u64,
+    ours: &Path,
+    spirv_val: &Path,
+    revision: &str,
+    dir: &Path,
+) -> Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin)?;
+    let xtask = std::env::current_exe().context("finding this program")?;
+    for (from, name) in [
+        (ours, "spv-subgroup"),
+        (spirv_val, "spirv-val"),
+        (Path::new("/usr/bin/time"), "time"),
+        (xtask.as_path(), "xtask"),
+    ] {
+        let to = bin.join(name);
+        std::fs::copy(from, &to).with_context(|| format!("copying {}", from.display()))?;
+        // Debug info is most of a binary's size, and the bundle travels under a size limit.
+        let _ = Command::new("strip").arg("--strip-debug").arg(&to).status();
+    }
+    for f in &tree.files {
+        let rel = f
+            .strip_prefix(&tree.dir)
+            .context("a tree file outside the tree")?;
+        let to = dir.join("in").join(rel);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(f, &to)?;
+    }
+    std::fs::write(
+        dir.join("TREE"),
+        format!(
+            "{} {} {} {}\n{revision}\n",
+            tree.fixtures, tree.distinct_fixtures, tree.generated, seed
+        ),
+    )?;
+    let run_sh = dir.join("run.sh");
+    std::fs::write(&run_sh, BUNDLE_RUN_SH)?;
+    eprintln!(
+        "bundle in {}: run `sh {}/run.sh` on the other machine (from the directory that holds it)",
+        dir.display(),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Every file below `dir`, sorted by path.
+fn files_below(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let p = e?.path();
+        if p.is_dir() {
+            files_below(&p, out)?;
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Times a bundle made by `--bundle` (on the machine it was carried to) and prints the table.
+fn time_bundle(opts: &Opts, bundle: &Path) -> Result<()> {
+    let manifest =
+        std::fs::read_to_string(bundle.join("TREE")).context("reading the bundle's TREE")?;
+    let mut lines = manifest.lines();
+    let counts: Vec<u64> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let [fixtures, distinct_fixtures, generated, seed] = counts[..] else {
+        bail!("the bundle's TREE file is not what --bundle writes");
+    };
+    let opts = &Opts {
+        seed,
+        ..opts.clone()
+    };
+    let revision = lines.next().unwrap_or("unknown").to_string();
+    let dir = bundle.join("in");
+    let mut files = Vec::new();
+    files_below(&dir, &mut files)?;
+    // The order the tree was made in: by file name (s0000.spv, s0001.spv, ...).
+    files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    let bytes = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()))
+        .sum::<std::io::Result<u64>>()?;
+    let tree = Tree {
+        dir,
+        files,
+        bytes,
+        fixtures: fixtures as usize,
+        distinct_fixtures: distinct_fixtures as usize,
+        generated: generated as usize,
+    };
+    let bin = bundle.join("bin");
+    let text = time_tree(
+        opts,
+        &tree,
+        &bin.join("spv-subgroup"),
+        &bin.join("spirv-val"),
+        &bundle.join("out"),
+        &revision,
+    )?;
+    if let Some(t) = &opts.table {
+        std::fs::write(t, &text).with_context(|| format!("writing {}", t.display()))?;
+    }
+    Ok(())
+}
+
+/// Times every command round-robin and renders the table.
+fn time_tree(
+    opts: &Opts,
+    tree: &Tree,
+    ours: &Path,
+    spirv_val: &Path,
+    lowered: &Path,
+    revision: &str,
+) -> Result<String> {
     let input = tree.dir.to_string_lossy().into_owned();
     let lowered_arg = lowered.to_string_lossy().into_owned();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -307,11 +479,11 @@ pub fn run(args: &[String]) -> Result<()> {
                         vec!["validate", &input, "--target-env", "vulkan1.1"]
                     } else {
                         if lowered.exists() {
-                            std::fs::remove_dir_all(&lowered)?;
+                            std::fs::remove_dir_all(lowered)?;
                         }
                         vec!["lower", &input, "-o", &lowered_arg]
                     };
-                    let r = super::run_once(&ours, &args)?;
+                    let r = super::run_once(ours, &args)?;
                     (
                         r.wall,
                         r.cpu,
@@ -322,7 +494,7 @@ pub fn run(args: &[String]) -> Result<()> {
                 _ => {
                     let workers = if k == 2 { 1 } else { cores };
                     let before = children_cpu();
-                    let (wall, rejected) = spirv_val_per_file(&spirv_val, &tree.files, workers);
+                    let (wall, rejected) = spirv_val_per_file(spirv_val, &tree.files, workers);
                     let cpu = children_cpu() - before;
                     (wall, cpu, format!("{rejected} rejected"), String::new())
                 }
@@ -338,26 +510,41 @@ pub fn run(args: &[String]) -> Result<()> {
             t.tail = tail;
         }
     }
-    let text = render(&opts, &tree, &timed, &ours, &load_start);
+    let text = render(opts, tree, &timed, ours, spirv_val, revision, &load_start);
     eprintln!("\n{text}");
-    if opts.docs {
-        let doc = root.join("docs/PERFORMANCE.md");
-        super::write_section_named(&doc, SECTION, &text)?;
-        eprintln!("updated {}", doc.display());
-    }
-    Ok(())
+    Ok(text)
 }
 
-fn render(opts: &Opts, tree: &Tree, timed: &[Timed], ours: &Path, load_start: &str) -> String {
+fn render(
+    opts: &Opts,
+    tree: &Tree,
+    timed: &[Timed],
+    ours: &Path,
+    spirv_val: &Path,
+    revision: &str,
+    load_start: &str,
+) -> String {
     let mut s = String::new();
     let loop_median = median(&timed[2].times);
     let _ = writeln!(s, "{SECTION}\n");
-    let _ = writeln!(
-        s,
-        "Generated by `cargo xtask bench tree --files {} --runs {} --loop-runs {} --seed {}` (do not edit by hand; \
-         notes go below in a `### ... (notes)` subsection).",
-        opts.files, opts.runs, opts.loop_runs, opts.seed
-    );
+    if opts.from_bundle.is_some() {
+        let _ = writeln!(
+            s,
+            "Generated by `cargo xtask bench tree --files {} --seed {} --bundle DIR` on the development machine, then \
+             `sh DIR/run.sh --runs {} --loop-runs {}` on this one.",
+            tree.files.len(),
+            opts.seed,
+            opts.runs,
+            opts.loop_runs
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "Generated by `cargo xtask bench tree --files {} --runs {} --loop-runs {} --seed {}` (do not edit by hand; \
+             notes go below in a `### ... (notes)` subsection).",
+            opts.files, opts.runs, opts.loop_runs, opts.seed
+        );
+    }
     let _ = writeln!(
         s,
         "The tree: {} files, {:.1} MiB, in 20 directories of two subdirectories each: {} copies of the {} fixtures `spirv-val --target-env vulkan1.1` accepts (`fixtures/lower`, `fixtures/conformance`, `fixtures/examples`), and {} generated modules of 1 to 64 KiB, one seed each.",
@@ -372,8 +559,8 @@ fn render(opts: &Opts, tree: &Tree, timed: &[Timed], ours: &Path, load_start: &s
         "Machine: {}, {load_start} at the start; binary {} at {}; {}.",
         super::machine(),
         ours.display(),
-        super::revision(&super::root()),
-        super::tool_version(&super::tool("spirv-val").unwrap_or_default())
+        revision,
+        super::tool_version(spirv_val)
     );
     let _ = writeln!(
         s,

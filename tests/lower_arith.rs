@@ -248,7 +248,9 @@ fn opts(target: &Target, size: Option<u32>) -> LowerOptions {
 
 /// Whether any partitioned op or the partitioned capability is left.
 fn partitioned_left(words: &[u32]) -> Vec<String> {
-    let m: Module = rspirv::dr::load_words(words).expect("output loads");
+    let m: Module = spv_subgroup_lower::load(words)
+        .map(|l| l.module)
+        .expect("output loads");
     let mut out = Vec::new();
     for c in &m.capabilities {
         if matches!(
@@ -427,7 +429,9 @@ struct Counts {
 
 /// Counts outside any loop, per loop round, and whether there is a loop.
 fn count(words: &[u32]) -> (Counts, Counts, bool) {
-    let m: Module = rspirv::dr::load_words(words).expect("output loads");
+    let m: Module = spv_subgroup_lower::load(words)
+        .map(|l| l.module)
+        .expect("output loads");
     let mut widths = std::collections::HashMap::new();
     for t in &m.types_global_values {
         let (Some(id), op) = (t.result_id, t.class.opcode) else {

@@ -425,7 +425,9 @@ impl Counts {
 
 /// Counts outside loops, per loop round, and the number of loops.
 fn count(words: &[u32]) -> (Counts, Counts, u32) {
-    let m: Module = rspirv::dr::load_words(words).expect("output loads");
+    let m: Module = spv_subgroup_lower::load(words)
+        .map(|l| l.module)
+        .expect("output loads");
     let (mut outside, mut inside, mut loops) = (Counts::default(), Counts::default(), 0);
     let mut open: Vec<u32> = Vec::new();
     for block in m.functions.iter().flat_map(|f| &f.blocks) {

@@ -68,7 +68,9 @@ struct Entry {
 }
 
 fn entries(words: &[u32]) -> BTreeMap<String, Entry> {
-    let m: Module = rspirv::dr::load_words(words).expect("rspirv loads the output");
+    let m: Module = spv_subgroup_lower::load(words)
+        .map(|l| l.module)
+        .expect("rspirv loads the output");
     let mut out = BTreeMap::new();
     for ep in &m.entry_points {
         let [Operand::ExecutionModel(model), Operand::IdRef(root), Operand::LiteralString(name), rest @ ..] =
@@ -113,7 +115,9 @@ fn entries(words: &[u32]) -> BTreeMap<String, Entry> {
 
 /// The built-in variables decorated `Flat` (the fixtures' own `Flat` variables are not built-ins).
 fn flat(words: &[u32]) -> BTreeSet<u32> {
-    let m: Module = rspirv::dr::load_words(words).expect("rspirv loads the output");
+    let m: Module = spv_subgroup_lower::load(words)
+        .map(|l| l.module)
+        .expect("rspirv loads the output");
     let decorated = |d: Decoration| -> BTreeSet<u32> {
         m.annotations
             .iter()

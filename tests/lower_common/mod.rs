@@ -84,7 +84,9 @@ pub fn lower(words: &[u32], target: &Target) -> Result<(Vec<u32>, LowerReport), 
 
 /// Every use of something `target` lacks in `words`, as readable lines (empty when it fits).
 pub fn misfits(words: &[u32], target: &Target) -> Vec<String> {
-    let m: Module = rspirv::dr::load_words(words).expect("output loads");
+    let m: Module = spv_subgroup_lower::load(words)
+        .map(|l| l.module)
+        .expect("output loads");
     let mut out = Vec::new();
     if let Some(h) = &m.header {
         if h.version() > target.spirv_version {
@@ -329,7 +331,9 @@ pub fn quad_vote_module() -> Vec<u32> {
     let src = dir.path().join("quad_vote.comp");
     std::fs::write(&src, QUAD_VOTE_GLSL).expect("write the shader");
     let words = tools::compile_glsl(&src, "vulkan1.1").expect("glslang compiles the shader");
-    let mut m = rspirv::dr::load_words(&words).expect("glslang's output loads");
+    let mut m = spv_subgroup_lower::load(&words)
+        .map(|l| l.module)
+        .expect("glslang's output loads");
     for c in &mut m.capabilities {
         if c.operands == [Operand::Capability(Capability::GroupNonUniformVote)] {
             c.operands = vec![Operand::Capability(Capability::QuadControlKHR)];

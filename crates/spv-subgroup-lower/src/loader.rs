@@ -44,9 +44,12 @@ pub struct Loaded {
 /// Loads SPIR-V words into sections, accepting every instruction the grammar knows wherever a
 /// valid module may hold it. Errors name the instruction's index and what is wrong.
 pub fn load(words: &[u32]) -> Result<Loaded, LowerError> {
-    check_spec_constant_ops(words)?;
-    let mut placer = Placer::default();
-    rspirv::binary::parse_words(words, &mut placer)
+    let prepared = prepare_spec_constant_ops(words)?;
+    let mut placer = Placer {
+        disguised: prepared.disguised,
+        ..Placer::default()
+    };
+    rspirv::binary::parse_words(prepared.words.as_deref().unwrap_or(words), &mut placer)
         .map_err(|e| LowerError::Parse(e.to_string()))?;
     if let Some(err) = placer.error {
         return Err(LowerError::Parse(err));
@@ -61,8 +64,9 @@ pub fn load(words: &[u32]) -> Result<Loaded, LowerError> {
 /// tracker needs the globals to decode literals). Returns the globals.
 /// The caller checks `words.len() < 2^31` (placeholders hold 31-bit offsets).
 pub(crate) fn load_streaming(words: &[u32], stream: &mut dyn Stream) -> Result<Module, LowerError> {
-    check_spec_constant_ops(words)?;
+    let prepared = prepare_spec_constant_ops(words)?;
     let mut placer = Placer {
+        disguised: prepared.disguised,
         sparse: Some(Sparse {
             words,
             pos: 5,
@@ -72,7 +76,7 @@ pub(crate) fn load_streaming(words: &[u32], stream: &mut dyn Stream) -> Result<M
         }),
         ..Placer::default()
     };
-    rspirv::binary::parse_words(words, &mut placer)
+    rspirv::binary::parse_words(prepared.words.as_deref().unwrap_or(words), &mut placer)
         .map_err(|e| LowerError::Parse(e.to_string()))?;
     if let Some(err) = placer.error {
         return Err(LowerError::Parse(err));
@@ -83,44 +87,145 @@ pub(crate) fn load_streaming(words: &[u32], stream: &mut dyn Stream) -> Result<M
     Ok(placer.loaded.module)
 }
 
+/// The words rspirv's parser gets, where they differ from the input (see
+/// [`prepare_spec_constant_ops`]).
+struct Prepared {
+    /// `Some` when an instruction is disguised: the input with those instructions' opcodes changed.
+    words: Option<Vec<u32>>,
+    /// Result ids of the disguised `OpSpecConstantOp`s.
+    disguised: HashSet<u32>,
+}
+
+/// Whether rspirv 0.13's parser decodes an `OpSpecConstantOp` of this operation wrongly: it reads
+/// one word for each of the operation's operands, whatever their quantifier, so an operation with
+/// a variable number of literals or ids fails with "found extra operands" when it has more than
+/// one. glslang writes such ones for every swizzle of a specialization constant (`VectorShuffle`
+/// with two or more components) and for nested indexing (`CompositeExtract`, `CompositeInsert`
+/// with two or more indexes); they are valid SPIR-V. Only operations whose operands are ids and
+/// integer literals are handled (all the spec allows for `OpSpecConstantOp` are).
+fn needs_disguise(g: &rspirv::grammar::Instruction<'_>) -> bool {
+    use rspirv::grammar::{OperandKind, OperandQuantifier};
+    let operands = || {
+        g.operands
+            .iter()
+            .filter(|o| !matches!(o.kind, OperandKind::IdResultType | OperandKind::IdResult))
+    };
+    operands().any(|o| o.quantifier != OperandQuantifier::One)
+        && operands().all(|o| matches!(o.kind, OperandKind::IdRef | OperandKind::LiteralInteger))
+}
+
+/// Prepares the words for rspirv's parser.
+///
 /// Refuses an `OpSpecConstantOp` whose operation rspirv 0.13's parser cannot decode: it panics
 /// (rather than failing) on an operation whose operands include a literal of context-dependent
 /// width, a nested `OpSpecConstantOp` literal or an `OpSwitch` pair, e.g. operation 52, itself.
 /// None of those is an operation the spec allows there, so such a module is invalid anyway.
+///
+/// An `OpSpecConstantOp` rspirv decodes wrongly ([`needs_disguise`]) goes to the parser as an
+/// `OpSpecConstantComposite` of the same words (its `IdRef*` operands take any word), and the
+/// placer turns it back ([`undisguise`]): the module holds the instruction as it was, and
+/// assembles to the input's words. The lengths stay, so every word offset is the input's.
 /// The walk stops at the first malformed word count; the parser reports that one.
-fn check_spec_constant_ops(words: &[u32]) -> Result<(), LowerError> {
+fn prepare_spec_constant_ops(words: &[u32]) -> Result<Prepared, LowerError> {
     use rspirv::grammar::{OperandKind, INSTRUCTION_TABLE};
+    let mut prepared = Prepared {
+        words: None,
+        disguised: HashSet::new(),
+    };
     let mut at = 5;
     let mut index = 0usize;
     while let Some(&first) = words.get(at) {
         let count = (first >> 16) as usize;
         if count == 0 || at + count > words.len() {
-            return Ok(());
+            break;
         }
         if first & 0xffff == Op::SpecConstantOp as u32 && count >= 4 {
             let operation = words[at + 3];
-            let undecodable = INSTRUCTION_TABLE.lookup_opcode(operation).is_some_and(|g| {
-                g.operands.iter().any(|o| {
+            if let Some(g) = INSTRUCTION_TABLE.lookup_opcode(operation) {
+                let undecodable = g.operands.iter().any(|o| {
                     matches!(
                         o.kind,
                         OperandKind::LiteralContextDependentNumber
                             | OperandKind::LiteralSpecConstantOpInteger
                             | OperandKind::PairLiteralIntegerIdRef
                     )
-                })
-            });
-            if undecodable {
-                return Err(LowerError::Parse(format!(
-                    "instruction #{index} at word {at}: OpSpecConstantOp with operation {operation} \
-                     ({}), which is not a specialization-constant operation",
-                    spirv::Op::from_u32(operation).map_or("unknown".to_owned(), |o| format!("Op{o:?}"))
-                )));
+                });
+                if undecodable {
+                    return Err(LowerError::Parse(format!(
+                        "instruction #{index} at word {at}: OpSpecConstantOp with operation {operation} \
+                         ({}), which is not a specialization-constant operation",
+                        spirv::Op::from_u32(operation)
+                            .map_or("unknown".to_owned(), |o| format!("Op{o:?}"))
+                    )));
+                }
+                if needs_disguise(g) {
+                    let copy = prepared.words.get_or_insert_with(|| words.to_vec());
+                    copy[at] = (first & 0xffff_0000) | Op::SpecConstantComposite as u32;
+                    prepared.disguised.insert(words[at + 2]);
+                }
             }
         }
         at += count;
         index += 1;
     }
-    Ok(())
+    Ok(prepared)
+}
+
+/// Turns an `OpSpecConstantComposite` that [`prepare_spec_constant_ops`] disguised back into the
+/// `OpSpecConstantOp` it is, its operands typed by the operation's grammar (the words are those
+/// of the input; `None` if they do not fit the grammar, which the preparation rules out).
+fn undisguise(inst: &Instruction) -> Option<Instruction> {
+    use rspirv::grammar::{OperandKind, OperandQuantifier, INSTRUCTION_TABLE};
+    let words: Vec<u32> = inst
+        .operands
+        .iter()
+        .map(|o| match o {
+            Operand::IdRef(w) => Some(*w),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let (&operation, mut rest) = words.split_first()?;
+    let g = INSTRUCTION_TABLE.lookup_opcode(operation)?;
+    let mut operands = vec![Operand::LiteralSpecConstantOpInteger(g.opcode)];
+    let typed = |kind: OperandKind, w: u32| match kind {
+        OperandKind::IdRef => Some(Operand::IdRef(w)),
+        OperandKind::LiteralInteger => Some(Operand::LiteralBit32(w)),
+        _ => None,
+    };
+    for o in g
+        .operands
+        .iter()
+        .filter(|o| !matches!(o.kind, OperandKind::IdResultType | OperandKind::IdResult))
+    {
+        match o.quantifier {
+            OperandQuantifier::One => {
+                let (&w, tail) = rest.split_first()?;
+                operands.push(typed(o.kind, w)?);
+                rest = tail;
+            }
+            OperandQuantifier::ZeroOrOne => {
+                if let Some((&w, tail)) = rest.split_first() {
+                    operands.push(typed(o.kind, w)?);
+                    rest = tail;
+                }
+            }
+            OperandQuantifier::ZeroOrMore => {
+                for &w in rest {
+                    operands.push(typed(o.kind, w)?);
+                }
+                rest = &[];
+            }
+        }
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    Some(Instruction::new(
+        Op::SpecConstantOp,
+        inst.result_type,
+        inst.result_id,
+        operands,
+    ))
 }
 
 /// Assembles a loaded module, the between-function instructions back in their places.
@@ -240,6 +345,8 @@ struct Placer<'w, 's> {
     /// The first misplaced instruction (parse actions cannot carry our message).
     error: Option<String>,
     index: usize,
+    /// Result ids of the `OpSpecConstantOp`s parsed in disguise ([`prepare_spec_constant_ops`]).
+    disguised: HashSet<u32>,
 }
 
 impl Placer<'_, '_> {
@@ -306,6 +413,22 @@ impl Consumer for Placer<'_, '_> {
 
     fn consume_instruction(&mut self, inst: Instruction) -> ParseAction {
         self.index += 1;
+        let inst = if inst.class.opcode == Op::SpecConstantComposite
+            && inst
+                .result_id
+                .is_some_and(|id| self.disguised.contains(&id))
+        {
+            match undisguise(&inst) {
+                Some(real) => real,
+                None => {
+                    return self.fail(
+                        "an OpSpecConstantOp whose operands do not fit its operation".to_owned(),
+                    )
+                }
+            }
+        } else {
+            inst
+        };
         let op = inst.class.opcode;
         // Where the instruction stands (the structure check before the load vouches for the
         // word counts).
@@ -443,5 +566,50 @@ mod spec_constant_op_tests {
         // OpIAdd (128) %2 %2.
         let words = module(128, &[2, 2]);
         assert!(load(&words).is_ok());
+    }
+
+    #[test]
+    fn operations_with_several_literals_load_and_assemble_to_the_input() {
+        // glslang's swizzles and nested indexes of specialization constants: VectorShuffle (79)
+        // %2 %2 with three components, CompositeExtract (81) %2 with two indexes, and
+        // CompositeInsert (82) %2 %2 with two. rspirv alone refuses each ("extra operands").
+        for (operation, tail) in [
+            (79, vec![2, 2, 1, 0, 1]),
+            (81, vec![2, 0, 1]),
+            (82, vec![2, 2, 1, 0]),
+            // One literal: rspirv reads it, and the disguise must give the same.
+            (81, vec![2, 0]),
+        ] {
+            let words = module(operation, &tail);
+            let loaded = load(&words).unwrap_or_else(|e| panic!("operation {operation}: {e}"));
+            let inst = loaded
+                .module
+                .types_global_values
+                .last()
+                .expect("the spec constant");
+            assert_eq!(inst.class.opcode, Op::SpecConstantOp);
+            assert_eq!(inst.result_id, Some(3));
+            assert_eq!(
+                inst.operands.len(),
+                1 + tail.len(),
+                "operation {operation}: {:?}",
+                inst.operands
+            );
+            // From word 5: rspirv's assembler writes its own generator word.
+            assert_eq!(
+                assemble(loaded.module, &loaded.between_functions)[5..],
+                words[5..],
+                "operation {operation}"
+            );
+            assert!(load_streaming(&words, &mut Drop).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_disguised_operation_with_too_few_operands_is_an_error() {
+        // VectorShuffle needs two vectors: with one id and nothing else the disguise cannot
+        // type the words back, and the load fails rather than keep an OpSpecConstantComposite.
+        let words = module(79, &[2]);
+        assert!(matches!(load(&words), Err(LowerError::Parse(_))));
     }
 }

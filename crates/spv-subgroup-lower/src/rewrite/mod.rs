@@ -6,7 +6,7 @@
 //! | `OpGroupNonUniformPartitionNV/EXT` (5296) | partitioned ops | [`partition`] |
 //! | any op with group operation `Partitioned*` (6/7/8) | partitioned ops | `partitioned_arith` |
 //! | ballot bit ops, `InverseBallot`, `Elect` | them (naga) | `ballot_bits` |
-//! | `OpGroupNonUniformAllEqual` | it (naga) | [`vote`] |
+//! | `OpGroupNonUniformAllEqual` | it (naga), or extended types for an 8/16/64-bit value | [`vote`] |
 //! | `OpGroupNonUniformQuadAllKHR`/`QuadAnyKHR` | `QuadControlKHR` | `quad_vote` |
 //! | `Groups` and uniform-group instructions at Subgroup scope | `Groups`, `GroupUniformArithmeticKHR` | `groups` (then the core op's family) |
 //! | inclusive/exclusive scans other than Add/Mul | them (naga) | `scan` |
@@ -197,7 +197,9 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
         _ if lane_read::needs(inst, &lacks, code.em) => lane_read::lower(code, inst),
         _ if bool_move::needs(inst, result, target) => bool_move::lower(code, inst),
         _ if ballot_bits::needs(inst, target) => ballot_bits::lower(code, inst),
-        _ if vote::needs_core_all_equal(inst, target) => vote::lower_core_all_equal(code, inst),
+        _ if vote::needs_core_all_equal(inst, target) || vote::needs_wide_all_equal(inst, &lacks) => {
+            vote::lower_core_all_equal(code, inst)
+        }
         _ if scan::needs(inst, target) => scan::lower(code, inst),
         _ if wide_move::needs(inst, &lacks) => wide_move::lower(code, inst),
         _ if wide_arith::needs(inst, &lacks) => wide_arith::lower(code, inst),

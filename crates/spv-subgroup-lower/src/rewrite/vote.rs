@@ -8,8 +8,9 @@
 //! is a divergent `break`, in a partial subgroup, runs on with no lane active): there its
 //! native AllEqual answers false, and so does this form (docs/lowering.md, "Driver facts").
 //!
-//! The core `OpGroupNonUniformAllEqual` (any type) on a consumer without it (naga) is
-//! rewritten too ([`lower_core_all_equal`]): bools per component as above; integers
+//! The core `OpGroupNonUniformAllEqual` (any type) on a consumer without it (naga), and of an
+//! 8-, 16- or 64-bit value on a target without subgroup extended types, is rewritten too
+//! ([`lower_core_all_equal`]): bools per component as above; integers
 //! `All(w == BroadcastFirst(w))` over their 32-bit words (bitwise equality is integer
 //! equality); floats `All(x == BroadcastFirst(x))` with `FOrdEqual` per component, the words
 //! moved as 32-bit words and put back together, so +0.0 equals -0.0 and a NaN equals nothing.
@@ -28,6 +29,7 @@
 
 use rspirv::dr::Instruction;
 use spirv::{Capability, Op};
+use spv_subgroup_validate::fit::Missing;
 
 use super::{id_operand, invalid};
 use crate::emit::{Code, Id, Scalar, Ty};
@@ -100,6 +102,17 @@ fn has_core_vote(code: &Code) -> bool {
 /// Whether `inst` is a core `OpGroupNonUniformAllEqual` that `target` needs rewritten.
 pub(crate) fn needs_core_all_equal(inst: &Instruction, target: &Target) -> bool {
     inst.class.opcode == Op::GroupNonUniformAllEqual && target.restrictions.no_all_equal
+}
+
+/// Whether `inst` is a core `OpGroupNonUniformAllEqual` of an 8-, 16- or 64-bit value on a target
+/// that lacks only subgroup extended types for it (`vulkan1.1`): [`lower_core_all_equal`] compares
+/// the value's 32-bit words, so no subgroup op sees the wide or narrow type.
+pub(crate) fn needs_wide_all_equal(inst: &Instruction, missing: &[Missing]) -> bool {
+    inst.class.opcode == Op::GroupNonUniformAllEqual
+        && !missing.is_empty()
+        && missing
+            .iter()
+            .all(|m| matches!(m, Missing::ExtendedTypes { .. }))
 }
 
 /// Emits `OpGroupNonUniformAllEqual` of any type from All, Any and BroadcastFirst.

@@ -109,3 +109,97 @@ fn lower_fixtures() {
         insta::assert_snapshot!(snap);
     });
 }
+
+/// Every GLSL fixture compiled by glslang for Vulkan 1.1, 1.2 and 1.3 (SPIR-V 1.3, 1.5 and 1.6)
+/// lowers with `lower`'s default target, `Target::default_for_version` of its own version, and
+/// the output passes `spirv-val --target-env` for that version and our validator: the default
+/// never refuses a module for its SPIR-V version alone. A fixture that names its own
+/// environment (the ray-tracing and mesh stages need Vulkan 1.2) is compiled for the later of
+/// the two.
+#[test]
+fn default_target_takes_every_vulkan_version() {
+    const ENVS: [(&str, (u8, u8)); 3] = [
+        ("vulkan1.1", (1, 3)),
+        ("vulkan1.2", (1, 5)),
+        ("vulkan1.3", (1, 6)),
+    ];
+    let mut checked = 0;
+    insta::glob!("../fixtures", PATTERN, |path| {
+        if path.extension().is_some_and(|e| e == "spvasm") {
+            return; // assembled for one environment by their own lines; lower_fixtures has them
+        }
+        let text = std::fs::read_to_string(path).expect("fixture is readable");
+        let own_env = text
+            .lines()
+            .find_map(|l| l.strip_prefix("// target-env: ").map(str::trim));
+        for (env, version) in ENVS {
+            let env = match own_env {
+                Some(own) if own > env => own,
+                _ => env,
+            };
+            let input = tools::compile_glsl(path, env)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let header = ((input[1] >> 16) as u8, (input[1] >> 8) as u8);
+            assert!(
+                header >= version,
+                "{}: glslang --target-env {env} wrote SPIR-V {header:?}",
+                path.display()
+            );
+            let target = spv_subgroup_lower::Target::default_for_version(header);
+            let ctx = format!(
+                "{} compiled for {env} (SPIR-V {}.{}), default target in {}",
+                path.display(),
+                header.0,
+                header.1,
+                target.target_env
+            );
+            assert!(
+                target.spirv_version >= header,
+                "{ctx}: the default target does not take the module's version"
+            );
+            let out = match lower(&input, &target) {
+                Ok((out, _)) => out,
+                Err(e @ LowerError::Unsupported { .. }) => {
+                    let refused_for_version = e.to_string().contains("the module header");
+                    assert!(!refused_for_version, "{ctx}: refused for its version: {e}");
+                    // Refused for a feature the Vulkan 1.1 core lacks: the same as the
+                    // vulkan1.1 preset refuses the module compiled for Vulkan 1.1.
+                    let v11 = tools::compile_glsl(path, own_env.unwrap_or("vulkan1.1"))
+                        .expect("compiles for vulkan1.1");
+                    let preset = spv_subgroup_lower::Target::preset("vulkan1.1").unwrap();
+                    assert!(
+                        lower(&v11, &preset).is_err(),
+                        "{ctx}: refused ({e}) though vulkan1.1 lowers it"
+                    );
+                    continue;
+                }
+                Err(e) => panic!("{ctx}: {e}"),
+            };
+            if let Err(e) = tools::spirv_val(&out, &target.target_env) {
+                panic!(
+                    "{ctx}: spirv-val rejects the output:\n{e}\n{}",
+                    tools::disassemble(&out)
+                );
+            }
+            let opts = ValidateOptions {
+                target: Some(target.clone()),
+                target_env: None,
+            };
+            let findings = validate(&out, &opts).expect("output parses");
+            let errors: Vec<String> = findings
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .map(|d| format!("{}: {}", d.rule.code(), d.message))
+                .collect();
+            assert!(errors.is_empty(), "{ctx}: our validator: {errors:#?}");
+            let lacks = misfits(&out, &target);
+            assert!(
+                lacks.is_empty(),
+                "{ctx}: uses what the target lacks: {lacks:#?}"
+            );
+            checked += 1;
+        }
+    });
+    assert!(checked >= 150, "only {checked} fixture builds were checked");
+}

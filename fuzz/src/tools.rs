@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 /// (the message says how to install it).
 pub fn spirv_val_accepts(words: &[u32], target_env: &str) -> Result<bool, String> {
     let mut child = Command::new("spirv-val")
-        .args(["--target-env", target_env, "-"])
+        .args(["--target-env", known_env(target_env), "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -27,6 +27,22 @@ pub fn spirv_val_accepts(words: &[u32], target_env: &str) -> Result<bool, String
         .wait()
         .map_err(|e| format!("waiting for spirv-val: {e}"))?;
     Ok(status.success())
+}
+
+/// `vulkan1.4` as `vulkan1.3` for a spirv-val older than SPIRV-Tools 2024.4 (Debian 12's
+/// 2023.1), which knows no `vulkan1.4`: both consume SPIR-V 1.6.
+fn known_env(env: &str) -> &str {
+    static HAS_14: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let has_14 = HAS_14.get_or_init(|| {
+        Command::new("spirv-val")
+            .arg("--help")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("vulkan1.4"))
+    });
+    match env {
+        "vulkan1.4" if !has_14 => "vulkan1.3",
+        _ => env,
+    }
 }
 
 /// Whether `SPVSG_FUZZ_SPIRV_VAL` asks the fuzzing loop to run `spirv-val` on every changed output

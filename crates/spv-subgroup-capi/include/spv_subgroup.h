@@ -112,8 +112,10 @@ const char *spvsg_version(void);
 // A short, static description of a result code (never free it).
 const char *spvsg_result_string(enum spvsg_result_t result);
 
-// Creates a context with the defaults of `spv-subgroup lower`: target preset "vulkan1.1", its
-// environment, subgroup size unknown, spec float partitions. Returns NULL only if a panic was
+// Creates a context with the defaults of `spv-subgroup lower`: Vulkan 1.1's core subgroup
+// features (preset "vulkan1.1") in the lowest Vulkan environment that takes each module's
+// SPIR-V version (1.0-1.3: vulkan1.1, 1.4-1.5: vulkan1.2, 1.6: vulkan1.3), subgroup size
+// unknown, spec float partitions. Returns NULL only if a panic was
 // caught. Free it with `spvsg_context_destroy`.
 struct spvsg_context_t *spvsg_context_create(void);
 

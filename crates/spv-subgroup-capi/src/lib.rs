@@ -84,6 +84,9 @@ pub enum spvsg_float_partition_t {
 #[derive(Debug, Clone)]
 pub struct spvsg_context_t {
     target: Target,
+    /// Neither a target nor an environment was set: each module gets
+    /// [`Target::default_for_version`] of its own version, as `spv-subgroup lower` does.
+    target_from_module: bool,
     target_env: Option<String>,
     subgroup_size: Option<u32>,
     float_partition: FloatPartition,
@@ -170,20 +173,44 @@ pub extern "C" fn spvsg_result_string(result: spvsg_result_t) -> *const c_char {
     s.as_ptr().cast()
 }
 
-/// Creates a context with the defaults of `spv-subgroup lower`: target preset "vulkan1.1", its
-/// environment, subgroup size unknown, spec float partitions. Returns NULL only if a panic was
+/// Creates a context with the defaults of `spv-subgroup lower`: Vulkan 1.1's core subgroup
+/// features (preset "vulkan1.1") in the lowest Vulkan environment that takes each module's
+/// SPIR-V version (1.0-1.3: vulkan1.1, 1.4-1.5: vulkan1.2, 1.6: vulkan1.3), subgroup size
+/// unknown, spec float partitions. Returns NULL only if a panic was
 /// caught. Free it with `spvsg_context_destroy`.
 #[no_mangle]
 pub extern "C" fn spvsg_context_create() -> *mut spvsg_context_t {
     catch_unwind(|| {
         Box::into_raw(Box::new(spvsg_context_t {
             target: Target::default(),
+            target_from_module: true,
             target_env: None,
             subgroup_size: None,
             float_partition: FloatPartition::Spec,
         }))
     })
     .unwrap_or(std::ptr::null_mut())
+}
+
+impl spvsg_context_t {
+    /// The target a module of `words` is validated and lowered for: the one set, in the
+    /// environment set (spirv-opt's meaning: the SPIR-V version it consumes follows it), or,
+    /// when neither was set, the default for the module's own version.
+    fn target_for(&self, words: &[u32]) -> Target {
+        match (&self.target_env, self.target_from_module) {
+            // An environment without a Vulkan version (OpenCL) leaves the target's own.
+            (Some(env), _) => self
+                .target
+                .clone()
+                .with_env(env)
+                .unwrap_or_else(|_| self.target.clone()),
+            (None, true) => {
+                let [_, major, minor, _] = words.get(1).copied().unwrap_or(0).to_be_bytes();
+                Target::default_for_version((major, minor))
+            }
+            (None, false) => self.target.clone(),
+        }
+    }
 }
 
 /// Frees a context. NULL is ignored.
@@ -242,6 +269,7 @@ pub unsafe extern "C" fn spvsg_context_set_target(
             check_size_fits(&parsed, n)?;
         }
         ctx.target = parsed;
+        ctx.target_from_module = false;
         ctx.target_env = None;
         Ok(SPVSG_SUCCESS)
     })
@@ -361,7 +389,7 @@ pub unsafe extern "C" fn spvsg_validate(
             |ctx, words| {
                 let opts = ValidateOptions {
                     target_env: ctx.target_env.clone(),
-                    target: Some(ctx.target.clone()),
+                    target: Some(ctx.target_for(words)),
                 };
                 let found = validate(words, &opts).map_err(|e| Failure {
                     code: SPVSG_ERROR_INVALID_BINARY,
@@ -447,7 +475,7 @@ pub unsafe extern "C" fn spvsg_lower(
             diagnostic,
             |ctx, words| {
                 let opts = LowerOptions {
-                    target: ctx.target.clone(),
+                    target: ctx.target_for(words),
                     subgroup_size: ctx.subgroup_size,
                     float_partition: ctx.float_partition,
                     ..LowerOptions::default()
@@ -789,6 +817,41 @@ mod tests {
         let (r, out, msg) = lower_with(ctx, &module[..8]);
         assert_eq!(r, SPVSG_ERROR_INVALID_BINARY);
         assert!(out.is_none() && msg.is_some_and(|m| m.contains("word")));
+        // SAFETY: a live context, destroyed once.
+        unsafe { spvsg_context_destroy(ctx) };
+    }
+
+    #[test]
+    fn default_context_takes_every_spirv_version_and_a_set_target_does_not() {
+        let ctx = spvsg_context_create();
+        for version in [0x0001_0300, 0x0001_0500, 0x0001_0600] {
+            let mut module = vote_module();
+            module[1] = version;
+            let (r, out, msg) = lower_with(ctx, &module);
+            assert_eq!((r, msg), (SPVSG_SUCCESS, None), "version {version:#x}");
+            assert_eq!(out.unwrap()[1], version, "the version is kept");
+        }
+        let mut module = vote_module();
+        module[1] = 0x0001_0600;
+        // SAFETY: a live context and NUL-terminated strings.
+        unsafe {
+            let name = c"vulkan1.1";
+            let r = spvsg_context_set_target(ctx, name.as_ptr(), std::ptr::null_mut());
+            assert_eq!(r, SPVSG_SUCCESS);
+        }
+        let (r, _, msg) = lower_with(ctx, &module);
+        assert_eq!(r, SPVSG_ERROR_UNSUPPORTED, "{msg:?}");
+        assert!(msg.is_some_and(|m| m.contains("SPIR-V 1.6")));
+        // SAFETY: as above.
+        unsafe {
+            let env = c"vulkan1.3";
+            assert_eq!(
+                spvsg_context_set_target_env(ctx, env.as_ptr(), std::ptr::null_mut()),
+                SPVSG_SUCCESS
+            );
+        }
+        let (r, _, msg) = lower_with(ctx, &module);
+        assert_eq!((r, msg), (SPVSG_SUCCESS, None), "the environment takes 1.6");
         // SAFETY: a live context, destroyed once.
         unsafe { spvsg_context_destroy(ctx) };
     }

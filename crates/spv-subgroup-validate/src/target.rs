@@ -127,14 +127,16 @@ pub enum TargetError {
     Invalid(String),
 }
 
-/// The environments a target's `target_env` may name: what `spirv-val --target-env` (2023.1)
-/// accepts, since `lower --verify` and users pass it on to spirv-val.
+/// The environments a target's `target_env` may name: what `spirv-val --target-env` accepts,
+/// since `lower --verify` and users pass it on to spirv-val. `vulkan1.4` is new in SPIRV-Tools
+/// 2024.4 (Debian 12's 2023.1 lacks it; it consumes the same SPIR-V 1.6 as `vulkan1.3`).
 pub const TARGET_ENVS: &[&str] = &[
     "vulkan1.0",
     "vulkan1.1",
     "vulkan1.1spv1.4",
     "vulkan1.2",
     "vulkan1.3",
+    "vulkan1.4",
     "spv1.0",
     "spv1.1",
     "spv1.2",
@@ -187,7 +189,19 @@ const VULKAN11_OPS: SubgroupOps = SubgroupOps {
 pub const PRESETS: &[(&str, &str)] = &[
     (
         "vulkan1.1",
-        "Vulkan 1.1 core subgroup features (basic, vote, arithmetic, ballot, shuffle, shuffle relative, clustered, quad); no KHR vote, no partitioned ops (the default)",
+        "Vulkan 1.1 core subgroup features (basic, vote, arithmetic, ballot, shuffle, shuffle relative, clustered, quad); no KHR vote, no partitioned ops; consumes SPIR-V up to 1.3",
+    ),
+    (
+        "vulkan1.2",
+        "Vulkan 1.2: the vulkan1.1 features plus subgroup extended types (required by Vulkan 1.2); consumes SPIR-V up to 1.5",
+    ),
+    (
+        "vulkan1.3",
+        "Vulkan 1.3: the vulkan1.2 features (subgroup size control is required, the operations are unchanged); consumes SPIR-V up to 1.6",
+    ),
+    (
+        "vulkan1.4",
+        "Vulkan 1.4: the vulkan1.3 features plus subgroup rotate, clustered rotate included (required by Vulkan 1.4); consumes SPIR-V up to 1.6",
     ),
     (
         "lavapipe",
@@ -213,6 +227,38 @@ impl Default for Target {
     }
 }
 
+/// The Vulkan environments with a preset, lowest first, and the newest SPIR-V version each
+/// consumes (the Vulkan spec's "Versions" appendix: 1.1 takes SPIR-V 1.0 to 1.3, 1.2 takes 1.5,
+/// 1.3 and 1.4 take 1.6).
+const VULKAN_VERSIONS: &[(&str, (u8, u8))] = &[
+    ("vulkan1.1", (1, 3)),
+    ("vulkan1.2", (1, 5)),
+    ("vulkan1.3", (1, 6)),
+    ("vulkan1.4", (1, 6)),
+];
+
+/// The newest SPIR-V version an environment (as `--target-env` names it) consumes, or `None`
+/// for a name that is no environment and for the OpenCL environments.
+pub fn env_spirv_version(env: &str) -> Option<(u8, u8)> {
+    if let Some(v) = env.strip_prefix("spv") {
+        let (maj, min) = v.split_once('.')?;
+        return Some((maj.parse().ok()?, min.parse().ok()?));
+    }
+    if let Some(v) = env.strip_prefix("universal") {
+        let (maj, min) = v.split_once('.')?;
+        return Some((maj.parse().ok()?, min.parse().ok()?));
+    }
+    Some(match env {
+        "vulkan1.0" | "opengl4.0" | "opengl4.1" | "opengl4.2" | "opengl4.3" | "opengl4.5" => (1, 0),
+        "vulkan1.1" => (1, 3),
+        "vulkan1.1spv1.4" => (1, 4),
+        "vulkan1.2" => (1, 5),
+        "vulkan1.3" | "vulkan1.4" => (1, 6),
+        // OpenCL environments are for kernels, which nothing here lowers.
+        _ => return None,
+    })
+}
+
 impl Target {
     /// A named preset, or `None` if there is no preset of that name.
     pub fn preset(name: &str) -> Option<Target> {
@@ -226,8 +272,33 @@ impl Target {
             max_subgroup_size: 128,
             restrictions: Restrictions::default(),
         };
+        // Vulkan 1.2 requires `shaderSubgroupExtendedTypes`, 1.4 `shaderSubgroupRotate` and
+        // `shaderSubgroupRotateClustered` (the Vulkan spec, "Feature Requirements"); 1.3 adds
+        // `subgroupSizeControl` and `computeFullSubgroups`, which change no operation.
+        let vulkan12 = Target {
+            target_env: "vulkan1.2".to_owned(),
+            spirv_version: (1, 5),
+            extended_types: true,
+            ..base.clone()
+        };
         Some(match name {
             "vulkan1.1" => base,
+            "vulkan1.2" => vulkan12,
+            "vulkan1.3" => Target {
+                target_env: "vulkan1.3".to_owned(),
+                spirv_version: (1, 6),
+                ..vulkan12
+            },
+            "vulkan1.4" => Target {
+                target_env: "vulkan1.4".to_owned(),
+                spirv_version: (1, 6),
+                ops: SubgroupOps {
+                    rotate: true,
+                    rotate_clustered: true,
+                    ..VULKAN11_OPS
+                },
+                ..vulkan12
+            },
             "lavapipe" => Target {
                 spirv_version: (1, 6),
                 target_env: "vulkan1.3".to_owned(),
@@ -294,6 +365,46 @@ impl Target {
             },
             _ => return None,
         })
+    }
+
+    /// The target `lower` uses when none is named: Vulkan 1.1's core subgroup features in the
+    /// lowest Vulkan environment that consumes a module of SPIR-V `version` (1.0 to 1.3:
+    /// `vulkan1.1`, 1.4 and 1.5: `vulkan1.2`, 1.6: `vulkan1.3`), so that no module is refused
+    /// for its version alone. A version past every environment keeps the newest one (and is
+    /// then refused for its version, as it should be).
+    pub fn default_for_version(version: (u8, u8)) -> Target {
+        let (env, spirv_version) = VULKAN_VERSIONS
+            .iter()
+            .find(|(_, max)| version <= *max)
+            .copied()
+            .unwrap_or(VULKAN_VERSIONS[VULKAN_VERSIONS.len() - 1]);
+        Target {
+            target_env: env.to_owned(),
+            spirv_version,
+            ..Target::default()
+        }
+    }
+
+    /// This target in the environment `env` (spirv-opt's `--target-env`): the environment
+    /// spirv-val checks with, and the newest SPIR-V version it consumes.
+    pub fn with_env(mut self, env: &str) -> Result<Target, TargetError> {
+        let version = env_spirv_version(env)
+            .filter(|_| TARGET_ENVS.contains(&env))
+            .ok_or_else(|| {
+                TargetError::Invalid(format!(
+                    "unknown environment `{}`; expected one of: {}",
+                    env.escape_debug(),
+                    TARGET_ENVS
+                        .iter()
+                        .filter(|e| env_spirv_version(e).is_some())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+        self.target_env = env.to_owned();
+        self.spirv_version = version;
+        Ok(self)
     }
 
     /// A preset name, else a path to a JSON file in our format or in `vulkaninfo --json` format.

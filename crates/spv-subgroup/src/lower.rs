@@ -12,13 +12,17 @@ use spv_subgroup_lower::{
 };
 use spv_subgroup_validate::{render_human, words_from_bytes};
 
-use crate::args::{load_target, parse_subgroup_size, OutputArg};
+use crate::args::{load_target, parse_subgroup_size, parse_target_env, OutputArg};
 use crate::io::{show_path, source_of, write_atomically, Source, Words};
 use crate::{EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK};
+use spv_subgroup_validate::target::Target;
 
 const AFTER_HELP: &str = "\
 Examples:
-  spv-subgroup lower in.spv -o out.spv                    for Vulkan 1.1 core subgroup features
+  spv-subgroup lower in.spv -o out.spv                    Vulkan 1.1 core subgroup features, in
+                                                          the module's own Vulkan version
+  spv-subgroup lower in.spv -o out.spv --target vulkan1.3 everything Vulkan 1.3 requires
+  spv-subgroup lower in.spv -o out.spv --target-env vulkan1.2
   spv-subgroup lower in.spv -o out.spv --target naga      what naga's SPIR-V front end accepts
   spv-subgroup lower in.spv -o out.spv --target dev.json --subgroup-size 32
   spv-subgroup lower - -o - < in.spv > out.spv            stdin to stdout
@@ -53,9 +57,15 @@ pub struct Opts {
     #[command(flatten)]
     output: OutputArg,
     /// The device to lower for: a preset (see `spv-subgroup targets`) or a JSON file
-    /// (our format or a `vulkaninfo --json` report).
-    #[arg(long, value_name = "NAME|FILE", default_value = "vulkan1.1")]
-    target: String,
+    /// (our format or a `vulkaninfo --json` report). Default: Vulkan 1.1's core subgroup
+    /// features in the lowest Vulkan version that takes the module's SPIR-V version.
+    #[arg(long, value_name = "NAME|FILE")]
+    target: Option<String>,
+    /// The environment the output is for, as spirv-opt and spirv-val mean it (`vulkan1.2`,
+    /// `spv1.5`, ...): the SPIR-V version it may have and the rules it is checked by. Default:
+    /// the target's own environment.
+    #[arg(long, value_name = "ENV", value_parser = parse_target_env)]
+    target_env: Option<String>,
     /// The subgroup size the module will run with (a power of two, 1 to 128); default: any the target allows.
     #[arg(long, value_name = "N", value_parser = parse_subgroup_size)]
     subgroup_size: Option<u32>,
@@ -69,14 +79,26 @@ pub struct Opts {
     #[arg(long, overrides_with = "verify")]
     no_verify: bool,
     /// Print nothing on success.
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
+    /// Also say which target and environment each module was lowered for.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 impl Opts {
     /// Runs the command; returns the exit status.
     pub fn run(self) -> anyhow::Result<u8> {
-        let target = load_target(&self.target)?;
+        // Without `--target`, the default's features; without `--target-env` as well, its
+        // environment is chosen per module from the module's version ([`Job::target_for`]).
+        let target = match &self.target {
+            Some(name) => load_target(name)?,
+            None => Target::default(),
+        };
+        let target = match &self.target_env {
+            Some(env) => target.with_env(env)?,
+            None => target,
+        };
         if let Some(n) = self.subgroup_size {
             if !(target.min_subgroup_size..=target.max_subgroup_size).contains(&n) {
                 anyhow::bail!(
@@ -97,8 +119,10 @@ impl Opts {
                 },
                 ..LowerOptions::default()
             },
-            target_arg: self.target.clone(),
+            target_arg: self.target.clone().unwrap_or_else(|| target.name.clone()),
+            target_from_module: self.target.is_none() && self.target_env.is_none(),
             verify: !self.no_verify,
+            verbose: self.verbose,
         };
         if crate::lower_tree::is_tree(&self.inputs) {
             return crate::lower_tree::run(&self.inputs, &self.output.output, &job, self.quiet);
@@ -153,8 +177,13 @@ pub struct Job {
     pub opts: LowerOptions,
     /// `--target` as given, for messages.
     pub target_arg: String,
+    /// Neither `--target` nor `--target-env` was given: each module is lowered for
+    /// [`Target::default_for_version`] of its own SPIR-V version, never refused for it alone.
+    pub target_from_module: bool,
     /// Whether to verify the output (`--no-verify` clears it).
     pub verify: bool,
+    /// `-v`: say on stderr which target and environment each module was lowered for.
+    pub verbose: bool,
 }
 
 /// A module lowered and verified, ready to write.
@@ -209,7 +238,24 @@ impl Job {
             kind,
         };
         let words = &input.words;
-        let (lowered, report) = lower_words(words, &self.opts).map_err(|e| match e {
+        let chosen;
+        let opts = match self.target_for(words) {
+            Some(target) => {
+                chosen = LowerOptions {
+                    target,
+                    ..self.opts.clone()
+                };
+                &chosen
+            }
+            None => &self.opts,
+        };
+        if self.verbose {
+            eprintln!(
+                "{name}: {}",
+                describe_target(&opts.target, self.target_from_module)
+            );
+        }
+        let (lowered, report) = lower_words(words, opts).map_err(|e| match e {
             LowerError::Parse(_) => refuse(
                 "malformed",
                 format!("error: `{name}` is not a module that can be lowered: {e}"),
@@ -231,13 +277,29 @@ impl Job {
         // Every output is judged against the target, also one written back unchanged: "nothing
         // to lower" must not pass off a module the target cannot run.
         if self.verify {
-            verify_lowered(words, &lowered, report.changed, &self.opts, None)
+            verify_lowered(words, &lowered, report.changed, opts, None)
                 .map_err(|e| self.verify_failed(name, out, e))?;
         }
         Ok(if report.changed {
             Done::Lowered(crate::io::into_le_bytes(lowered), report)
         } else {
             Done::Unchanged
+        })
+    }
+
+    /// The target for a module of these words when it is chosen per module (no `--target` and
+    /// no `--target-env`), from the version in its header; `None`: the job's own target. A
+    /// header too short to hold a version keeps the job's target (the pass reports it).
+    fn target_for(&self, words: &[u32]) -> Option<Target> {
+        if !self.target_from_module {
+            return None;
+        }
+        let [_, major, minor, _] = words.get(1)?.to_be_bytes();
+        let base = Target::default_for_version((major, minor));
+        Some(Target {
+            min_subgroup_size: self.opts.target.min_subgroup_size,
+            max_subgroup_size: self.opts.target.max_subgroup_size,
+            ..base
         })
     }
 
@@ -292,6 +354,20 @@ impl Job {
             },
         }
     }
+}
+
+/// What `-v` says of the target a module was lowered for.
+fn describe_target(target: &Target, from_module: bool) -> String {
+    let (major, minor) = target.spirv_version;
+    let how = if from_module {
+        " (the default: chosen for the module's SPIR-V version; --target or --target-env choose another)"
+    } else {
+        ""
+    };
+    format!(
+        "target `{}`, environment {} (SPIR-V up to {major}.{minor}){how}",
+        target.name, target.target_env
+    )
 }
 
 /// Debug builds only: `SPV_SUBGROUP_TEST_BREAK_OUTPUT=1` corrupts the lowered module (its magic

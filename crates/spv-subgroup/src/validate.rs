@@ -87,7 +87,13 @@ struct Summary {
 impl Opts {
     /// Runs the command; returns the exit status.
     pub fn run(self) -> anyhow::Result<u8> {
-        let target = self.target.load()?;
+        // `--target-env` puts the device in that environment, as it does for `lower`: the
+        // SPIR-V version it consumes is the environment's.
+        let target = match (self.target.load()?, &self.target_env) {
+            // (An OpenCL environment has no Vulkan device's version: the target keeps its own.)
+            (Some(t), Some(env)) => Some(t.clone().with_env(env).unwrap_or(t)),
+            (t, _) => t,
+        };
         let sources = expand_inputs(&self.inputs.inputs)?;
         let opts = ValidateOptions {
             target_env: self.target_env.clone(),

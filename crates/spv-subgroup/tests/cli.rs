@@ -417,6 +417,124 @@ fn closed_stdout_exits_quietly() {
 
 // ---- lower ------------------------------------------------------------------------------------
 
+/// The README example compiled by glslang for a later Vulkan version: SPIR-V 1.5 or 1.6.
+fn example_for(env: &str) -> Vec<u32> {
+    tools::compile_glsl(&example_source(), env).expect("the example compiles")
+}
+
+#[test]
+fn lower_default_takes_modules_of_every_vulkan_version() {
+    let dir = tempfile::tempdir().unwrap();
+    for (env, version) in [
+        ("vulkan1.1", "1.3"),
+        ("vulkan1.2", "1.5"),
+        ("vulkan1.3", "1.6"),
+    ] {
+        write(dir.path(), "in.spv", &to_bytes(&example_for(env)));
+        let o = run(&["lower", "-v", "in.spv", "-o", "out.spv"], dir.path());
+        assert_eq!(code(&o), 0, "{env}: {}", show(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("environment {env} (SPIR-V up to {version})")),
+            "{env}: -v names the environment chosen: {}",
+            show(&o)
+        );
+        assert!(err.contains("the default"), "{env}: {}", show(&o));
+        let out = words(&std::fs::read(dir.path().join("out.spv")).unwrap());
+        assert_ne!(out, example_for(env), "{env}: the example is lowered");
+        tools::spirv_val(&out, env).unwrap_or_else(|e| panic!("{env}: spirv-val: {e}"));
+        let o = run(
+            &[
+                "validate",
+                "out.spv",
+                "--target",
+                "vulkan1.1",
+                "--target-env",
+                env,
+            ],
+            dir.path(),
+        );
+        assert_eq!(code(&o), 0, "{env}: our validator: {}", show(&o));
+    }
+}
+
+#[test]
+fn lower_default_writes_a_newer_module_with_nothing_to_lower_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = plain_words_for("vulkan1.3");
+    write(dir.path(), "in.spv", &to_bytes(&plain));
+    let o = run(&["lower", "in.spv", "-o", "out.spv"], dir.path());
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(stderr(&o).contains("nothing to lower"), "{}", show(&o));
+    assert_eq!(
+        std::fs::read(dir.path().join("out.spv")).unwrap(),
+        to_bytes(&plain)
+    );
+}
+
+#[test]
+fn lower_target_env_sets_the_version_the_output_may_have() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "in.spv", &to_bytes(&example_for("vulkan1.3")));
+    // An environment older than the module's version refuses it, naming the version.
+    let o = run(
+        &[
+            "lower",
+            "in.spv",
+            "-o",
+            "out.spv",
+            "--target-env",
+            "vulkan1.1",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(stderr(&o).contains("SPIR-V 1.6"), "{}", show(&o));
+    assert!(!dir.path().join("out.spv").exists(), "{}", show(&o));
+    // A preset of a later Vulkan version, or the environment alone, takes it.
+    for args in [
+        &["--target", "vulkan1.3"][..],
+        &["--target", "vulkan1.4"][..],
+        &["--target-env", "vulkan1.3"][..],
+        &["--target", "lavapipe", "--target-env", "vulkan1.3"][..],
+    ] {
+        let mut argv = vec!["lower", "-v", "in.spv", "-o", "out.spv"];
+        argv.extend_from_slice(args);
+        let o = run(&argv, dir.path());
+        assert_eq!(code(&o), 0, "{args:?}: {}", show(&o));
+        assert!(
+            !stderr(&o).contains("the default"),
+            "{args:?}: {}",
+            show(&o)
+        );
+        let out = words(&std::fs::read(dir.path().join("out.spv")).unwrap());
+        tools::spirv_val(&out, "vulkan1.3").unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    }
+    // An unknown environment is a usage error.
+    let o = run(
+        &[
+            "lower",
+            "in.spv",
+            "-o",
+            "out.spv",
+            "--target-env",
+            "vulkan9",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+}
+
+#[test]
+fn targets_lists_the_vulkan_version_presets() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["targets"], dir.path());
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    for name in ["vulkan1.1", "vulkan1.2", "vulkan1.3", "vulkan1.4"] {
+        assert!(text(&o.stdout).contains(name), "{name}: {}", show(&o));
+    }
+}
+
 #[test]
 fn lower_writes_a_valid_module_and_a_summary() {
     let dir = tempfile::tempdir().unwrap();

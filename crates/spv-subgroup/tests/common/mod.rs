@@ -42,6 +42,11 @@ pub fn example_bytes() -> Vec<u8> {
 
 /// A compute shader without any subgroup operation (nothing to lower).
 pub fn plain_words() -> Vec<u32> {
+    plain_words_for("vulkan1.1")
+}
+
+/// [`plain_words`] compiled for `env` (`vulkan1.3`: SPIR-V 1.6).
+pub fn plain_words_for(env: &str) -> Vec<u32> {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("plain.comp");
     std::fs::write(
@@ -50,7 +55,7 @@ pub fn plain_words() -> Vec<u32> {
          void main() { v[gl_GlobalInvocationID.x] += 1u; }\n",
     )
     .unwrap();
-    tools::compile_glsl(&src, "vulkan1.1").expect("plain shader compiles")
+    tools::compile_glsl(&src, env).expect("plain shader compiles")
 }
 
 /// The binary with `args` in `cwd`, colours off.

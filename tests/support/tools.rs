@@ -159,10 +159,29 @@ mod glsl_cache {
 
 /// Runs `glslangValidator` (no cache).
 fn compile_glsl_uncached(path: &Path, target_env: &str) -> Result<Vec<u32>, String> {
+    compile_glsl_with(path, target_env, &[], None)
+}
+
+/// Compiles `path` with extra `glslangValidator` flags (`-g` for `OpLine`, `-gV` for
+/// `NonSemantic.Shader.DebugInfo.100`), run in `cwd` when given so that the file name the
+/// module records is `path` as given. Not cached.
+pub fn compile_glsl_with(
+    path: &Path,
+    target_env: &str,
+    flags: &[&str],
+    cwd: Option<&Path>,
+) -> Result<Vec<u32>, String> {
+    require("glslangValidator");
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let out = dir.path().join("out.spv");
-    let o = Command::new("glslangValidator")
-        .args(["--target-env", target_env, "-o"])
+    let mut cmd = Command::new("glslangValidator");
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    let o = cmd
+        .args(["--target-env", target_env])
+        .args(flags)
+        .arg("-o")
         .arg(&out)
         .arg(path)
         .output()

@@ -255,6 +255,7 @@ mod tests {
             location: Default::default(),
             notes: Vec::new(),
             disassembly: None,
+            source: None,
         };
         let a = spv_subgroup_validate::Rule::from_code("SG0101");
         let b = spv_subgroup_validate::Rule::from_code("SG0201");

@@ -46,6 +46,30 @@ pub struct Location {
     pub function: Option<u32>,
 }
 
+/// Where a finding is in the shader source, from the module's debug information (`OpLine`,
+/// or `NonSemantic.Shader.DebugInfo.100`'s `DebugLine`): what `glslangValidator -g`/`-gV` and
+/// `dxc -Zi` write.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct SourceLocation {
+    /// The file name as the compiler recorded it (often relative to where it ran).
+    pub file: String,
+    /// The line, counting from 1.
+    pub line: u32,
+    /// The column, counting from 1; 0 when the compiler did not record one.
+    pub column: u32,
+}
+
+impl std::fmt::Display for SourceLocation {
+    /// `FILE:LINE:COLUMN`, or `FILE:LINE` when the column is not known.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)?;
+        if self.column > 0 {
+            write!(f, ":{}", self.column)?;
+        }
+        Ok(())
+    }
+}
+
 /// One finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -61,6 +85,8 @@ pub struct Diagnostic {
     pub notes: Vec<String>,
     /// The instruction, disassembled (`%12 = OpGroupNonUniformPartitionNV %7 %11`).
     pub disassembly: Option<String>,
+    /// Where the instruction came from in the shader source, when the module says.
+    pub source: Option<SourceLocation>,
 }
 
 /// All findings on one module, ordered by position, then rule code.

@@ -18,10 +18,11 @@ mod disasm;
 mod module;
 mod render;
 pub mod rules;
+mod source_map;
 
 pub use binary::{words_from_bytes, ParseError, ParseErrorKind};
-pub use diag::{Diagnostic, Kind, Location, Report, Severity};
-pub use render::{escape_controls, render_human, render_json};
+pub use diag::{Diagnostic, Kind, Location, Report, Severity, SourceLocation};
+pub use render::{escape_controls, render_human, render_json, render_short};
 pub use rules::Rule;
 
 use target::Target;
@@ -66,6 +67,7 @@ pub fn validate(words: &[u32], opts: &ValidateOptions) -> Result<Report, ParseEr
     rules::wellformed::check(&cx, &mut sink);
     rules::run(&cx, &mut sink);
     let mut diagnostics = sink.diags;
+    source_map::attach(&cx.m, &mut diagnostics);
     diagnostics.sort_by(|a, b| {
         (a.location.inst_index, a.location.word_offset, a.rule).cmp(&(
             b.location.inst_index,
@@ -122,6 +124,7 @@ impl Sink {
             location: cx.m.location(i),
             notes,
             disassembly: Some(disasm::instruction(&cx.m, i)),
+            source: None,
         });
     }
 

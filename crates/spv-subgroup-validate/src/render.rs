@@ -19,6 +19,9 @@ use crate::diag::{Report, Severity};
 ///
 /// shader.spv: 1 error, 0 warnings
 /// ```
+///
+/// Where the module carries line information ([`crate::SourceLocation`]), the arrow names the
+/// source first: `--> vote.comp:12:5 (shader.spv:word 123, instruction #45, ...)`.
 pub fn render_human(report: &Report, file_name: &str) -> String {
     let mut s = String::new();
     if report.diagnostics.is_empty() {
@@ -42,7 +45,19 @@ pub fn render_human(report: &Report, file_name: &str) -> String {
         if let Some(f) = loc.function {
             let _ = write!(at, ", in function %{f}");
         }
-        let _ = writeln!(s, "  --> {file_name}:word {} ({at})", loc.word_offset);
+        match &d.source {
+            Some(src) => {
+                let src = escape_controls(&src.to_string()).into_owned();
+                let _ = writeln!(
+                    s,
+                    "  --> {src} ({file_name}:word {}, {at})",
+                    loc.word_offset
+                );
+            }
+            None => {
+                let _ = writeln!(s, "  --> {file_name}:word {} ({at})", loc.word_offset);
+            }
+        }
         if let Some(dis) = &d.disassembly {
             let _ = writeln!(s, "   |");
             let _ = writeln!(s, "   |     {dis}");
@@ -87,6 +102,37 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The report one line per finding, as editors and CI problem matchers read compiler output:
+/// `vote.comp:12:5: error[SG0101]: MESSAGE (shader.spv word 123)`. Without line information
+/// the module is the file and the instruction's number (from 1 after the header, the count
+/// spirv-val's messages use) the line: `shader.spv:46: error[SG0101]: MESSAGE (word 123)`.
+pub fn render_short(report: &Report, file_name: &str) -> String {
+    let mut s = String::new();
+    let file_name = escape_controls(file_name);
+    for d in &report.diagnostics {
+        let message = escape_controls(&d.message);
+        let (severity, code) = (d.severity, d.rule.code());
+        let word = d.location.word_offset;
+        match &d.source {
+            Some(src) => {
+                let src = escape_controls(&src.to_string()).into_owned();
+                let _ = writeln!(
+                    s,
+                    "{src}: {severity}[{code}]: {message} ({file_name} word {word})"
+                );
+            }
+            None => {
+                let line = d.location.inst_index + 1;
+                let _ = writeln!(
+                    s,
+                    "{file_name}:{line}: {severity}[{code}]: {message} (word {word})"
+                );
+            }
+        }
+    }
+    s
+}
+
 /// The report as JSON: an array with one object per finding (schema in `docs/rules.md`).
 pub fn render_json(report: &Report, file_name: &str) -> Value {
     Value::Array(
@@ -94,7 +140,7 @@ pub fn render_json(report: &Report, file_name: &str) -> Value {
             .diagnostics
             .iter()
             .map(|d| {
-                json!({
+                let mut finding = json!({
                     "code": d.rule.code(),
                     "name": d.rule.name(),
                     "severity": d.severity.as_str(),
@@ -106,7 +152,12 @@ pub fn render_json(report: &Report, file_name: &str) -> Value {
                     "function": d.location.function,
                     "instruction": d.disassembly,
                     "notes": d.notes,
-                })
+                });
+                // Only where the module has line information: older consumers see no change.
+                if let Some(src) = &d.source {
+                    finding["source"] = json!(src);
+                }
+                finding
             })
             .collect(),
     )

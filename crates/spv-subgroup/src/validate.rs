@@ -11,7 +11,9 @@
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
-use spv_subgroup_validate::{render_human, render_json, validate, Severity, ValidateOptions};
+use spv_subgroup_validate::{
+    render_human, render_json, render_short, validate, Severity, ValidateOptions,
+};
 
 use crate::args::{parse_target_env, GeneralOpts, InputArgs, TargetArg};
 use crate::io::{expand_inputs, print_stdout, Source};
@@ -25,6 +27,9 @@ pub const JSON_VERSION: u32 = 1;
 pub enum Format {
     /// `error[SG0101]: ...` with the instruction disassembled and its position.
     Human,
+    /// One line per finding, `FILE:LINE:COL: error[SG0201]: message`, at the shader source line
+    /// where the module has line information (what editors and CI problem matchers read).
+    Short,
     /// One JSON document for the whole run.
     Json,
     /// One SARIF 2.1.0 log for the whole run (GitHub code scanning and other CI viewers).
@@ -59,6 +64,10 @@ pub struct Opts {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     format: Format,
+    /// The directory SARIF paths are relative to (`%SRCROOT%`, usually the repository's root);
+    /// default: the working directory. Paths outside it become absolute `file://` URIs.
+    #[arg(long, value_name = "DIR")]
+    sarif_root: Option<std::path::PathBuf>,
     #[command(flatten)]
     general: GeneralOpts,
 }
@@ -103,6 +112,7 @@ impl Opts {
         let mut summary = Summary::default();
         let mut files_json = Vec::new();
         let (mut sarif_results, mut sarif_notes) = (Vec::new(), Vec::new());
+        let locator = crate::sarif::Locator::new(self.sarif_root.as_deref())?;
         check_all(&sources, &opts, |source, outcome| {
             let name = source.display_name();
             summary.files += 1;
@@ -127,17 +137,16 @@ impl Opts {
                 Outcome::Io(_) => summary.unreadable += 1,
             }
             match self.format {
-                Format::Human => self.print_human(&outcome, &name, color)?,
+                Format::Human | Format::Short => self.print_human(&outcome, &name, color)?,
                 Format::Json => files_json.push(file_json(&outcome, &name)),
                 Format::Sarif => {
-                    let artifact = crate::sarif::artifact(match source {
+                    let artifact = locator.artifact(match source {
                         Source::File(p) => Some(p.as_path()),
                         Source::Stdin => None,
                     });
                     match &outcome {
-                        Outcome::Checked(report, words) => {
-                            sarif_results.extend(crate::sarif::results(report, &artifact, words))
-                        }
+                        Outcome::Checked(report, words) => sarif_results
+                            .extend(crate::sarif::results(report, &artifact, words, &locator)),
                         Outcome::Malformed(e) => sarif_notes.push(crate::sarif::notification(
                             &artifact,
                             &format!("`{name}` is not a valid SPIR-V module: {e}"),
@@ -155,7 +164,12 @@ impl Opts {
         })?;
         match self.format {
             Format::Sarif => {
-                let log = crate::sarif::log(sarif_results, sarif_notes, summary.unreadable == 0);
+                let log = crate::sarif::log(
+                    sarif_results,
+                    sarif_notes,
+                    summary.unreadable == 0,
+                    &locator,
+                );
                 let text = serde_json::to_string_pretty(&log)?;
                 print_stdout(&format!("{text}\n"))?;
             }
@@ -176,6 +190,7 @@ impl Opts {
                 let text = serde_json::to_string_pretty(&doc)?;
                 print_stdout(&format!("{text}\n"))?;
             }
+            Format::Short => {}
             Format::Human => {
                 if !self.general.quiet && summary.files > 1 {
                     eprintln!("{}", summary_line(&summary));
@@ -191,6 +206,14 @@ impl Opts {
         })
     }
 
+    /// A module's findings in the human or the short format.
+    fn render(&self, report: &spv_subgroup_validate::Report, name: &str) -> String {
+        match self.format {
+            Format::Short => render_short(report, name),
+            _ => render_human(report, name),
+        }
+    }
+
     fn print_human(&self, outcome: &Outcome, name: &str, color: bool) -> anyhow::Result<()> {
         match outcome {
             Outcome::Checked(report, _) => {
@@ -199,9 +222,9 @@ impl Opts {
                     only_errors
                         .diagnostics
                         .retain(|d| d.severity == Severity::Error);
-                    render_human(&only_errors, name)
+                    self.render(&only_errors, name)
                 } else {
-                    render_human(report, name)
+                    self.render(report, name)
                 };
                 if !text.is_empty() {
                     let text = if color { colorize(&text) } else { text };

@@ -2,7 +2,9 @@
 //! (`fixtures/sarif/`, draft 4, checked with the `jsonschema` crate), carries every rule of the
 //! table with its help text, and places each finding at its instruction's bytes with the
 //! disassembly as the snippet, agreeing with the JSON format's word offsets.
-//! Also: `validate` checks files in parallel but prints in input order (issue 11 item 2).
+//! Also: `validate` checks files in parallel but prints in input order (issue 11 item 2), and
+//! findings name the shader source line where the module carries one (glslang `-g`, `-gV`) in
+//! every format (issue 22 item 4).
 
 mod common;
 
@@ -182,4 +184,195 @@ fn parallel_validate_keeps_the_input_order() {
         err.contains("checked 60 files: 20 ok, 20 with errors, 20 malformed"),
         "{err}"
     );
+}
+
+/// The GLSL call each subgroup instruction of the README example comes from.
+fn glsl_call_of(instruction: &str) -> &'static str {
+    [
+        ("OpGroupNonUniformPartitionNV", "subgroupPartitionNV("),
+        ("OpGroupNonUniformIAdd", "subgroupPartitionedAddNV("),
+        ("OpSubgroupAllKHR", "allInvocationsARB("),
+        ("OpSubgroupAnyKHR", "anyInvocationARB("),
+        ("OpSubgroupAllEqualKHR", "allInvocationsEqualARB("),
+    ]
+    .iter()
+    .find(|(op, _)| instruction.contains(op))
+    .map_or_else(
+        || panic!("no GLSL call known for {instruction}"),
+        |(_, c)| c,
+    )
+}
+
+#[test]
+fn findings_name_the_shader_source_line_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::fs::read_to_string(example_source()).unwrap();
+    std::fs::write(dir.path().join("vote.comp"), &source).unwrap();
+    let lines: Vec<&str> = source.lines().collect();
+    for flag in ["-g", "-gV"] {
+        let words = tools::compile_glsl_with(
+            std::path::Path::new("vote.comp"),
+            "vulkan1.1",
+            &[flag],
+            Some(dir.path()),
+        )
+        .unwrap_or_else(|e| panic!("glslangValidator {flag}: {e}"));
+        write(dir.path(), "vote.spv", &to_bytes(&words));
+        let args = ["validate", "--target", "vulkan1.1", "vote.spv", "--format"];
+        // JSON: every finding inside a function names the line of its GLSL call.
+        let o = run(&[&args[..], &["json"]].concat(), dir.path());
+        assert_eq!(code(&o), 1, "{flag}: {}", show(&o));
+        let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let findings = doc["files"][0]["findings"].as_array().unwrap();
+        let mut placed = Vec::new();
+        for f in findings {
+            let inst = f["instruction"].as_str().unwrap();
+            if f["function"].is_null() {
+                assert!(
+                    f.get("source").is_none(),
+                    "{flag}: a global has no line: {f}"
+                );
+                continue;
+            }
+            let src = &f["source"];
+            assert_eq!(src["file"], "vote.comp", "{flag}: {f}");
+            let line = src["line"].as_u64().unwrap() as usize;
+            let text = lines[line - 1];
+            assert!(
+                text.contains(glsl_call_of(inst)),
+                "{flag}: {inst} placed at line {line}: {text:?}"
+            );
+            placed.push((
+                line,
+                f["code"].as_str().unwrap().to_owned(),
+                f["word_offset"].clone(),
+            ));
+        }
+        assert_eq!(
+            placed.len(),
+            5,
+            "{flag}: the five subgroup calls: {findings:#?}"
+        );
+        // Short: `vote.comp:LINE: error[CODE]: ...`, the same lines; globals at spirv-val's numbering.
+        let o = run(&[&args[..], &["short"]].concat(), dir.path());
+        let out = text(&o.stdout);
+        for (line, code, word) in &placed {
+            let head = format!("vote.comp:{line}: error[{code}]: ");
+            assert!(
+                out.lines().any(
+                    |l| l.starts_with(&head) && l.ends_with(&format!("(vote.spv word {word})"))
+                ),
+                "{flag}: no `{head}` line: {out}"
+            );
+        }
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("vote.spv:2: error[SG0701]")),
+            "{flag}: {out}"
+        );
+        // Human: the arrow names the source and the word offset.
+        let o = run(&[&args[..], &["human"]].concat(), dir.path());
+        let out = text(&o.stdout);
+        for (line, _, word) in &placed {
+            assert!(
+                out.contains(&format!("  --> vote.comp:{line} (vote.spv:word {word}, ")),
+                "{flag}: {out}"
+            );
+        }
+        // SARIF: the source file relative to %SRCROOT% (the working directory), the line, the
+        // module's bytes as a related location, a fingerprint on every result.
+        let o = run(&[&args[..], &["sarif"]].concat(), dir.path());
+        let log: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(schema_errors(&log), Vec::<String>::new(), "{flag}");
+        let run0 = &log["runs"][0];
+        let root = run0["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+            .as_str()
+            .unwrap();
+        assert!(
+            root.starts_with("file:///") && root.ends_with('/'),
+            "{root}"
+        );
+        let results = run0["results"].as_array().unwrap();
+        let mut fingerprints: Vec<&str> = results
+            .iter()
+            .map(|r| {
+                r["partialFingerprints"]["spvSubgroupFinding/v1"]
+                    .as_str()
+                    .unwrap()
+            })
+            .collect();
+        fingerprints.sort_unstable();
+        fingerprints.dedup();
+        assert_eq!(
+            fingerprints.len(),
+            results.len(),
+            "{flag}: fingerprints are distinct"
+        );
+        let mut sarif_lines = Vec::new();
+        for r in results {
+            let loc = &r["locations"][0]["physicalLocation"];
+            assert_eq!(loc["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+            match loc["artifactLocation"]["uri"].as_str().unwrap() {
+                "vote.comp" => {
+                    sarif_lines.push(loc["region"]["startLine"].as_u64().unwrap() as usize);
+                    let rel = &r["relatedLocations"][0]["physicalLocation"];
+                    assert_eq!(rel["artifactLocation"]["uri"], "vote.spv");
+                    assert!(rel["region"]["byteOffset"].as_u64().is_some());
+                }
+                "vote.spv" => assert!(loc["region"]["startLine"].as_u64() >= Some(1)),
+                other => panic!("{flag}: unexpected artifact {other}"),
+            }
+        }
+        let mut want: Vec<usize> = placed.iter().map(|p| p.0).collect();
+        want.sort_unstable();
+        sarif_lines.sort_unstable();
+        assert_eq!(sarif_lines, want, "{flag}");
+    }
+}
+
+#[test]
+fn sarif_paths_outside_the_root_are_file_uris_and_stdin_is_named() {
+    let dir = inputs();
+    let abs = dir.path().join("shaders/b_bad.spv");
+    let o = run(
+        &[
+            "validate",
+            "--format",
+            "sarif",
+            "--sarif-root",
+            "shaders",
+            abs.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let log: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let uri = &log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"];
+    assert_eq!(uri["uri"], "b_bad.spv", "relative to --sarif-root: {uri}");
+    let o = run(
+        &[
+            "validate",
+            "--format",
+            "sarif",
+            "--sarif-root",
+            "elsewhere",
+            "shaders/b_bad.spv",
+        ],
+        dir.path(),
+    );
+    let log: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+        ["uri"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        uri.starts_with("file:///") && uri.ends_with("/shaders/b_bad.spv"),
+        "{uri}"
+    );
+    let bad = std::fs::read(dir.path().join("shaders/b_bad.spv")).unwrap();
+    let o = run_with_stdin(&["validate", "--format", "sarif", "-"], dir.path(), &bad);
+    let log: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(schema_errors(&log), Vec::<String>::new());
+    let art = &log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"];
+    assert_eq!(art["uri"], "stdin", "{art}");
 }

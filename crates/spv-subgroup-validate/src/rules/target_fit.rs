@@ -193,6 +193,7 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
                 "run `spv-subgroup lower` to rewrite the ops that need the newer version, or recompile for the older environment".into(),
             ],
             disassembly: Some(format!("; Version: {maj}.{min}")),
+            source: None,
         };
         d.location.inst_index = 0;
         out.diags.push(d);
@@ -219,6 +220,7 @@ fn check_env_version(cx: &Cx<'_>, out: &mut Sink) {
         location: crate::Location { word_offset: 1, inst_index: 0, result_id: None, function: None },
         notes: vec![format!("the header's version word is {:#010x}", m.version)],
         disassembly: Some(format!("; Version: {maj}.{min}")),
+        source: None,
     });
 }
 

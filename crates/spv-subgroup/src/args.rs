@@ -3,9 +3,8 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
-use spv_subgroup_validate::target::Target;
+use spv_subgroup_validate::target::{Target, TargetError, PRESETS};
 
 /// The `--target-env` names `spirv-val` 2023.1 accepts, which we accept too (the same list
 /// checks a target file's `target_env`).
@@ -17,7 +16,8 @@ pub fn parse_target_env(s: &str) -> Result<String, String> {
         Ok(s.to_owned())
     } else {
         Err(format!(
-            "unknown target environment `{s}`; expected one of: {}",
+            "unknown target environment `{s}`{}; expected one of: {}",
+            crate::suggest::hint(s, TARGET_ENVS.iter().copied()),
             TARGET_ENVS.join(", ")
         ))
     }
@@ -60,13 +60,20 @@ impl TargetArg {
 
 /// Loads a preset or a target file, with a message naming what was asked for.
 pub fn load_target(name: &str) -> anyhow::Result<Target> {
-    Target::load(name).with_context(|| format!("cannot use target `{name}`"))
+    Target::load(name).map_err(|e| {
+        // A name that is no preset and no file is most likely a misspelt preset.
+        let hint = match e {
+            TargetError::Unknown { .. } => crate::suggest::hint(name, PRESETS.iter().map(|p| p.0)),
+            _ => String::new(),
+        };
+        anyhow::Error::new(e).context(format!("cannot use target `{name}`{hint}"))
+    })
 }
 
 /// When to colour human output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
-    /// Colour when stdout is a terminal and `NO_COLOR` is not set.
+    /// Colour when stdout is a terminal, as `NO_COLOR`, `CLICOLOR` and `CLICOLOR_FORCE` allow.
     #[default]
     Auto,
     /// Always colour.
@@ -81,10 +88,21 @@ impl ColorChoice {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
+            // The conventions of no-color.org and bixense.com/clicolors: `NO_COLOR` (non-empty)
+            // wins, then `CLICOLOR_FORCE` (not `0`) colours even a pipe, then `CLICOLOR=0`
+            // turns colour off; otherwise a terminal that is not `dumb` gets colour.
             ColorChoice::Auto => {
-                std::io::stdout().is_terminal()
-                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                    && std::env::var("TERM").map_or(true, |t| t != "dumb")
+                let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+                if set("NO_COLOR").is_some() {
+                    false
+                } else if set("CLICOLOR_FORCE").is_some_and(|v| v != "0") {
+                    true
+                } else if set("CLICOLOR").is_some_and(|v| v == "0") {
+                    false
+                } else {
+                    std::io::stdout().is_terminal()
+                        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+                }
             }
         }
     }

@@ -43,7 +43,10 @@ impl Opts {
             return Ok(EXIT_OK);
         };
         let Some(rule) = find(&query) else {
-            bail!("no rule is called `{query}`; `spv-subgroup explain` lists them all");
+            bail!(
+                "no rule is called `{query}`{}; `spv-subgroup explain` lists them all",
+                rule_hint(&query)
+            );
         };
         let vuid = rule
             .vuid()
@@ -93,8 +96,14 @@ fn severity(rule: Rule) -> String {
     rule.severity().to_string()
 }
 
+/// ` (did you mean `X`?)` for a query no rule answers to: the nearest code or name.
+pub fn rule_hint(query: &str) -> String {
+    let names = Rule::ALL.iter().flat_map(|r| [r.code(), r.name()]);
+    crate::suggest::hint(query.trim(), names)
+}
+
 /// Finds a rule by code (any case) or by name (any case, `-` and `_` alike).
-fn find(query: &str) -> Option<Rule> {
+pub fn find(query: &str) -> Option<Rule> {
     let q = query.trim();
     if let Some(r) = Rule::from_code(&q.to_uppercase()) {
         return Some(r);

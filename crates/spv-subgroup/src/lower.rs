@@ -125,6 +125,17 @@ impl Opts {
             verbose: self.verbose,
         };
         if crate::lower_tree::is_tree(&self.inputs) {
+            let out = &self.output.output;
+            // `-o` names a directory here; one that does not exist yet and is named like a
+            // module is a slip (`lower a.spv b.spv -o res.spv`), not a wish for a directory.
+            if !out.exists() && out.extension().is_some_and(|e| e == "spv") {
+                anyhow::bail!(
+                    "several inputs (or a directory) are lowered into a directory, but `{}` is named \
+                     like a module and does not exist; lower one input at a time to write a file, \
+                     or name a directory (create it first if it must end in `.spv`)",
+                    show_path(out)
+                );
+            }
             return crate::lower_tree::run(&self.inputs, &self.output.output, &job, self.quiet);
         }
         let source = source_of(&self.inputs[0]);

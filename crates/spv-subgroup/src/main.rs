@@ -15,13 +15,14 @@ mod parallel;
 mod run;
 mod sarif;
 mod signals;
+mod suggest;
 mod targets;
 mod validate;
 mod writeback;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Exit status: the command did what was asked and found nothing at error level.
 pub const EXIT_OK: u8 = 0;
@@ -49,6 +50,19 @@ Exit status:
   2  usage error or IO error
   3  internal error: the lowered module failed verification (please report it)";
 
+/// `--version`: the release, the commit it was built from (`build.rs`; `unknown` outside a git
+/// checkout) and the SPIR-V grammar it reads (the `spirv` crate's, which rspirv shares).
+fn long_version() -> String {
+    format!(
+        "{} (commit {})\nSPIR-V grammar {}.{} revision {}",
+        env!("CARGO_PKG_VERSION"),
+        env!("SPV_SUBGROUP_COMMIT"),
+        spirv::MAJOR_VERSION,
+        spirv::MINOR_VERSION,
+        spirv::REVISION
+    )
+}
+
 /// Validate and lower SPIR-V subgroup vote and partitioned operations.
 #[derive(Debug, Parser)]
 #[command(name = "spv-subgroup", version, about, after_help = AFTER_HELP)]
@@ -68,7 +82,14 @@ enum Command {
 
 fn main() -> ExitCode {
     output::note_stdout_state();
-    let cli = Cli::parse();
+    // clap takes `&'static str` without its `string` feature; the one string lives as long as
+    // the process anyway.
+    let version: &'static str = Box::leak(long_version().into_boxed_str());
+    let matches = Cli::command().long_version(version).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Validate(o) => o.run(),
         Command::Lower(o) => o.run(),

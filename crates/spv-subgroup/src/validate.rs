@@ -45,10 +45,19 @@ Examples:
   spv-subgroup validate shaders/ --format sarif > findings.sarif   (GitHub code scanning)
   cat shader.spv | spv-subgroup validate
 
+  spv-subgroup validate shaders/ --deny warnings --allow SG0401   (CI: warnings fail, but not SG0401)
+
 Exit status:
-  0  every module is valid (warnings and notes allowed)
-  1  a finding at error level, or a malformed module
+  0  every module is valid (warnings and notes allowed, unless --deny warnings)
+  1  a finding at error level (or a warning with --deny warnings), or a malformed module
   2  usage error, or an input could not be read";
+
+/// What `--deny` can turn into a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Deny {
+    /// Warning-level findings fail the run (exit 1), as errors do.
+    Warnings,
+}
 
 /// Check SPIR-V modules against the subgroup vote and partition rules (and a target's features).
 #[derive(Debug, Args)]
@@ -68,6 +77,12 @@ pub struct Opts {
     /// default: the working directory. Paths outside it become absolute `file://` URIs.
     #[arg(long, value_name = "DIR")]
     sarif_root: Option<std::path::PathBuf>,
+    /// Make findings of this level fail the run (exit 1): `--deny warnings`.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    deny: Vec<Deny>,
+    /// Drop every finding of this rule (a code such as SG0401, or a rule name); repeatable.
+    #[arg(long, value_name = "RULE")]
+    allow: Vec<String>,
     #[command(flatten)]
     general: GeneralOpts,
 }
@@ -103,6 +118,7 @@ impl Opts {
             (Some(t), Some(env)) => Some(t.clone().with_env(env).unwrap_or(t)),
             (t, _) => t,
         };
+        let allowed = self.allowed_rules()?;
         let sources = expand_inputs(&self.inputs.inputs)?;
         let opts = ValidateOptions {
             target_env: self.target_env.clone(),
@@ -113,7 +129,10 @@ impl Opts {
         let mut files_json = Vec::new();
         let (mut sarif_results, mut sarif_notes) = (Vec::new(), Vec::new());
         let locator = crate::sarif::Locator::new(self.sarif_root.as_deref())?;
-        check_all(&sources, &opts, |source, outcome| {
+        check_all(&sources, &opts, |source, mut outcome| {
+            if let Outcome::Checked(report, words) = &mut outcome {
+                allow(report, words, &allowed);
+            }
             let name = source.display_name();
             summary.files += 1;
             match &outcome {
@@ -197,13 +216,29 @@ impl Opts {
                 }
             }
         }
+        let denied = self.deny.contains(&Deny::Warnings) && summary.warnings > 0;
         Ok(if summary.unreadable > 0 {
             EXIT_USAGE
-        } else if summary.errors > 0 || summary.malformed > 0 {
+        } else if summary.errors > 0 || summary.malformed > 0 || denied {
             EXIT_FINDINGS
         } else {
             EXIT_OK
         })
+    }
+
+    /// The rules `--allow` names; an unknown one is a usage error that suggests the nearest.
+    fn allowed_rules(&self) -> anyhow::Result<Vec<spv_subgroup_validate::Rule>> {
+        self.allow
+            .iter()
+            .map(|q| {
+                crate::explain::find(q).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--allow: no rule is called `{q}`{}; `spv-subgroup explain` lists them all",
+                        crate::explain::rule_hint(q)
+                    )
+                })
+            })
+            .collect()
     }
 
     /// A module's findings in the human or the short format.
@@ -222,7 +257,14 @@ impl Opts {
                     only_errors
                         .diagnostics
                         .retain(|d| d.severity == Severity::Error);
-                    self.render(&only_errors, name)
+                    let text = self.render(&only_errors, name);
+                    // The per-file line counts what the module has, not what is shown.
+                    match (self.format, text.trim_end().rsplit_once('\n')) {
+                        (Format::Human, Some((findings, _))) => {
+                            format!("{findings}\n{}\n", quiet_count_line(report, name))
+                        }
+                        _ => text,
+                    }
                 } else {
                     self.render(report, name)
                 };
@@ -248,6 +290,44 @@ impl Opts {
         }
         Ok(())
     }
+}
+
+/// The per-file line of `--quiet`: the module's real counts, saying the warnings were not shown.
+fn quiet_count_line(report: &spv_subgroup_validate::Report, name: &str) -> String {
+    let errors = report.count(Severity::Error);
+    let warnings = report.count(Severity::Warning);
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let hidden = if warnings > 0 {
+        " (not shown: --quiet)"
+    } else {
+        ""
+    };
+    format!(
+        "{}: {errors} error{}, {warnings} warning{}{hidden}",
+        spv_subgroup_validate::escape_controls(name),
+        plural(errors),
+        plural(warnings)
+    )
+}
+
+/// Drops the findings of the `--allow`ed rules (and their instructions' word counts).
+fn allow(
+    report: &mut spv_subgroup_validate::Report,
+    inst_words: &mut Vec<u32>,
+    allowed: &[spv_subgroup_validate::Rule],
+) {
+    if allowed.is_empty() {
+        return;
+    }
+    let keep: Vec<bool> = report
+        .diagnostics
+        .iter()
+        .map(|d| !allowed.contains(&d.rule))
+        .collect();
+    let mut k = keep.iter();
+    report.diagnostics.retain(|_| *k.next().unwrap_or(&true));
+    let mut k = keep.iter();
+    inst_words.retain(|_| *k.next().unwrap_or(&true));
 }
 
 fn check(source: &Source, opts: &ValidateOptions) -> Outcome {

@@ -417,6 +417,194 @@ fn closed_stdout_exits_quietly() {
 
 // ---- lower ------------------------------------------------------------------------------------
 
+/// A module with warnings only (SG0401: a partition ballot built by hand), compiled by glslang.
+fn handmade_ballot() -> Vec<u32> {
+    let path =
+        tools::workspace_root().join("fixtures/validate/glsl/partitioned_handmade_ballot.comp");
+    tools::compile_glsl(&path, "vulkan1.1").expect("the fixture compiles")
+}
+
+#[test]
+fn deny_warnings_fails_the_run_and_allow_drops_a_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "w.spv", &to_bytes(&handmade_ballot()));
+    let o = run(&["validate", "w.spv"], dir.path());
+    assert_eq!(code(&o), 0, "warnings alone pass: {}", show(&o));
+    assert!(text(&o.stdout).contains("warning[SG0401]"), "{}", show(&o));
+    let o = run(&["validate", "--deny", "warnings", "w.spv"], dir.path());
+    assert_eq!(code(&o), 1, "--deny warnings: {}", show(&o));
+    for allow in ["SG0401", "sg0401"] {
+        let o = run(
+            &["validate", "--deny", "warnings", "--allow", allow, "w.spv"],
+            dir.path(),
+        );
+        assert_eq!(code(&o), 0, "--allow {allow}: {}", show(&o));
+        assert!(!text(&o.stdout).contains("SG0401"), "{}", show(&o));
+    }
+    let name = spv_subgroup_validate::Rule::from_code("SG0401")
+        .unwrap()
+        .name();
+    let o = run(
+        &["validate", "--format", "json", "--allow", name, "w.spv"],
+        dir.path(),
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        doc["summary"]["warnings"],
+        0,
+        "--allow {name}: {}",
+        show(&o)
+    );
+    let o = run(&["validate", "--allow", "SG0410", "w.spv"], dir.path());
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("did you mean `SG0401`?"),
+        "{}",
+        show(&o)
+    );
+}
+
+#[test]
+fn quiet_per_file_line_counts_the_hidden_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "w.spv", &to_bytes(&handmade_ballot()));
+    let o = run(&["validate", "--target", "vulkan1.1", "w.spv"], dir.path());
+    let full = text(&o.stdout);
+    let last = full.trim_end().lines().last().unwrap().to_owned();
+    assert!(
+        last.starts_with("w.spv: ") && !last.contains(" 0 warnings"),
+        "{full}"
+    );
+    let o = run(
+        &["validate", "-q", "--target", "vulkan1.1", "w.spv"],
+        dir.path(),
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(!out.contains("warning["), "{out}");
+    assert!(
+        out.trim_end()
+            .ends_with(&format!("{last} (not shown: --quiet)")),
+        "the line counts the module's warnings: {out}"
+    );
+}
+
+#[test]
+fn misspelt_presets_environments_and_rules_get_a_suggestion() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ok.spv", &to_bytes(&plain_words()));
+    for (args, hint) in [
+        (
+            &["validate", "--target", "lavapip", "ok.spv"][..],
+            "did you mean `lavapipe`?",
+        ),
+        (
+            &["lower", "ok.spv", "-o", "o.spv", "--target", "Nvidai"][..],
+            "did you mean `nvidia`?",
+        ),
+        (
+            &["validate", "--target-env", "vulkan13", "ok.spv"][..],
+            "did you mean `vulkan1.3`?",
+        ),
+        (
+            &[
+                "lower",
+                "ok.spv",
+                "-o",
+                "o.spv",
+                "--target-env",
+                "vulkna1.2",
+            ][..],
+            "did you mean `vulkan1.2`?",
+        ),
+        (&["explain", "SG0110"][..], "did you mean `SG0101`?"),
+    ] {
+        let o = run(args, dir.path());
+        assert_eq!(code(&o), 2, "{args:?}: {}", show(&o));
+        assert!(stderr(&o).contains(hint), "{args:?}: {}", show(&o));
+    }
+    let o = run(&["validate", "--target", "zzzz", "ok.spv"], dir.path());
+    assert!(
+        !stderr(&o).contains("did you mean"),
+        "nothing near: {}",
+        show(&o)
+    );
+}
+
+#[test]
+fn clicolor_force_colours_a_pipe_and_no_color_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "bad.spv",
+        &to_bytes(&example_without_extension(
+            "SPV_NV_shader_subgroup_partitioned",
+        )),
+    );
+    let with_env = |vars: &[(&str, &str)]| {
+        let mut c = command(&["validate", "bad.spv"], dir.path());
+        c.env_remove("NO_COLOR");
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let coloured = |o: &std::process::Output| text(&o.stdout).contains("\x1b[");
+    assert!(
+        coloured(&with_env(&[("CLICOLOR_FORCE", "1")])),
+        "CLICOLOR_FORCE colours a pipe"
+    );
+    assert!(!coloured(&with_env(&[("CLICOLOR_FORCE", "0")])));
+    assert!(!coloured(&with_env(&[
+        ("CLICOLOR_FORCE", "1"),
+        ("NO_COLOR", "1")
+    ])));
+    assert!(!coloured(&with_env(&[("CLICOLOR", "0")])));
+    assert!(!coloured(&with_env(&[])), "a pipe is not a terminal");
+}
+
+#[test]
+fn version_names_the_commit_and_the_grammar() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["--version"], dir.path());
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with(&format!(
+            "spv-subgroup {} (commit ",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{out}"
+    );
+    let grammar = format!(
+        "SPIR-V grammar {}.{} revision {}",
+        spirv::MAJOR_VERSION,
+        spirv::MINOR_VERSION,
+        spirv::REVISION
+    );
+    assert!(out.contains(&grammar), "{out}");
+}
+
+#[test]
+fn lower_of_several_inputs_into_a_file_name_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.spv", &example_bytes());
+    write(dir.path(), "b.spv", &example_bytes());
+    let o = run(&["lower", "a.spv", "b.spv", "-o", "res.spv"], dir.path());
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("`res.spv` is named like a module"),
+        "{}",
+        show(&o)
+    );
+    assert!(!dir.path().join("res.spv").exists(), "nothing is created");
+    // A directory that exists may have any name.
+    std::fs::create_dir(dir.path().join("out.spv")).unwrap();
+    let o = run(&["lower", "a.spv", "b.spv", "-o", "out.spv"], dir.path());
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(dir.path().join("out.spv/a.spv").is_file());
+}
+
 /// The README example compiled by glslang for a later Vulkan version: SPIR-V 1.5 or 1.6.
 fn example_for(env: &str) -> Vec<u32> {
     tools::compile_glsl(&example_source(), env).expect("the example compiles")

@@ -13,7 +13,7 @@ use spv_subgroup_lower::{
 use spv_subgroup_validate::{render_human, words_from_bytes};
 
 use crate::args::{load_target, parse_subgroup_size, OutputArg};
-use crate::io::{show_path, source_of, write_atomically, Source, Words};
+use crate::io::{show_path, source_of, terminal_text, write_atomically, Source, Words};
 use crate::{EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK};
 
 const AFTER_HELP: &str = "\
@@ -129,18 +129,20 @@ impl Opts {
                     }
                 }
                 if !self.quiet {
-                    match &done {
-                        Done::Unchanged => eprintln!(
+                    let line = match &done {
+                        Done::Unchanged => format!(
                             "nothing to lower for target {}: module written unchanged",
                             target.name
                         ),
-                        Done::Lowered(_, report) => eprintln!("{}", summary(report, &target.name)),
-                    }
+                        Done::Lowered(_, report) => summary(report, &target.name),
+                    };
+                    // The target's name comes from a file: escaped as `validate` escapes it.
+                    eprintln!("{}", terminal_text(&line));
                 }
                 Ok(EXIT_OK)
             }
             Err(refused) => {
-                eprintln!("{}", refused.message);
+                eprintln!("{}", terminal_text(&refused.message));
                 Ok(refused.exit)
             }
         }

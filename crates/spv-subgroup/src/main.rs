@@ -19,6 +19,7 @@ mod targets;
 mod validate;
 mod writeback;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -80,7 +81,9 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) if io::is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
-            eprintln!("{}", io::error_chain(&e));
+            // Not `eprintln!`, which panics (exit 101) when stderr is a pipe already closed
+            // (`... 2>&1 | head -1`): the exit status must still say what happened.
+            let _ = writeln!(std::io::stderr(), "{}", io::error_chain(&e));
             ExitCode::from(EXIT_USAGE)
         }
     }

@@ -125,7 +125,7 @@ impl Opts {
                 Format::Json => files_json.push(file_json(&outcome, &name)),
                 Format::Sarif => {
                     let artifact = crate::sarif::artifact(match source {
-                        Source::File(p) => Some(p.as_path()),
+                        Source::File(p) | Source::Unsearchable(p, _) => Some(p.as_path()),
                         Source::Stdin => None,
                     });
                     match &outcome {

@@ -314,11 +314,11 @@ pub fn find_spv(dir: &Path, skip: Option<&Path>, walk: &mut Walk) {
             // What the entry leads to, links followed; a dangling link is read (and reported).
             match std::fs::metadata(&path) {
                 Ok(m) if m.is_dir() => {}
-                Ok(m) if !m.is_file() => eprintln!(
+                Ok(m) if !m.is_file() => eprint_line(&format!(
                     "warning: skipping `{}`: {}, not a regular file",
                     show_path(&path),
                     special_kind(&m, entry.file_type().is_ok_and(|t| t.is_symlink()))
-                ),
+                )),
                 _ => walk.files.push(path),
             }
         }
@@ -388,6 +388,13 @@ pub fn terminal_text(text: &str) -> String {
         .map(spv_subgroup_validate::escape_controls)
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Prints `line` and a line break on stderr, as `eprintln!` does, but a failed write (stderr a
+/// pipe already closed: `... 2>&1 | head -1`) is ignored where `eprintln!` panics (exit 101): the
+/// exit status must still say what happened.
+pub fn eprint_line(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// `error: ...` with anyhow's `Caused by:` list, without the backtrace `{:?}` adds when

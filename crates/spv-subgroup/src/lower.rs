@@ -13,7 +13,9 @@ use spv_subgroup_lower::{
 use spv_subgroup_validate::{render_human, words_from_bytes};
 
 use crate::args::{load_target, parse_subgroup_size, OutputArg};
-use crate::io::{show_path, source_of, terminal_text, write_atomically, Source, Words};
+use crate::io::{
+    eprint_line, show_path, source_of, terminal_text, write_atomically, Source, Words,
+};
 use crate::{EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK};
 
 const AFTER_HELP: &str = "\
@@ -113,7 +115,9 @@ impl Opts {
         let input = match source.read_words()? {
             Ok(input) => input,
             Err(e) => {
-                eprintln!("error: `{name}` is not a valid SPIR-V module: {e}");
+                eprint_line(&format!(
+                    "error: `{name}` is not a valid SPIR-V module: {e}"
+                ));
                 return Ok(EXIT_FINDINGS);
             }
         };
@@ -137,12 +141,12 @@ impl Opts {
                         Done::Lowered(_, report) => summary(report, &target.name),
                     };
                     // The target's name comes from a file: escaped as `validate` escapes it.
-                    eprintln!("{}", terminal_text(&line));
+                    eprint_line(&terminal_text(&line));
                 }
                 Ok(EXIT_OK)
             }
             Err(refused) => {
-                eprintln!("{}", terminal_text(&refused.message));
+                eprint_line(&terminal_text(&refused.message));
                 Ok(refused.exit)
             }
         }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use spv_subgroup_lower::LowerReport;
 
-use crate::io::{error_chain, find_spv, is_dash, show_path, terminal_text, Walk};
+use crate::io::{eprint_line, error_chain, find_spv, is_dash, show_path, terminal_text, Walk};
 use crate::lower::{Done, Job, Refused};
 use crate::output::{stage_output, Written};
 use crate::writeback::{Ticket, Writeback};
@@ -82,7 +82,7 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
             "cannot search directory `{}`: its modules are not lowered",
             show_path(&dir)
         ));
-        eprintln!("{}", error_chain(&e));
+        eprint_line(&error_chain(&e));
         tally.io += 1;
     }
     let writeback = Writeback::start();
@@ -102,7 +102,7 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
                 }
                 Outcome::Unchanged => tally.unchanged += 1,
                 Outcome::Refused(r) => {
-                    eprintln!("{}", terminal_text(&r.message));
+                    eprint_line(&terminal_text(&r.message));
                     if r.exit == EXIT_INTERNAL {
                         tally.internal += 1;
                     } else {
@@ -110,7 +110,7 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
                     }
                 }
                 Outcome::Io(e) => {
-                    eprintln!("{}", error_chain(&e));
+                    eprint_line(&error_chain(&e));
                     tally.io += 1;
                 }
             }
@@ -118,14 +118,16 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
         },
     )?;
     for e in writeback.finish() {
-        eprintln!("{}", error_chain(&e));
+        eprint_line(&error_chain(&e));
         tally.io += 1;
     }
     if !quiet {
-        eprintln!(
-            "{}",
-            terminal_text(&summary(&tally, items.len(), out, &job.opts.target.name))
-        );
+        eprint_line(&terminal_text(&summary(
+            &tally,
+            items.len(),
+            out,
+            &job.opts.target.name,
+        )));
     }
     Ok(if tally.internal > 0 {
         EXIT_INTERNAL

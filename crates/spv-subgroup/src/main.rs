@@ -19,7 +19,6 @@ mod targets;
 mod validate;
 mod writeback;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -81,9 +80,8 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) if io::is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
-            // Not `eprintln!`, which panics (exit 101) when stderr is a pipe already closed
-            // (`... 2>&1 | head -1`): the exit status must still say what happened.
-            let _ = writeln!(std::io::stderr(), "{}", io::error_chain(&e));
+            // Not `eprintln!`, which panics (exit 101) on a closed stderr.
+            io::eprint_line(&io::error_chain(&e));
             ExitCode::from(EXIT_USAGE)
         }
     }

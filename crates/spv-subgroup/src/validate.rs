@@ -172,7 +172,7 @@ impl Opts {
             }
             Format::Human => {
                 if !self.general.quiet && summary.files > 1 {
-                    eprintln!("{}", summary_line(&summary));
+                    crate::io::eprint_line(&summary_line(&summary));
                 }
             }
         }
@@ -215,7 +215,7 @@ impl Opts {
                     "{head}: `{name}` is not a valid SPIR-V module: {e}\n"
                 ))?;
             }
-            Outcome::Io(e) => eprintln!("{}", crate::io::error_chain(e)),
+            Outcome::Io(e) => crate::io::eprint_line(&crate::io::error_chain(e)),
         }
         Ok(())
     }

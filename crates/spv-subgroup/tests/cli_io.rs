@@ -489,6 +489,32 @@ fn n2_an_input_larger_than_memory_is_exit_2_out_of_memory() {
     assert!(temp_files(d).is_empty());
 }
 
+/// N2's reproduction reads the first line (`... 2>&1 | head -1`): a message written into a pipe
+/// whose reader is gone must not turn the exit status into a panic's 101.
+#[test]
+fn n2_a_closed_stderr_keeps_the_exit_status() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    write(d, "bad.spv", b"not a module");
+    let cases: [(&[&str], i32); 4] = [
+        (&["validate", "missing.spv"], 2),
+        (&["validate", "missing.spv", "in.spv"], 2),
+        (&["lower", "missing.spv", "-o", "out.spv"], 2),
+        (&["lower", "bad.spv", "in.spv", "-o", "outdir"], 1),
+    ];
+    for (args, want) in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = command(args, d)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(writer)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(want), "{args:?}: {:?}", o.status);
+    }
+}
+
 /// N8: a target's `name` (our format) or `deviceName` (a vulkaninfo report) reaches `lower`'s
 /// messages with its control characters escaped, as `validate` escapes them.
 #[test]

@@ -23,6 +23,7 @@
     reason = "C type names follow the C convention of the header (spvsg_result_t)"
 )]
 
+use std::borrow::Cow;
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -649,7 +650,7 @@ unsafe fn with_module<T>(
         if out.is_null() {
             return Err(null_pointer(out_name));
         }
-        let (built, code) = body(ctx, words)?;
+        let (built, code) = body(ctx, &words)?;
         // SAFETY: checked non-null above; the caller provides storage for one pointer.
         unsafe { *out = Box::into_raw(Box::new(built)) };
         Ok(code)
@@ -774,16 +775,32 @@ unsafe fn text_arg<'a>(s: *const c_char) -> Option<Result<&'a str, std::str::Utf
     (!s.is_null()).then(|| unsafe { CStr::from_ptr(s) }.to_str())
 }
 
-/// The words argument, or `None` for NULL with a nonzero count.
+/// The words argument, or `None` for NULL with a nonzero count. A pointer that is not aligned
+/// for `uint32_t` (C code reading a module at a byte offset) is read word by word into a copy:
+/// a Rust slice must be aligned, and building one from it aborts the process.
 ///
 /// # Safety
-/// `words` points to `count` readable words, or is NULL.
-unsafe fn words_arg<'a>(words: *const u32, count: usize) -> Option<&'a [u32]> {
+/// `words` points to `count` readable words, or is NULL; `count * 4` fits `isize`.
+unsafe fn words_arg<'a>(words: *const u32, count: usize) -> Option<Cow<'a, [u32]>> {
     if count == 0 {
-        return Some(&[]);
+        return Some(Cow::Borrowed(&[]));
     }
-    // SAFETY: forwarded from this function's contract.
-    (!words.is_null()).then(|| unsafe { std::slice::from_raw_parts(words, count) })
+    if words.is_null() {
+        return None;
+    }
+    if words.is_aligned() {
+        // SAFETY: forwarded from this function's contract; aligned and not NULL.
+        return Some(Cow::Borrowed(unsafe {
+            std::slice::from_raw_parts(words, count)
+        }));
+    }
+    // SAFETY: forwarded from this function's contract: `count` readable words from `words`,
+    // each read without assuming alignment.
+    Some(Cow::Owned(
+        (0..count)
+            .map(|i| unsafe { words.add(i).read_unaligned() })
+            .collect(),
+    ))
 }
 
 /// A C string from any text (a NUL inside, impossible in our messages, becomes U+FFFD).

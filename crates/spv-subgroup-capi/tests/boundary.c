@@ -81,6 +81,31 @@ int main(void) {
     huge_count(words, (size_t)1 << 62, SPVSG_ERROR_INVALID_ARGUMENT);
     huge_count(words, (size_t)1 << 58, SPVSG_ERROR_OUT_OF_MEMORY);
 
+    /* A module at an address that is not 4-byte aligned (read from a byte buffer at an offset)
+     * gets the same answer as the aligned one, not an abort. */
+    const uint32_t module[] = {0x07230203u, 0x00010300u, 0, 1, 0,
+                               0x00020011u, 1,     /* OpCapability Shader */
+                               0x0003000eu, 0, 1}; /* OpMemoryModel Logical GLSL450 */
+    size_t n = sizeof module / sizeof module[0];
+    static unsigned char bytes[sizeof module + 4];
+    memcpy(bytes + 1, module, sizeof module);
+    spvsg_context_t *plain = spvsg_context_create();
+    spvsg_report_t *report = NULL;
+    spvsg_binary_t *binary = NULL;
+    spvsg_result_t aligned = spvsg_validate(plain, module, n, &report, NULL);
+    spvsg_report_destroy(report);
+    expect("validate of the aligned module", aligned, SPVSG_SUCCESS);
+    expect("validate at an odd address",
+           spvsg_validate(plain, (const uint32_t *)(void *)(bytes + 1), n, &report, NULL),
+           aligned);
+    spvsg_report_destroy(report);
+    spvsg_result_t lowered = spvsg_lower(plain, module, n, &binary, NULL);
+    spvsg_binary_destroy(binary);
+    expect("lower at an odd address",
+           spvsg_lower(plain, (const uint32_t *)(void *)(bytes + 1), n, &binary, NULL), lowered);
+    spvsg_binary_destroy(binary);
+    spvsg_context_destroy(plain);
+
     if (failures == 0) {
         printf("done\n");
     }

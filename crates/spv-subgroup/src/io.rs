@@ -100,9 +100,15 @@ pub fn into_le_bytes(mut words: Vec<u32>) -> Vec<u8> {
 fn words_from_reader(mut r: impl Read, size: u64) -> std::io::Result<Result<Words, ParseError>> {
     const MAGIC: u32 = 0x0723_0203;
     let mut words: Vec<u32> = Vec::new();
-    words
+    if words
         .try_reserve_exact(usize::try_from(size / 4).unwrap_or(usize::MAX))
-        .map_err(|_| out_of_memory(0))?;
+        .is_err()
+    {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("out of memory: a {size}-byte input does not fit in the memory this process may use"),
+        ));
+    }
     let mut buf = vec![0u8; 1 << 16];
     let (mut carry, mut carried) = ([0u8; 4], 0usize);
     let mut total: usize = 0;

@@ -31,15 +31,10 @@ typedef enum spvsg_result_t {
   // A bug in spv-subgroup (the lowered module failed verification, or a panic was caught);
   // please report it with the input module.
   SPVSG_ERROR_INTERNAL = -6,
+  // The memory a module of `word_count` words needs (4 bytes per input byte plus 16 MiB)
+  // cannot be reserved; nothing was done.
+  SPVSG_ERROR_OUT_OF_MEMORY = -7,
 } spvsg_result_t;
-
-// How the partition op compares floating-point keys when lowered.
-typedef enum spvsg_float_partition_t {
-  // As the spec says: +0.0 and -0.0 share a subset, every NaN may stand alone (the default).
-  SPVSG_FLOAT_PARTITION_SPEC = 0,
-  // Compare bit patterns, as NVIDIA's native implementation does.
-  SPVSG_FLOAT_PARTITION_BITWISE = 1,
-} spvsg_float_partition_t;
 
 // The severity of a finding.
 typedef enum spvsg_severity_t {
@@ -50,6 +45,14 @@ typedef enum spvsg_severity_t {
   // Extra information.
   SPVSG_SEVERITY_NOTE = 2,
 } spvsg_severity_t;
+
+// How the partition op compares floating-point keys when lowered.
+typedef enum spvsg_float_partition_t {
+  // As the spec says: +0.0 and -0.0 share a subset, every NaN may stand alone (the default).
+  SPVSG_FLOAT_PARTITION_SPEC = 0,
+  // Compare bit patterns, as NVIDIA's native implementation does.
+  SPVSG_FLOAT_PARTITION_BITWISE = 1,
+} spvsg_float_partition_t;
 
 // Options for validating and lowering. Create with `spvsg_context_create`, free with
 // `spvsg_context_destroy`. Opaque to C.
@@ -109,8 +112,9 @@ extern "C" {
 // The library's version, e.g. "0.1.0" (static storage; never free it).
 const char *spvsg_version(void);
 
-// A short, static description of a result code (never free it).
-const char *spvsg_result_string(enum spvsg_result_t result);
+// A short, static description of a result code, a `spvsg_result_t` value (never free it).
+// Any other value gives "unknown result code".
+const char *spvsg_result_string(int32_t result);
 
 // Creates a context with the defaults of `spv-subgroup lower`: Vulkan 1.1's core subgroup
 // features (preset "vulkan1.1") in the lowest Vulkan environment that takes each module's
@@ -160,17 +164,21 @@ enum spvsg_result_t spvsg_context_set_subgroup_size(struct spvsg_context_t *cont
                                                     uint32_t size,
                                                     struct spvsg_diagnostic_t **diagnostic);
 
-// Sets how the lowered partition op compares floating-point keys.
+// Sets how the lowered partition op compares floating-point keys: `mode` is a
+// `spvsg_float_partition_t` value; any other value returns `SPVSG_ERROR_INVALID_ARGUMENT` and
+// leaves the context as it was.
 //
 // # Safety
 // `context` is a live context (or NULL, which returns `SPVSG_ERROR_NULL_POINTER`).
 enum spvsg_result_t spvsg_context_set_float_partition(struct spvsg_context_t *context,
-                                                      enum spvsg_float_partition_t mode);
+                                                      int32_t mode);
 
 // Validates a module against the rules and the context's target (target fit included).
 // Returns `SPVSG_SUCCESS` (no error-level finding) or `SPVSG_FINDINGS`, and then `*report`
 // holds every finding (warnings too); or an error code, `*report` stays NULL and `*diagnostic`
-// (if `diagnostic` is not NULL) says why, e.g. the word offset of a malformed binary.
+// (if `diagnostic` is not NULL) says why, e.g. the word offset of a malformed binary, or, before
+// a word is read, a `word_count` no buffer can have (`SPVSG_ERROR_INVALID_ARGUMENT`) or one whose
+// module would not fit in memory (`SPVSG_ERROR_OUT_OF_MEMORY`).
 //
 // # Safety
 // `context` is a live context; `words` points to `word_count` readable words (it may be NULL
@@ -206,8 +214,9 @@ void spvsg_report_destroy(struct spvsg_report_t *report);
 // (the input's words again when nothing needed rewriting and the input fits the target).
 // On an error `*binary` stays NULL and `*diagnostic` (if `diagnostic` is not NULL) says why:
 // `SPVSG_ERROR_INVALID_BINARY` (word offset), `SPVSG_ERROR_INVALID_MODULE`,
-// `SPVSG_ERROR_UNSUPPORTED` (the instruction, its word offset and the missing feature) or
-// `SPVSG_ERROR_INTERNAL`.
+// `SPVSG_ERROR_UNSUPPORTED` (the instruction, its word offset and the missing feature),
+// `SPVSG_ERROR_INTERNAL`, or, before a word is read, `SPVSG_ERROR_INVALID_ARGUMENT` (a
+// `word_count` no buffer can have) or `SPVSG_ERROR_OUT_OF_MEMORY` (docs/capi.md).
 //
 // # Safety
 // `context` is a live context; `words` points to `word_count` readable words (it may be NULL

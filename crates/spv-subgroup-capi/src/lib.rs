@@ -8,7 +8,9 @@
 //! Rules every entry point keeps:
 //! - every pointer argument is checked for null before use;
 //! - no panic crosses into C: each body runs under `catch_unwind` and a caught panic becomes
-//!   `SPVSG_ERROR_INTERNAL` with a diagnostic;
+//!   `SPVSG_ERROR_INTERNAL` with a diagnostic, printing nothing (a panic hook, installed once);
+//! - an enum from C arrives as an integer and is checked, and `word_count` is checked before a
+//!   word is read (a count no buffer has; a module that could not fit in memory);
 //! - a result pointer (`*report`, `*binary`, `*diagnostic`) is written only on the paths the
 //!   function's documentation names, and is NULL otherwise.
 //!
@@ -21,6 +23,7 @@
     reason = "C type names follow the C convention of the header (spvsg_result_t)"
 )]
 
+use std::borrow::Cow;
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -53,6 +56,30 @@ pub enum spvsg_result_t {
     /// A bug in spv-subgroup (the lowered module failed verification, or a panic was caught);
     /// please report it with the input module.
     SPVSG_ERROR_INTERNAL = -6,
+    /// The memory a module of `word_count` words needs (4 bytes per input byte plus 16 MiB)
+    /// cannot be reserved; nothing was done.
+    SPVSG_ERROR_OUT_OF_MEMORY = -7,
+}
+
+impl spvsg_result_t {
+    /// Every code, for reading one back from a C integer.
+    const ALL: [spvsg_result_t; 9] = [
+        SPVSG_SUCCESS,
+        SPVSG_FINDINGS,
+        SPVSG_ERROR_NULL_POINTER,
+        SPVSG_ERROR_INVALID_ARGUMENT,
+        SPVSG_ERROR_INVALID_BINARY,
+        SPVSG_ERROR_INVALID_MODULE,
+        SPVSG_ERROR_UNSUPPORTED,
+        SPVSG_ERROR_INTERNAL,
+        SPVSG_ERROR_OUT_OF_MEMORY,
+    ];
+
+    /// The code a C integer holds, if it is one: C may pass any `int` for an enum, and a Rust
+    /// enum holding a value it does not name is undefined behaviour.
+    fn from_c(value: i32) -> Option<spvsg_result_t> {
+        Self::ALL.into_iter().find(|&r| r as i32 == value)
+    }
 }
 
 use spvsg_result_t::*;
@@ -157,18 +184,21 @@ pub extern "C" fn spvsg_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
-/// A short, static description of a result code (never free it).
+/// A short, static description of a result code, a `spvsg_result_t` value (never free it).
+/// Any other value gives "unknown result code".
 #[no_mangle]
-pub extern "C" fn spvsg_result_string(result: spvsg_result_t) -> *const c_char {
-    let s: &'static str = match result {
-        SPVSG_SUCCESS => "success\0",
-        SPVSG_FINDINGS => "the module has findings at error level\0",
-        SPVSG_ERROR_NULL_POINTER => "a required pointer argument is NULL\0",
-        SPVSG_ERROR_INVALID_ARGUMENT => "invalid argument\0",
-        SPVSG_ERROR_INVALID_BINARY => "not a readable SPIR-V module\0",
-        SPVSG_ERROR_INVALID_MODULE => "the module is invalid\0",
-        SPVSG_ERROR_UNSUPPORTED => "the target cannot run an instruction of the module\0",
-        SPVSG_ERROR_INTERNAL => "internal error in spv-subgroup\0",
+pub extern "C" fn spvsg_result_string(result: i32) -> *const c_char {
+    let s: &'static str = match spvsg_result_t::from_c(result) {
+        Some(SPVSG_SUCCESS) => "success\0",
+        Some(SPVSG_FINDINGS) => "the module has findings at error level\0",
+        Some(SPVSG_ERROR_NULL_POINTER) => "a required pointer argument is NULL\0",
+        Some(SPVSG_ERROR_INVALID_ARGUMENT) => "invalid argument\0",
+        Some(SPVSG_ERROR_INVALID_BINARY) => "not a readable SPIR-V module\0",
+        Some(SPVSG_ERROR_INVALID_MODULE) => "the module is invalid\0",
+        Some(SPVSG_ERROR_UNSUPPORTED) => "the target cannot run an instruction of the module\0",
+        Some(SPVSG_ERROR_INTERNAL) => "internal error in spv-subgroup\0",
+        Some(SPVSG_ERROR_OUT_OF_MEMORY) => "out of memory\0",
+        None => "unknown result code\0",
     };
     s.as_ptr().cast()
 }
@@ -342,22 +372,28 @@ pub unsafe extern "C" fn spvsg_context_set_subgroup_size(
     })
 }
 
-/// Sets how the lowered partition op compares floating-point keys.
+/// Sets how the lowered partition op compares floating-point keys: `mode` is a
+/// `spvsg_float_partition_t` value; any other value returns `SPVSG_ERROR_INVALID_ARGUMENT` and
+/// leaves the context as it was.
 ///
 /// # Safety
 /// `context` is a live context (or NULL, which returns `SPVSG_ERROR_NULL_POINTER`).
 #[no_mangle]
 pub unsafe extern "C" fn spvsg_context_set_float_partition(
     context: *mut spvsg_context_t,
-    mode: spvsg_float_partition_t,
+    mode: i32,
 ) -> spvsg_result_t {
     // SAFETY: forwarded from this function's contract.
     let Some(ctx) = (unsafe { context.as_mut() }) else {
         return SPVSG_ERROR_NULL_POINTER;
     };
+    // Compared as integers: C may pass any `int`, which a Rust enum must never hold.
+    const SPEC: i32 = spvsg_float_partition_t::SPVSG_FLOAT_PARTITION_SPEC as i32;
+    const BITWISE: i32 = spvsg_float_partition_t::SPVSG_FLOAT_PARTITION_BITWISE as i32;
     ctx.float_partition = match mode {
-        spvsg_float_partition_t::SPVSG_FLOAT_PARTITION_SPEC => FloatPartition::Spec,
-        spvsg_float_partition_t::SPVSG_FLOAT_PARTITION_BITWISE => FloatPartition::Bitwise,
+        SPEC => FloatPartition::Spec,
+        BITWISE => FloatPartition::Bitwise,
+        _ => return SPVSG_ERROR_INVALID_ARGUMENT,
     };
     SPVSG_SUCCESS
 }
@@ -365,7 +401,9 @@ pub unsafe extern "C" fn spvsg_context_set_float_partition(
 /// Validates a module against the rules and the context's target (target fit included).
 /// Returns `SPVSG_SUCCESS` (no error-level finding) or `SPVSG_FINDINGS`, and then `*report`
 /// holds every finding (warnings too); or an error code, `*report` stays NULL and `*diagnostic`
-/// (if `diagnostic` is not NULL) says why, e.g. the word offset of a malformed binary.
+/// (if `diagnostic` is not NULL) says why, e.g. the word offset of a malformed binary, or, before
+/// a word is read, a `word_count` no buffer can have (`SPVSG_ERROR_INVALID_ARGUMENT`) or one whose
+/// module would not fit in memory (`SPVSG_ERROR_OUT_OF_MEMORY`).
 ///
 /// # Safety
 /// `context` is a live context; `words` points to `word_count` readable words (it may be NULL
@@ -451,8 +489,9 @@ pub unsafe extern "C" fn spvsg_report_destroy(report: *mut spvsg_report_t) {
 /// (the input's words again when nothing needed rewriting and the input fits the target).
 /// On an error `*binary` stays NULL and `*diagnostic` (if `diagnostic` is not NULL) says why:
 /// `SPVSG_ERROR_INVALID_BINARY` (word offset), `SPVSG_ERROR_INVALID_MODULE`,
-/// `SPVSG_ERROR_UNSUPPORTED` (the instruction, its word offset and the missing feature) or
-/// `SPVSG_ERROR_INTERNAL`.
+/// `SPVSG_ERROR_UNSUPPORTED` (the instruction, its word offset and the missing feature),
+/// `SPVSG_ERROR_INTERNAL`, or, before a word is read, `SPVSG_ERROR_INVALID_ARGUMENT` (a
+/// `word_count` no buffer can have) or `SPVSG_ERROR_OUT_OF_MEMORY` (docs/capi.md).
 ///
 /// # Safety
 /// `context` is a live context; `words` points to `word_count` readable words (it may be NULL
@@ -627,7 +666,10 @@ unsafe fn with_module<T>(
         clear(out);
     }
     guard(diagnostic, || {
-        // SAFETY: forwarded from this function's contract.
+        // Before the words are touched: a count no buffer can have, or one whose module would
+        // not fit in memory, is refused (an allocation that fails aborts the process).
+        check_word_count(word_count)?;
+        // SAFETY: forwarded from this function's contract; the count fits `isize` in bytes.
         let (Some(ctx), Some(words)) = (unsafe { context.as_ref() }, unsafe {
             words_arg(words, word_count)
         }) else {
@@ -636,20 +678,82 @@ unsafe fn with_module<T>(
         if out.is_null() {
             return Err(null_pointer(out_name));
         }
-        let (built, code) = body(ctx, words)?;
+        let (built, code) = body(ctx, &words)?;
         // SAFETY: checked non-null above; the caller provides storage for one pointer.
         unsafe { *out = Box::into_raw(Box::new(built)) };
         Ok(code)
     })
 }
 
+/// The most memory a call may need per input byte, and on top (the CLI's stated bounds, which
+/// the library shares: docs/cli.md, "Memory").
+const BYTES_PER_INPUT_BYTE: usize = 4;
+const MEMORY_SLACK: usize = 16 << 20;
+
+/// Refuses a word count that no buffer can hold (more than `isize::MAX` bytes, which a Rust
+/// slice cannot be), and one whose module needs more memory than can be reserved now: Rust
+/// aborts the process when an allocation fails, so the call asks first, with a reservation that
+/// is released at once (untouched pages cost nothing).
+fn check_word_count(word_count: usize) -> Result<(), Failure> {
+    let bytes = word_count
+        .checked_mul(4)
+        .filter(|&b| isize::try_from(b).is_ok())
+        .ok_or_else(|| {
+            Failure::argument(format!(
+                "word_count {word_count} is larger than any buffer can be"
+            ))
+        })?;
+    let need = bytes
+        .checked_mul(BYTES_PER_INPUT_BYTE)
+        .and_then(|b| b.checked_add(MEMORY_SLACK));
+    let reserved = need.is_some_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
+    if !reserved {
+        return Err(Failure {
+            code: SPVSG_ERROR_OUT_OF_MEMORY,
+            word_offset: 0,
+            result_id: 0,
+            message: format!(
+                "a module of {word_count} words needs up to {BYTES_PER_INPUT_BYTE} bytes per input byte plus \
+                 {} MiB, and that much memory cannot be reserved",
+                MEMORY_SLACK >> 20
+            ),
+        });
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// Whether this thread is inside an entry point's body (how deep), where a panic is caught
+    /// and becomes a code: the panic hook prints nothing for it.
+    static IN_GUARD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Installs, once per process, a panic hook that is silent for panics inside [`guard`] (they
+/// become `SPVSG_ERROR_INTERNAL` and a diagnostic; the host's stderr is the host's) and hands
+/// every other panic to the hook that was there before.
+fn install_quiet_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if IN_GUARD.with(|depth| depth.get()) == 0 {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// Runs an entry point's body: a `Failure` or a caught panic becomes its code and, when the
-/// caller asked for one, a diagnostic.
+/// caller asked for one, a diagnostic. Nothing is printed for a caught panic.
 fn guard(
     diagnostic: *mut *mut spvsg_diagnostic_t,
     body: impl FnOnce() -> Result<spvsg_result_t, Failure>,
 ) -> spvsg_result_t {
-    let failure = match catch_unwind(AssertUnwindSafe(body)) {
+    install_quiet_panic_hook();
+    IN_GUARD.with(|depth| depth.set(depth.get() + 1));
+    let caught = catch_unwind(AssertUnwindSafe(body));
+    IN_GUARD.with(|depth| depth.set(depth.get() - 1));
+    let failure = match caught {
         Ok(Ok(code)) => return code,
         Ok(Err(f)) => f,
         Err(panic) => Failure {
@@ -699,16 +803,32 @@ unsafe fn text_arg<'a>(s: *const c_char) -> Option<Result<&'a str, std::str::Utf
     (!s.is_null()).then(|| unsafe { CStr::from_ptr(s) }.to_str())
 }
 
-/// The words argument, or `None` for NULL with a nonzero count.
+/// The words argument, or `None` for NULL with a nonzero count. A pointer that is not aligned
+/// for `uint32_t` (C code reading a module at a byte offset) is read word by word into a copy:
+/// a Rust slice must be aligned, and building one from it aborts the process.
 ///
 /// # Safety
-/// `words` points to `count` readable words, or is NULL.
-unsafe fn words_arg<'a>(words: *const u32, count: usize) -> Option<&'a [u32]> {
+/// `words` points to `count` readable words, or is NULL; `count * 4` fits `isize`.
+unsafe fn words_arg<'a>(words: *const u32, count: usize) -> Option<Cow<'a, [u32]>> {
     if count == 0 {
-        return Some(&[]);
+        return Some(Cow::Borrowed(&[]));
     }
-    // SAFETY: forwarded from this function's contract.
-    (!words.is_null()).then(|| unsafe { std::slice::from_raw_parts(words, count) })
+    if words.is_null() {
+        return None;
+    }
+    if words.is_aligned() {
+        // SAFETY: forwarded from this function's contract; aligned and not NULL.
+        return Some(Cow::Borrowed(unsafe {
+            std::slice::from_raw_parts(words, count)
+        }));
+    }
+    // SAFETY: forwarded from this function's contract: `count` readable words from `words`,
+    // each read without assuming alignment.
+    Some(Cow::Owned(
+        (0..count)
+            .map(|i| unsafe { words.add(i).read_unaligned() })
+            .collect(),
+    ))
 }
 
 /// A C string from any text (a NUL inside, impossible in our messages, becomes U+FFFD).
@@ -894,7 +1014,7 @@ mod tests {
             assert_eq!(
                 spvsg_context_set_float_partition(
                     std::ptr::null_mut(),
-                    spvsg_float_partition_t::SPVSG_FLOAT_PARTITION_BITWISE
+                    spvsg_float_partition_t::SPVSG_FLOAT_PARTITION_BITWISE as i32
                 ),
                 SPVSG_ERROR_NULL_POINTER
             );
@@ -980,6 +1100,61 @@ mod tests {
         }
         // SAFETY: a live context, destroyed once.
         unsafe { spvsg_context_destroy(ctx) };
+    }
+
+    /// A panic inside an entry point becomes `SPVSG_ERROR_INTERNAL` with the panic's text in the
+    /// diagnostic, and nothing reaches the host's stderr. Checked in a child process (this test
+    /// binary again, running only this test), whose stderr the parent reads.
+    #[test]
+    fn a_caught_panic_prints_nothing_on_stderr() {
+        const TEXT: &str = "a panic text that must not reach stderr";
+        if std::env::var_os("SPVSG_TEST_PANIC_CHILD").is_some() {
+            let mut diag = std::ptr::null_mut();
+            let r = guard(&mut diag, || panic!("{TEXT}"));
+            assert_eq!(r, SPVSG_ERROR_INTERNAL);
+            // SAFETY: the guard wrote a diagnostic it owns; destroyed once.
+            unsafe {
+                let message = CStr::from_ptr((*diag).message)
+                    .to_string_lossy()
+                    .into_owned();
+                assert!(message.contains(TEXT), "{message}");
+                spvsg_diagnostic_destroy(diag);
+            }
+            // A panic outside the entry points still reaches the previous hook.
+            let outside = std::panic::catch_unwind(|| panic!("outside the guard"));
+            assert!(outside.is_err());
+            eprintln!("child done");
+            return;
+        }
+        let exe = std::env::current_exe().expect("the test binary has a path");
+        let out = std::process::Command::new(exe)
+            .args([
+                "--exact",
+                "tests::a_caught_panic_prints_nothing_on_stderr",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("SPVSG_TEST_PANIC_CHILD", "1")
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .expect("the test binary runs");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
+        assert!(
+            stderr.contains("child done"),
+            "the child ran the checks:\n{stderr}"
+        );
+        assert!(
+            !stderr.contains(TEXT),
+            "the caught panic was printed:\n{stderr}"
+        );
+        assert!(
+            stderr.contains("outside the guard"),
+            "a panic outside the guard goes to the previous hook:\n{stderr}"
+        );
     }
 
     #[test]

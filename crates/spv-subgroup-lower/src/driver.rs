@@ -18,10 +18,11 @@ use crate::{
     elide, hygiene, loader, outline, rewrite, stages, stream, LowerError, LowerOptions, LowerReport,
 };
 
-/// The largest id bound spirv-val accepts by default (SPIR-V's universal limit on result ids).
+/// The largest id bound spirv-val accepts by default (SPIR-V's universal limit on result ids),
+/// the validator's (which reports a larger one as SG0005).
 /// An input above it is refused (it could not be valid output either), and an output that
 /// would grow past it is refused instead of written.
-pub const MAX_ID_BOUND: u32 = 0x3F_FFFF;
+pub use spv_subgroup_validate::MAX_ID_BOUND;
 
 /// Lowers a module given as SPIR-V words; returns the new words and the report.
 /// A module that needs nothing is returned word for word.

@@ -44,6 +44,11 @@ pub fn check_structure(words: &[u32]) -> Result<(), ParseError> {
     binary::parse(words).map(|_| ())
 }
 
+/// The largest id bound SPIR-V's universal limits allow (2.17, "Result <id> bound": 4,194,303),
+/// which spirv-val enforces by default: `validate` reports a larger one (SG0005) and `lower`
+/// refuses it.
+pub const MAX_ID_BOUND: u32 = 0x3F_FFFF;
+
 /// Validates a module. `Err` only when the words are not a readable SPIR-V module; every
 /// rule violation is a [`Diagnostic`] in the [`Report`].
 pub fn validate(words: &[u32], opts: &ValidateOptions) -> Result<Report, ParseError> {

@@ -125,7 +125,20 @@ pub enum TargetError {
     /// The JSON did not parse as either format.
     #[error("target description is not valid: {0}")]
     Invalid(String),
+    /// The file exists (or the path is not simply missing) but could not be read as a target
+    /// description: permission denied, a directory, not UTF-8, larger than any description.
+    #[error("cannot read target file `{path}`: {reason}")]
+    Unreadable {
+        /// The path given, its control characters escaped.
+        path: String,
+        /// What went wrong, e.g. `Permission denied (os error 13)`.
+        reason: String,
+    },
 }
+
+/// The largest target file [`Target::load`] reads: a `vulkaninfo --json` report is about
+/// 100 KiB, so anything larger (an endless `/dev/zero`) is no target description.
+pub const MAX_TARGET_FILE_BYTES: u64 = 16 << 20;
 
 /// The environments a target's `target_env` may name: what `spirv-val --target-env` accepts,
 /// since `lower --verify` and users pass it on to spirv-val. `vulkan1.4` is new in SPIRV-Tools
@@ -220,6 +233,47 @@ pub const PRESETS: &[(&str, &str)] = &[
         "What naga's SPIR-V front end accepts: core vote, arithmetic, ballot, shuffles; no clustered or quad ops, no ballot bit ops, no Elect, no bool shuffles, no mask built-ins",
     ),
 ];
+
+/// `text` without a leading UTF-8 byte order mark (editors on Windows write one).
+fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// A vulkaninfo number that must fit 32 bits (`None` when absent): a larger value or one that
+/// is no number is refused, never truncated or ignored.
+fn vulkaninfo_u32(v: &serde_json::Value, what: &str) -> Result<Option<u32>, TargetError> {
+    match v {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::Number(n) => match n.as_u64().map(u32::try_from) {
+            Some(Ok(x)) => Ok(Some(x)),
+            _ => Err(TargetError::Invalid(format!(
+                "`{what}` is {n}, which is no 32-bit unsigned number"
+            ))),
+        },
+        other => Err(TargetError::Invalid(format!(
+            "`{what}` must be a number, got {other}"
+        ))),
+    }
+}
+
+/// `VkPhysicalDeviceProperties.apiVersion`: the packed number vulkaninfo writes, or a
+/// `"1.3"`/`"1.3.250"` string as Vulkan profiles write versions; absent means Vulkan 1.0.
+fn vulkaninfo_api_version(v: &serde_json::Value) -> Result<u32, TargetError> {
+    if let serde_json::Value::String(s) = v {
+        let parts: Vec<Option<u32>> = s.split('.').map(|p| p.parse().ok()).collect();
+        return match parts[..] {
+            [Some(major), Some(minor)] | [Some(major), Some(minor), Some(_)]
+                if major <= 0x7f && minor <= 0x3ff =>
+            {
+                Ok(major << 22 | minor << 12)
+            }
+            _ => Err(TargetError::Invalid(format!(
+                "`apiVersion` {v} is neither a number nor a version like \"1.3.250\""
+            ))),
+        };
+    }
+    Ok(vulkaninfo_u32(v, "apiVersion")?.unwrap_or(0))
+}
 
 impl Default for Target {
     fn default() -> Self {
@@ -414,17 +468,46 @@ impl Target {
         }
         // Reading a file is IO, which the validator otherwise never does; it is here so that every
         // embedder resolves `--target` the same way. Library users who want no IO call `from_json`.
-        match std::fs::read_to_string(name_or_path) {
-            Ok(text) => Target::from_any_json(&text),
-            Err(_) => Err(TargetError::Unknown {
-                name: name_or_path.to_owned(),
-                presets: PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", "),
-            }),
+        // Only a path that does not exist is an unknown name; any other failure says what failed.
+        let unreadable = |reason: String| TargetError::Unreadable {
+            path: crate::escape_controls(name_or_path).into_owned(),
+            reason,
+        };
+        let file = match std::fs::File::open(name_or_path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(TargetError::Unknown {
+                    name: crate::escape_controls(name_or_path).into_owned(),
+                    presets: PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", "),
+                })
+            }
+            Err(e) => return Err(unreadable(e.to_string())),
+        };
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, MAX_TARGET_FILE_BYTES + 1),
+            &mut bytes,
+        )
+        .map_err(|e| unreadable(e.to_string()))?;
+        if bytes.len() as u64 > MAX_TARGET_FILE_BYTES {
+            return Err(unreadable(format!(
+                "it is larger than {} MiB, which no target description is",
+                MAX_TARGET_FILE_BYTES >> 20
+            )));
         }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            unreadable(format!(
+                "it is not UTF-8 text (byte {} is not)",
+                e.utf8_error().valid_up_to()
+            ))
+        })?;
+        Target::from_any_json(&text)
     }
 
     /// Our format if the text has a `spirv_version` key, else the vulkaninfo format.
+    /// A leading UTF-8 byte order mark is accepted (and ignored) in both.
     pub fn from_any_json(text: &str) -> Result<Target, TargetError> {
+        let text = without_bom(text);
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| TargetError::Invalid(e.to_string()))?;
         if value.get("spirv_version").is_some() {
@@ -436,16 +519,16 @@ impl Target {
 
     /// Our own format: this struct serialized with serde (see `docs/targets.md`).
     pub fn from_json(text: &str) -> Result<Target, TargetError> {
-        let t: Target =
-            serde_json::from_str(text).map_err(|e| TargetError::Invalid(e.to_string()))?;
+        let t: Target = serde_json::from_str(without_bom(text))
+            .map_err(|e| TargetError::Invalid(e.to_string()))?;
         t.check()?;
         Ok(t)
     }
 
     /// The JSON `vulkaninfo --json` writes (a Vulkan profiles document).
     pub fn from_vulkaninfo_json(text: &str) -> Result<Target, TargetError> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| TargetError::Invalid(e.to_string()))?;
+        let value: serde_json::Value = serde_json::from_str(without_bom(text))
+            .map_err(|e| TargetError::Invalid(e.to_string()))?;
         Target::from_vulkaninfo_value(&value)
     }
 
@@ -467,24 +550,52 @@ impl Target {
             .ok_or_else(|| {
                 TargetError::Invalid("no `supportedOperations` in the subgroup properties".into())
             })?;
-        let has_op = |bit: &str| {
-            op_list
-                .iter()
-                .any(|v| v.as_str().is_some_and(|s| s.contains(bit)))
+        // Operations by their exact names (`ROTATE_CLUSTERED_BIT` must not count as `CLUSTERED`);
+        // names we do not know (bits of later Vulkan versions) are ignored.
+        let mut ops_named = Vec::with_capacity(op_list.len());
+        for v in op_list {
+            let Some(name) = v.as_str() else {
+                return Err(TargetError::Invalid(format!(
+                    "`supportedOperations` holds {v}, which is not a `VK_SUBGROUP_FEATURE_*_BIT` name"
+                )));
+            };
+            ops_named.push(name);
+        }
+        let has_op = |bits: &[&str]| {
+            bits.iter().any(|bit| {
+                ops_named
+                    .iter()
+                    .any(|n| n.strip_prefix("VK_SUBGROUP_FEATURE_") == Some(*bit))
+            })
         };
         let has_ext = |ext: &str| dev["extensions"].get(ext).is_some();
-        let size = subgroup["subgroupSize"].as_u64().unwrap_or(32) as u32;
+        let size = vulkaninfo_u32(&subgroup["subgroupSize"], "subgroupSize")?.unwrap_or(32);
         let size_control = &props["VkPhysicalDeviceSubgroupSizeControlProperties"];
-        let min = size_control["minSubgroupSize"]
-            .as_u64()
-            .map_or(size, |v| v as u32);
-        let max = size_control["maxSubgroupSize"]
-            .as_u64()
-            .map_or(size, |v| v as u32);
-        let api = props
-            .pointer("/VkPhysicalDeviceProperties/apiVersion")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0) as u32;
+        let min =
+            vulkaninfo_u32(&size_control["minSubgroupSize"], "minSubgroupSize")?.unwrap_or(size);
+        let max =
+            vulkaninfo_u32(&size_control["maxSubgroupSize"], "maxSubgroupSize")?.unwrap_or(size);
+        for (what, n) in [
+            ("subgroupSize", size),
+            ("minSubgroupSize", min),
+            ("maxSubgroupSize", max),
+        ] {
+            if !(n.is_power_of_two() && n <= 128) {
+                return Err(TargetError::Invalid(format!(
+                    "`{what}` is {n}: a subgroup size is a power of two from 1 to 128"
+                )));
+            }
+        }
+        if min > max {
+            return Err(TargetError::Invalid(format!(
+                "`minSubgroupSize` {min} is larger than `maxSubgroupSize` {max}"
+            )));
+        }
+        let api = vulkaninfo_api_version(
+            props
+                .pointer("/VkPhysicalDeviceProperties/apiVersion")
+                .unwrap_or(&serde_json::Value::Null),
+        )?;
         let (major, minor) = (api >> 22 & 0x7f, api >> 12 & 0x3ff);
         let (target_env, spirv_version) = match (major, minor) {
             (1, 0) | (0, _) => ("vulkan1.0", (1, 0)),
@@ -492,56 +603,76 @@ impl Target {
             (1, 2) => ("vulkan1.2", (1, 5)),
             _ => ("vulkan1.3", (1, 6)),
         };
-        let name = props
-            .pointer("/VkPhysicalDeviceProperties/deviceName")
-            .and_then(|v| v.as_str())
-            .unwrap_or("device")
-            .to_owned();
-        let feature = |structs: &[&str], name: &str| {
-            structs.iter().any(|s| {
-                dev.pointer(&format!("/features/{s}/{name}"))
-                    .and_then(|v| v.as_bool())
-                    .unwrap_or(false)
-            })
+        let name = match props.pointer("/VkPhysicalDeviceProperties/deviceName") {
+            None | Some(serde_json::Value::Null) => "device".to_owned(),
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(TargetError::Invalid(format!(
+                    "`deviceName` must be a string, got {other}"
+                )))
+            }
+        };
+        // A feature is on only when it is `true`; a value that is no boolean is refused
+        // rather than read as `false`.
+        let flag = |path: &str| -> Result<bool, TargetError> {
+            match dev.pointer(path) {
+                None | Some(serde_json::Value::Null) => Ok(false),
+                Some(serde_json::Value::Bool(b)) => Ok(*b),
+                Some(other) => Err(TargetError::Invalid(format!(
+                    "`{}` must be true or false, got {other}",
+                    path.trim_start_matches('/').replace('/', ".")
+                ))),
+            }
+        };
+        let feature = |structs: &[&str], name: &str| -> Result<bool, TargetError> {
+            let mut on = false;
+            for s in structs {
+                on |= flag(&format!("/features/{s}/{name}"))?;
+            }
+            Ok(on)
         };
         let rotate_structs = [
             "VkPhysicalDeviceShaderSubgroupRotateFeatures",
             "VkPhysicalDeviceShaderSubgroupRotateFeaturesKHR",
             "VkPhysicalDeviceVulkan14Features",
         ];
-        let extended_types = dev
-            .pointer("/features/VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures/shaderSubgroupExtendedTypes")
-            .or_else(|| dev.pointer("/features/VkPhysicalDeviceVulkan12Features/shaderSubgroupExtendedTypes"))
-            .and_then(|v| v.as_bool())
-            .unwrap_or(false);
+        let extended_types = feature(
+            &[
+                "VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures",
+                "VkPhysicalDeviceVulkan12Features",
+            ],
+            "shaderSubgroupExtendedTypes",
+        )?;
         let t = Target {
             name,
             target_env: target_env.to_owned(),
             spirv_version,
             ops: SubgroupOps {
-                basic: has_op("BASIC"),
-                vote: has_op("VOTE"),
-                arithmetic: has_op("ARITHMETIC"),
-                ballot: has_op("BALLOT"),
-                shuffle: has_op("SHUFFLE_BIT"),
-                shuffle_relative: has_op("SHUFFLE_RELATIVE"),
-                clustered: has_op("CLUSTERED"),
-                quad: has_op("QUAD"),
-                partitioned: has_op("PARTITIONED") || has_ext("VK_NV_shader_subgroup_partitioned"),
+                basic: has_op(&["BASIC_BIT"]),
+                vote: has_op(&["VOTE_BIT"]),
+                arithmetic: has_op(&["ARITHMETIC_BIT"]),
+                ballot: has_op(&["BALLOT_BIT"]),
+                shuffle: has_op(&["SHUFFLE_BIT"]),
+                shuffle_relative: has_op(&["SHUFFLE_RELATIVE_BIT"]),
+                clustered: has_op(&["CLUSTERED_BIT"]),
+                quad: has_op(&["QUAD_BIT"]),
+                partitioned: has_op(&["PARTITIONED_BIT_NV", "PARTITIONED_BIT_EXT"])
+                    || has_ext("VK_NV_shader_subgroup_partitioned"),
                 khr_vote: has_ext("VK_EXT_shader_subgroup_vote"),
                 khr_ballot: has_ext("VK_EXT_shader_subgroup_ballot"),
-                rotate: has_op("ROTATE_BIT") || feature(&rotate_structs, "shaderSubgroupRotate"),
-                rotate_clustered: has_op("ROTATE_CLUSTERED_BIT")
-                    || feature(&rotate_structs, "shaderSubgroupRotateClustered"),
+                rotate: has_op(&["ROTATE_BIT", "ROTATE_BIT_KHR"])
+                    || feature(&rotate_structs, "shaderSubgroupRotate")?,
+                rotate_clustered: has_op(&["ROTATE_CLUSTERED_BIT", "ROTATE_CLUSTERED_BIT_KHR"])
+                    || feature(&rotate_structs, "shaderSubgroupRotateClustered")?,
                 quad_control: feature(
                     &["VkPhysicalDeviceShaderQuadControlFeaturesKHR"],
                     "shaderQuadControl",
-                ),
+                )?,
                 groups: has_ext("VK_AMD_shader_ballot"),
             },
             extended_types,
-            min_subgroup_size: min.max(1),
-            max_subgroup_size: max.max(min).min(128),
+            min_subgroup_size: min,
+            max_subgroup_size: max,
             restrictions: Restrictions::default(),
         };
         t.check()?;
@@ -736,6 +867,197 @@ mod tests {
             ..SubgroupOps::default()
         };
         assert!(Target::from_json(&serde_json::to_string(&t).unwrap()).is_ok());
+    }
+
+    /// The lavapipe report with `edit` applied to its JSON.
+    fn lavapipe_report_with(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+        let text = include_str!("../../../fixtures/targets/lavapipe-vulkaninfo.json");
+        let mut value: serde_json::Value = serde_json::from_str(text).unwrap();
+        edit(&mut value);
+        serde_json::to_string(&value).unwrap()
+    }
+
+    fn device(v: &mut serde_json::Value) -> &mut serde_json::Value {
+        v.pointer_mut("/capabilities/device").unwrap()
+    }
+
+    fn vulkaninfo_invalid(text: &str) -> String {
+        match Target::from_any_json(text) {
+            Err(TargetError::Invalid(m)) => m,
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn vulkaninfo_operations_are_matched_by_exact_name() {
+        // N6: `ROTATE_CLUSTERED_BIT` contains `CLUSTERED`; the device has no clustered ops.
+        let text = lavapipe_report_with(|v| {
+            device(v)["properties"]["VkPhysicalDeviceSubgroupProperties"]["supportedOperations"] =
+                serde_json::json!([
+                    "VK_SUBGROUP_FEATURE_BASIC_BIT",
+                    "VK_SUBGROUP_FEATURE_ARITHMETIC_BIT",
+                    "VK_SUBGROUP_FEATURE_ROTATE_BIT_KHR",
+                    "VK_SUBGROUP_FEATURE_ROTATE_CLUSTERED_BIT_KHR",
+                    "VK_SUBGROUP_FEATURE_SOMETHING_LATER_BIT",
+                ]);
+        });
+        let t = Target::from_any_json(&text).unwrap();
+        assert!(
+            !t.ops.clustered,
+            "ROTATE_CLUSTERED_BIT is not CLUSTERED_BIT"
+        );
+        assert!(t.ops.rotate && t.ops.rotate_clustered);
+        assert!(t.ops.basic && t.ops.arithmetic);
+        assert!(!t.ops.vote && !t.ops.ballot && !t.ops.shuffle && !t.ops.shuffle_relative);
+        assert!(!t.ops.quad);
+        // `SHUFFLE_RELATIVE_BIT` alone is not `SHUFFLE_BIT`, nor the other way round.
+        let text = lavapipe_report_with(|v| {
+            device(v)["properties"]["VkPhysicalDeviceSubgroupProperties"]["supportedOperations"] =
+                serde_json::json!([
+                    "VK_SUBGROUP_FEATURE_BASIC_BIT",
+                    "VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT",
+                    "VK_SUBGROUP_FEATURE_CLUSTERED_BIT",
+                ]);
+        });
+        let t = Target::from_any_json(&text).unwrap();
+        assert!(t.ops.shuffle_relative && !t.ops.shuffle);
+        assert!(t.ops.clustered && !t.ops.rotate_clustered);
+        // An entry that is no name is refused.
+        let text = lavapipe_report_with(|v| {
+            device(v)["properties"]["VkPhysicalDeviceSubgroupProperties"]["supportedOperations"] =
+                serde_json::json!([1, "VK_SUBGROUP_FEATURE_BASIC_BIT"]);
+        });
+        assert!(vulkaninfo_invalid(&text).contains("`supportedOperations` holds 1"));
+    }
+
+    #[test]
+    fn vulkaninfo_values_are_never_truncated_or_ignored() {
+        fn sizes(v: &mut serde_json::Value) -> &mut serde_json::Value {
+            &mut device(v)["properties"]["VkPhysicalDeviceSubgroupSizeControlProperties"]
+        }
+        // A size above 2^32 was truncated (2^32 + 32 read as 32).
+        let text = lavapipe_report_with(|v| sizes(v)["maxSubgroupSize"] = 4_294_967_328u64.into());
+        let m = vulkaninfo_invalid(&text);
+        assert!(
+            m.contains("`maxSubgroupSize` is 4294967328, which is no 32-bit"),
+            "{m}"
+        );
+        let text = lavapipe_report_with(|v| {
+            device(v)["properties"]["VkPhysicalDeviceSubgroupProperties"]["subgroupSize"] =
+                (1u64 << 33).into()
+        });
+        assert!(vulkaninfo_invalid(&text).contains("`subgroupSize` is 8589934592"));
+        // min > max was silently widened.
+        let text = lavapipe_report_with(|v| {
+            sizes(v)["minSubgroupSize"] = 64.into();
+            sizes(v)["maxSubgroupSize"] = 32.into();
+        });
+        let m = vulkaninfo_invalid(&text);
+        assert!(
+            m.contains("`minSubgroupSize` 64 is larger than `maxSubgroupSize` 32"),
+            "{m}"
+        );
+        // A size above 128 was clamped, 0 raised to 1.
+        for (field, n) in [("maxSubgroupSize", 256), ("minSubgroupSize", 0)] {
+            let text = lavapipe_report_with(|v| sizes(v)[field] = n.into());
+            let m = vulkaninfo_invalid(&text);
+            assert!(
+                m.contains(&format!("`{field}` is {n}: a subgroup size")),
+                "{m}"
+            );
+        }
+        // A size as a string was ignored (the default used).
+        let text = lavapipe_report_with(|v| sizes(v)["maxSubgroupSize"] = "8".into());
+        assert!(vulkaninfo_invalid(&text).contains("`maxSubgroupSize` must be a number, got \"8\""));
+        // `"true"` as a string was read as false.
+        let text = lavapipe_report_with(|v| {
+            device(v)["features"]["VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures"]
+                ["shaderSubgroupExtendedTypes"] = "true".into()
+        });
+        let m = vulkaninfo_invalid(&text);
+        assert!(
+            m.contains("`features.VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures.shaderSubgroupExtendedTypes` must be true or false, got \"true\""),
+            "{m}"
+        );
+        // `apiVersion` as a string was ignored (Vulkan 1.0): a version string is read, anything
+        // else refused.
+        let api = |v: &mut serde_json::Value, to: serde_json::Value| {
+            device(v)["properties"]["VkPhysicalDeviceProperties"]["apiVersion"] = to
+        };
+        let t = Target::from_any_json(&lavapipe_report_with(|v| api(v, "1.2.250".into()))).unwrap();
+        assert_eq!(
+            (t.target_env.as_str(), t.spirv_version),
+            ("vulkan1.2", (1, 5))
+        );
+        let t = Target::from_any_json(&lavapipe_report_with(|v| api(v, "1.1".into()))).unwrap();
+        assert_eq!(
+            (t.target_env.as_str(), t.spirv_version),
+            ("vulkan1.1", (1, 3))
+        );
+        for bad in ["latest", "1", "1.x.0", ""] {
+            let m = vulkaninfo_invalid(&lavapipe_report_with(|v| api(v, bad.into())));
+            assert!(m.contains("`apiVersion`"), "{bad}: {m}");
+        }
+        let m = vulkaninfo_invalid(&lavapipe_report_with(|v| api(v, (1u64 << 40).into())));
+        assert!(m.contains("`apiVersion` is 1099511627776"), "{m}");
+        let m = vulkaninfo_invalid(&lavapipe_report_with(|v| {
+            device(v)["properties"]["VkPhysicalDeviceProperties"]["deviceName"] = 7.into()
+        }));
+        assert!(m.contains("`deviceName` must be a string"), "{m}");
+    }
+
+    #[test]
+    fn a_utf8_byte_order_mark_is_accepted_in_both_formats() {
+        let report = include_str!("../../../fixtures/targets/lavapipe-vulkaninfo.json");
+        let with_bom = format!("\u{feff}{report}");
+        assert_eq!(
+            Target::from_any_json(&with_bom).unwrap(),
+            Target::from_any_json(report).unwrap()
+        );
+        assert!(Target::from_vulkaninfo_json(&with_bom).is_ok());
+        let own = format!(
+            "\u{feff}{}",
+            serde_json::to_string(&Target::preset("naga").unwrap()).unwrap()
+        );
+        assert_eq!(
+            Target::from_any_json(&own).unwrap(),
+            Target::preset("naga").unwrap()
+        );
+        assert!(Target::from_json(&own).is_ok());
+    }
+
+    #[test]
+    fn load_says_what_failed_rather_than_unknown_target() {
+        let dir = std::env::temp_dir().join(format!("spvsg-target-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let unreadable = |path: &std::path::Path| match Target::load(path.to_str().unwrap()) {
+            Err(TargetError::Unreadable { reason, .. }) => reason,
+            other => panic!("{}: expected Unreadable, got {other:?}", path.display()),
+        };
+        // A directory.
+        assert!(
+            unreadable(&dir).contains("directory"),
+            "{}",
+            unreadable(&dir)
+        );
+        // Not UTF-8.
+        let latin1 = dir.join("latin1.json");
+        std::fs::write(&latin1, b"{\"name\": \"caf\xe9\"}").unwrap();
+        let why = unreadable(&latin1);
+        assert!(why.contains("not UTF-8 text (byte 13"), "{why}");
+        // Endless: /dev/zero is read up to the limit, not for ever.
+        let why = unreadable(std::path::Path::new("/dev/zero"));
+        assert!(why.contains("larger than 16 MiB"), "{why}");
+        // Only a missing path is an unknown name.
+        let missing = dir.join("missing.json");
+        let m = Target::load(missing.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(m.starts_with("unknown target"), "{m}");
+        // A control character in a name is escaped in the message.
+        let m = Target::load("no\u{1b}[2Jpe").unwrap_err().to_string();
+        assert!(m.contains("no\\u{1b}[2Jpe"), "{m}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -13,6 +13,9 @@ pub enum Source {
     Stdin,
     /// A file on disk.
     File(PathBuf),
+    /// A directory below an input directory that could not be listed, with the reason: reported
+    /// as an unreadable input in its place (by path), while the rest of the tree is still read.
+    Unsearchable(PathBuf, String),
 }
 
 impl Source {
@@ -20,7 +23,7 @@ impl Source {
     pub fn display_name(&self) -> String {
         match self {
             Source::Stdin => "<stdin>".to_owned(),
-            Source::File(p) => show_path(p),
+            Source::File(p) | Source::Unsearchable(p, _) => show_path(p),
         }
     }
 }
@@ -53,6 +56,8 @@ impl Source {
                 };
                 read().with_context(|| format!("cannot read `{}`", show_path(p)))
             }
+            Source::Unsearchable(dir, reason) => Err(anyhow::anyhow!("{reason}")
+                .context(format!("cannot search directory `{}`", show_path(dir)))),
         }
     }
 }
@@ -89,9 +94,21 @@ pub fn into_le_bytes(mut words: Vec<u32>) -> Vec<u8> {
 
 /// Reads a stream into words through a 64 KiB buffer; `size` (the file's length, 0 if unknown)
 /// reserves the words at once, so the vector never doubles past the input.
+/// Every allocation is fallible: an input larger than the memory the process may have (an
+/// endless `/dev/zero`, gigabytes on stdin under `ulimit -v`) is an `OutOfMemory` error, which
+/// the CLI reports as an IO error (exit 2), never an abort.
 fn words_from_reader(mut r: impl Read, size: u64) -> std::io::Result<Result<Words, ParseError>> {
     const MAGIC: u32 = 0x0723_0203;
-    let mut words: Vec<u32> = Vec::with_capacity(usize::try_from(size / 4).unwrap_or(0));
+    let mut words: Vec<u32> = Vec::new();
+    if words
+        .try_reserve_exact(usize::try_from(size / 4).unwrap_or(usize::MAX))
+        .is_err()
+    {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("out of memory: a {size}-byte input does not fit in the memory this process may use"),
+        ));
+    }
     let mut buf = vec![0u8; 1 << 16];
     let (mut carry, mut carried) = ([0u8; 4], 0usize);
     let mut total: usize = 0;
@@ -102,6 +119,11 @@ fn words_from_reader(mut r: impl Read, size: u64) -> std::io::Result<Result<Word
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        // Room for this chunk's words: doubling where it can, else exactly what they need.
+        let more = n / 4 + 1;
+        if words.try_reserve(more).is_err() && words.try_reserve_exact(more).is_err() {
+            return Err(out_of_memory(total));
+        }
         total = total.saturating_add(n);
         let mut chunk = &buf[..n];
         while !chunk.is_empty() {
@@ -151,6 +173,14 @@ fn words_from_reader(mut r: impl Read, size: u64) -> std::io::Result<Result<Word
     }))
 }
 
+/// The error of an input that does not fit in memory, after `read` bytes of it.
+fn out_of_memory(read: usize) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::OutOfMemory,
+        format!("out of memory after reading {read} bytes: the input does not fit in the memory this process may use"),
+    )
+}
+
 /// A path as messages and JSON show it: its UTF-8 text, with `\\` for a backslash, `\u{..}` for a
 /// control character and `\xNN` for each byte that is not UTF-8, so two different names never
 /// print the same and no name can send escape sequences to a terminal.
@@ -195,7 +225,8 @@ pub fn check_stdin_not_terminal() -> anyhow::Result<()> {
 }
 
 /// Expands the command line's inputs: `-` or nothing is stdin, a directory is every `*.spv`
-/// below it (recursively, sorted), anything else is a file.
+/// below it (recursively, sorted; a subdirectory that cannot be listed is a
+/// [`Source::Unsearchable`] in its place), anything else is a file.
 pub fn expand_inputs(inputs: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
     // A second read of stdin would see an empty stream and report it as a malformed module.
     if inputs.iter().filter(|p| is_dash(p)).count() > 1 {
@@ -211,14 +242,19 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
             check_stdin_not_terminal()?;
             out.push(Source::Stdin);
         } else if p.is_dir() {
-            let mut found = Vec::new();
-            find_spv(p, None, &mut found)
-                .with_context(|| format!("cannot search directory `{}`", show_path(p)))?;
-            if found.is_empty() {
+            let mut walk = Walk::default();
+            find_spv(p, None, &mut walk);
+            if walk.is_empty() {
                 bail!("no `*.spv` files found under `{}`", show_path(p));
             }
-            found.sort();
-            out.extend(found.into_iter().map(Source::File));
+            let mut found: Vec<Source> = walk.files.into_iter().map(Source::File).collect();
+            found.extend(
+                walk.unsearchable
+                    .into_iter()
+                    .map(|(dir, e)| Source::Unsearchable(dir, e.to_string())),
+            );
+            found.sort_by(|a, b| a.path().cmp(&b.path()));
+            out.extend(found);
         } else {
             out.push(Source::File(p.clone()));
         }
@@ -226,25 +262,104 @@ pub fn expand_inputs(inputs: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
     Ok(out)
 }
 
-/// Collects `*.spv` entries below `dir`; symbolic links to directories are not followed (no cycles).
+impl Source {
+    /// The path it names (none for stdin): the order of a directory's entries.
+    fn path(&self) -> Option<&Path> {
+        match self {
+            Source::Stdin => None,
+            Source::File(p) | Source::Unsearchable(p, _) => Some(p),
+        }
+    }
+}
+
+/// What [`find_spv`] found below a directory.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// The `*.spv` files (regular files, links to them, and links that lead nowhere), unsorted.
+    pub files: Vec<PathBuf>,
+    /// The directories that could not be listed (the top one included), with why.
+    pub unsearchable: Vec<(PathBuf, std::io::Error)>,
+}
+
+impl Walk {
+    /// Whether the walk found nothing to report: no file and no unlistable directory.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.unsearchable.is_empty()
+    }
+}
+
+/// Collects `*.spv` entries below `dir` into `walk`; symbolic links to directories are not
+/// followed (no cycles).
 /// A `*.spv` symbolic link that leads nowhere (dangling, or a loop) is collected too, so reading it
 /// fails and the run reports it as unreadable rather than passing over a missing build product.
+/// A `*.spv` entry that is (or links to) something other than a regular file or a directory (a
+/// FIFO, a device, a socket) is skipped with a warning on stderr and never opened: a FIFO would
+/// wait for a writer for ever, `/dev/zero` never ends.
+/// A directory that cannot be listed is recorded in `walk.unsearchable` and the walk goes on.
 /// `skip` (a canonical path) is a directory not to enter: `lower`'s output inside its input.
-pub fn find_spv(dir: &Path, skip: Option<&Path>, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
+pub fn find_spv(dir: &Path, skip: Option<&Path>, walk: &mut Walk) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => return walk.unsearchable.push((dir.to_owned(), e)),
+    };
+    for entry in entries {
+        let entry = match entry {
+            Ok(entry) => entry,
+            // The listing broke off: what was listed so far stands, the directory is reported.
+            Err(e) => return walk.unsearchable.push((dir.to_owned(), e)),
+        };
         let path = entry.path();
-        let ty = entry.file_type()?;
-        if ty.is_dir() {
+        // `file_type` does not follow links: a link to a directory is not entered.
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir {
             if skip.is_some_and(|s| std::fs::canonicalize(&path).is_ok_and(|c| c == s)) {
                 continue;
             }
-            find_spv(&path, skip, found)?;
-        } else if path.extension().is_some_and(|e| e == "spv") && !path.is_dir() {
-            found.push(path);
+            find_spv(&path, skip, walk);
+        } else if path.extension().is_some_and(|e| e == "spv") {
+            // What the entry leads to, links followed; a dangling link is read (and reported).
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_dir() => {}
+                Ok(m) if !m.is_file() => eprint_line(&format!(
+                    "warning: skipping `{}`: {}, not a regular file",
+                    show_path(&path),
+                    special_kind(&m, entry.file_type().is_ok_and(|t| t.is_symlink()))
+                )),
+                _ => walk.files.push(path),
+            }
         }
     }
-    Ok(())
+}
+
+/// What a special file is, for the warning that skips it: `it is a FIFO`, `it links to a
+/// character device`.
+fn special_kind(m: &std::fs::Metadata, through_link: bool) -> String {
+    #[cfg(unix)]
+    let what = {
+        use std::os::unix::fs::FileTypeExt;
+        let t = m.file_type();
+        if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() {
+            "a character device"
+        } else if t.is_block_device() {
+            "a block device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "a special file"
+        }
+    };
+    #[cfg(not(unix))]
+    let what = {
+        let _ = m;
+        "a special file"
+    };
+    if through_link {
+        format!("it links to {what}")
+    } else {
+        format!("it is {what}")
+    }
 }
 
 /// Writes `bytes` to `out`: `-` (and `/dev/stdout`) is stdout; see [`crate::output`] for files.
@@ -268,11 +383,36 @@ pub fn print_stdout(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `text` as it may reach a terminal: every control character but the line break written as
+/// `\u{..}`, the escaping findings and file names get ([`escape_controls`]), so text from an input
+/// (a target's `name`, a vulkaninfo `deviceName`) quoted in a message cannot send escape
+/// sequences. Text already escaped is unchanged.
+///
+/// [`escape_controls`]: spv_subgroup_validate::escape_controls
+pub fn terminal_text(text: &str) -> String {
+    text.split('\n')
+        .map(spv_subgroup_validate::escape_controls)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Prints `line` and a line break on stderr, as `eprintln!` does, but a failed write (stderr a
+/// pipe already closed: `... 2>&1 | head -1`) is ignored where `eprintln!` panics (exit 101): the
+/// exit status must still say what happened.
+pub fn eprint_line(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// `error: ...` with anyhow's `Caused by:` list, without the backtrace `{:?}` adds when
-/// `RUST_BACKTRACE` is set (a user-facing message, not a crash report).
+/// `RUST_BACKTRACE` is set (a user-facing message, not a crash report); control characters
+/// escaped ([`terminal_text`]).
 pub fn error_chain(e: &anyhow::Error) -> String {
-    let mut s = format!("error: {e}");
-    let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
+    let mut s = format!("error: {}", terminal_text(&e.to_string()));
+    let causes: Vec<String> = e
+        .chain()
+        .skip(1)
+        .map(|c| terminal_text(&c.to_string()))
+        .collect();
     if !causes.is_empty() {
         s.push_str("\n\nCaused by:");
         for (i, c) in causes.iter().enumerate() {

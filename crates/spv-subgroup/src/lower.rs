@@ -13,7 +13,9 @@ use spv_subgroup_lower::{
 use spv_subgroup_validate::{render_human, words_from_bytes};
 
 use crate::args::{load_target, parse_subgroup_size, parse_target_env, OutputArg};
-use crate::io::{show_path, source_of, write_atomically, Source, Words};
+use crate::io::{
+    eprint_line, show_path, source_of, terminal_text, write_atomically, Source, Words,
+};
 use crate::{EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK};
 use spv_subgroup_validate::target::Target;
 
@@ -148,7 +150,9 @@ impl Opts {
         let input = match source.read_words()? {
             Ok(input) => input,
             Err(e) => {
-                eprintln!("error: `{name}` is not a valid SPIR-V module: {e}");
+                eprint_line(&format!(
+                    "error: `{name}` is not a valid SPIR-V module: {e}"
+                ));
                 return Ok(EXIT_FINDINGS);
             }
         };
@@ -164,18 +168,20 @@ impl Opts {
                     }
                 }
                 if !self.quiet {
-                    match &done {
-                        Done::Unchanged => eprintln!(
+                    let line = match &done {
+                        Done::Unchanged => format!(
                             "nothing to lower for target {}: module written unchanged",
                             target.name
                         ),
-                        Done::Lowered(_, report) => eprintln!("{}", summary(report, &target.name)),
-                    }
+                        Done::Lowered(_, report) => summary(report, &target.name),
+                    };
+                    // The target's name comes from a file: escaped as `validate` escapes it.
+                    eprint_line(&terminal_text(&line));
                 }
                 Ok(EXIT_OK)
             }
             Err(refused) => {
-                eprintln!("{}", refused.message);
+                eprint_line(&terminal_text(&refused.message));
                 Ok(refused.exit)
             }
         }
@@ -261,10 +267,11 @@ impl Job {
             None => &self.opts,
         };
         if self.verbose {
-            eprintln!(
+            let line = format!(
                 "{name}: {}",
                 describe_target(&opts.target, self.target_from_module)
             );
+            eprint_line(&terminal_text(&line));
         }
         let (lowered, report) = lower_words(words, opts).map_err(|e| match e {
             LowerError::Parse(_) => refuse(

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use spv_subgroup_lower::LowerReport;
 
-use crate::io::{error_chain, find_spv, is_dash, show_path};
+use crate::io::{eprint_line, error_chain, find_spv, is_dash, show_path, terminal_text, Walk};
 use crate::lower::{Done, Job, Refused};
 use crate::output::{stage_output, Written};
 use crate::writeback::{Ticket, Writeback};
@@ -68,14 +68,27 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
         ),
         _ => {}
     }
-    let items = plan(inputs, out)?;
+    let Plan {
+        items,
+        unsearchable,
+        out_canon,
+    } = plan(inputs, out)?;
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create the output directory `{}`", show_path(out)))?;
     let mut tally = Tally::default();
+    // A directory that could not be listed is an IO error of its own; the rest of the tree goes on.
+    for (dir, e) in unsearchable {
+        let e = anyhow::Error::new(e).context(format!(
+            "cannot search directory `{}`: its modules are not lowered",
+            show_path(&dir)
+        ));
+        eprint_line(&error_chain(&e));
+        tally.io += 1;
+    }
     let writeback = Writeback::start();
     crate::parallel::for_each_ordered(
         &items,
-        |item| lower_one(item, job, &writeback),
+        |item| lower_one(item, job, &out_canon, &writeback),
         |_, (outcome, write)| {
             // Reported in input order, each once its output is on disk (or failed to get there).
             let outcome = match write.map(Ticket::wait) {
@@ -89,7 +102,7 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
                 }
                 Outcome::Unchanged => tally.unchanged += 1,
                 Outcome::Refused(r) => {
-                    eprintln!("{}", r.message);
+                    eprint_line(&terminal_text(&r.message));
                     if r.exit == EXIT_INTERNAL {
                         tally.internal += 1;
                     } else {
@@ -97,7 +110,7 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
                     }
                 }
                 Outcome::Io(e) => {
-                    eprintln!("{}", error_chain(&e));
+                    eprint_line(&error_chain(&e));
                     tally.io += 1;
                 }
             }
@@ -105,14 +118,16 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
         },
     )?;
     for e in writeback.finish() {
-        eprintln!("{}", error_chain(&e));
+        eprint_line(&error_chain(&e));
         tally.io += 1;
     }
     if !quiet {
-        eprintln!(
-            "{}",
-            summary(&tally, items.len(), out, &job.opts.target.name)
-        );
+        eprint_line(&terminal_text(&summary(
+            &tally,
+            items.len(),
+            out,
+            &job.opts.target.name,
+        )));
     }
     Ok(if tally.internal > 0 {
         EXIT_INTERNAL
@@ -125,21 +140,33 @@ pub fn run(inputs: &[PathBuf], out: &Path, job: &Job, quiet: bool) -> anyhow::Re
     })
 }
 
+/// What a tree run will do.
+struct Plan {
+    /// Every module to lower, in input order.
+    items: Vec<Item>,
+    /// The directories below the inputs that could not be listed, with why.
+    unsearchable: Vec<(PathBuf, std::io::Error)>,
+    /// The output directory, absolute with its links resolved.
+    out_canon: PathBuf,
+}
+
 /// Lists every module to lower with its output path, refusing plans that would lose work.
-fn plan(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Vec<Item>> {
+fn plan(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Plan> {
     let out_canon = canonical(out)?;
     // The output directory is not searched when it exists below an input (it does when we
     // created it in a run before).
     let skip = out_canon.as_path();
     let mut items = Vec::new();
+    let mut unsearchable = Vec::new();
     for p in inputs {
         if p.is_dir() {
-            let mut found = Vec::new();
-            find_spv(p, Some(skip), &mut found)
-                .with_context(|| format!("cannot search directory `{}`", show_path(p)))?;
-            if found.is_empty() {
+            let mut walk = Walk::default();
+            find_spv(p, Some(skip), &mut walk);
+            if walk.is_empty() {
                 bail!("no `*.spv` files found under `{}`", show_path(p));
             }
+            unsearchable.append(&mut walk.unsearchable);
+            let mut found = walk.files;
             found.sort();
             for f in found {
                 let rel = f.strip_prefix(p).unwrap_or(&f).to_owned();
@@ -192,7 +219,12 @@ fn plan(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Vec<Item>> {
         }
         outputs.insert(canon, i);
     }
-    Ok(items)
+    unsearchable.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(Plan {
+        items,
+        unsearchable,
+        out_canon,
+    })
 }
 
 /// `p` made absolute with its symbolic links resolved, also when it does not exist yet (the
@@ -216,9 +248,45 @@ fn canonical(p: &Path) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// Refuses an output path that is a symbolic link, or whose directory leads outside `out_canon`
+/// (the output directory, resolved) through one: a tree's outputs are files of their own in the
+/// output tree, never written through a link (in place, `tree/ext.spv -> ../outside/x.spv`
+/// would rewrite the file outside the tree).
+fn check_output_in_tree(output: &Path, out_canon: &Path) -> anyhow::Result<()> {
+    let is_link = std::fs::symlink_metadata(output).is_ok_and(|m| m.file_type().is_symlink());
+    if is_link {
+        bail!(
+            "cannot write `{}`: it is a symbolic link, and a tree's outputs are never written \
+             through links (lower that module on its own, or remove the link)",
+            show_path(output)
+        );
+    }
+    let dir = output.parent().unwrap_or(Path::new("."));
+    let dir_canon = std::fs::canonicalize(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    })
+    .with_context(|| format!("cannot resolve the directory of `{}`", show_path(output)))?;
+    if !dir_canon.starts_with(out_canon) {
+        bail!(
+            "cannot write `{}`: its directory leads outside the output directory through a \
+             symbolic link (to `{}`), and a tree's outputs are never written through links",
+            show_path(output),
+            show_path(&dir_canon)
+        );
+    }
+    Ok(())
+}
+
 /// Reads, lowers, verifies and stages one module; its output is committed by `writeback`, and
 /// the ticket says how that went (none when nothing is left to commit).
-fn lower_one(item: &Item, job: &Job, writeback: &Writeback) -> (Outcome, Option<Ticket>) {
+fn lower_one(
+    item: &Item,
+    job: &Job,
+    out_canon: &Path,
+    writeback: &Writeback,
+) -> (Outcome, Option<Ticket>) {
     let name = show_path(&item.input);
     let bytes = match std::fs::read(&item.input) {
         Ok(b) => b,
@@ -241,6 +309,7 @@ fn lower_one(item: &Item, job: &Job, writeback: &Writeback) -> (Outcome, Option<
                 show_path(&item.output)
             )
         })
+        .and_then(|()| check_output_in_tree(&item.output, out_canon))
         .and_then(|()| stage_output(&item.output, done.bytes(&bytes)));
     let ticket = match written {
         Err(e) => return (Outcome::Io(e), None),

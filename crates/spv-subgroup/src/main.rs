@@ -101,7 +101,8 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) if io::is_broken_pipe(&e) => ExitCode::from(EXIT_OK),
         Err(e) => {
-            eprintln!("{}", io::error_chain(&e));
+            // Not `eprintln!`, which panics (exit 101) on a closed stderr.
+            io::eprint_line(&io::error_chain(&e));
             ExitCode::from(EXIT_USAGE)
         }
     }

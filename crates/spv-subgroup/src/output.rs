@@ -262,10 +262,10 @@ fn stage(
         keep_metadata(file, old).with_context(|| format!("cannot set the mode of `{name}`"))?;
         if links(old) > 1 {
             // Renaming replaces this name only; the other names keep the old content (documented).
-            eprintln!(
+            crate::io::eprint_line(&format!(
                 "note: `{name}` had {} other hard link(s); they keep the old content",
                 links(old) - 1
-            );
+            ));
         }
     }
     Ok(Staged { tmp, path, name })

@@ -160,7 +160,7 @@ impl Opts {
                 Format::Json => files_json.push(file_json(&outcome, &name)),
                 Format::Sarif => {
                     let artifact = locator.artifact(match source {
-                        Source::File(p) => Some(p.as_path()),
+                        Source::File(p) | Source::Unsearchable(p, _) => Some(p.as_path()),
                         Source::Stdin => None,
                     });
                     match &outcome {
@@ -212,7 +212,7 @@ impl Opts {
             Format::Short => {}
             Format::Human => {
                 if !self.general.quiet && summary.files > 1 {
-                    eprintln!("{}", summary_line(&summary));
+                    crate::io::eprint_line(&summary_line(&summary));
                 }
             }
         }
@@ -286,7 +286,7 @@ impl Opts {
                     "{head}: `{name}` is not a valid SPIR-V module: {e}\n"
                 ))?;
             }
-            Outcome::Io(e) => eprintln!("{}", crate::io::error_chain(e)),
+            Outcome::Io(e) => crate::io::eprint_line(&crate::io::error_chain(e)),
         }
         Ok(())
     }

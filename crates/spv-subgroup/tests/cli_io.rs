@@ -454,3 +454,171 @@ fn p17_header_only_module_is_malformed() {
     assert!(text(&o.stderr).contains("OpMemoryModel"), "{}", show(&o));
     assert!(!dir.path().join("o.spv").exists());
 }
+
+// ---- Issue 21 (the third probe, `shared/repro/probe3/README.md`): N2, N8, N10 ----------------
+
+/// N2: an input larger than the memory the process may have is an IO error, exit 2 "out of
+/// memory", never an abort (SIGABRT, 134): an endless `/dev/zero`, and more bytes on stdin than the
+/// `ulimit -v` allows. 150 MB of address space fills in about a second.
+#[test]
+fn n2_an_input_larger_than_memory_is_exit_2_out_of_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for script in [
+        r#"ulimit -v 150000; exec "$0" validate /dev/zero"#,
+        r#"ulimit -v 150000; exec "$0" lower /dev/zero -o out.spv"#,
+        r#"ulimit -v 150000; head -c 4000000000 /dev/zero | "$0" validate -"#,
+        r#"ulimit -v 150000; head -c 4000000000 /dev/zero | "$0" lower - -o out.spv"#,
+        // A file whose size is known is reserved at once: a sparse 1 GB file.
+        r#"truncate -s 1G big.spv && ulimit -v 150000 && exec "$0" validate big.spv"#,
+        r#"ulimit -v 150000; exec "$0" lower big.spv -o out.spv"#,
+    ] {
+        let started = Instant::now();
+        let o = sh(script, d);
+        assert_eq!(code(&o), 2, "{script}: {}", show(&o));
+        let err = text(&o.stderr);
+        assert!(err.contains("out of memory"), "{script}: {err}");
+        assert!(!err.contains("panicked"), "{script}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{script}: {:?}",
+            started.elapsed()
+        );
+    }
+    assert!(!d.join("out.spv").exists());
+    assert!(temp_files(d).is_empty());
+}
+
+/// N2's reproduction reads the first line (`... 2>&1 | head -1`): a message written into a pipe
+/// whose reader is gone must not turn the exit status into a panic's 101.
+#[test]
+fn n2_a_closed_stderr_keeps_the_exit_status() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    write(d, "bad.spv", b"not a module");
+    let cases: [(&[&str], i32); 4] = [
+        (&["validate", "missing.spv"], 2),
+        (&["validate", "missing.spv", "in.spv"], 2),
+        (&["lower", "missing.spv", "-o", "out.spv"], 2),
+        (&["lower", "bad.spv", "in.spv", "-o", "outdir"], 1),
+    ];
+    for (args, want) in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = command(args, d)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(writer)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(want), "{args:?}: {:?}", o.status);
+    }
+}
+
+/// N8: a target's `name` (our format) or `deviceName` (a vulkaninfo report) reaches `lower`'s
+/// messages with its control characters escaped, as `validate` escapes them.
+#[test]
+fn n8_control_characters_in_a_target_name_are_escaped_in_lower_messages() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    let evil = "x\u{1b}[2J\u{1b}]0;title\u{7}";
+    let escaped = r"x\u{1b}[2J\u{1b}]0;title\u{7}";
+    let shown = |preset: &str| -> serde_json::Value {
+        let o = run(&["targets", "--show", preset], d);
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    // Lowered (the summary line), and refused (khr-ballot cannot take the example).
+    for (preset, file, exit) in [("vulkan1.1", "ok.json", 0), ("khr-ballot", "no.json", 1)] {
+        let mut t = shown(preset);
+        t["name"] = evil.into();
+        write(d, file, serde_json::to_string(&t).unwrap().as_bytes());
+        let o = run(&["lower", "in.spv", "-o", "out.spv", "--target", file], d);
+        assert_eq!(code(&o), exit, "{file}: {}", show(&o));
+        let err = text(&o.stderr);
+        assert!(
+            !err.contains('\u{1b}') && !err.contains('\u{7}'),
+            "{file}: {err:?}"
+        );
+        assert!(err.contains(escaped), "{file}: {err}");
+    }
+    // A vulkaninfo report's deviceName; an unchanged module prints "nothing to lower".
+    let report = tools::workspace_root().join("fixtures/targets/lavapipe-vulkaninfo.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(report).unwrap()).unwrap();
+    v["capabilities"]["device"]["properties"]["VkPhysicalDeviceProperties"]["deviceName"] =
+        evil.into();
+    write(
+        d,
+        "report.json",
+        serde_json::to_string(&v).unwrap().as_bytes(),
+    );
+    for input in ["in.spv", "reference.spv"] {
+        let o = run(
+            &["lower", input, "-o", "out.spv", "--target", "report.json"],
+            d,
+        );
+        assert_eq!(code(&o), 0, "{input}: {}", show(&o));
+        let err = text(&o.stderr);
+        assert!(!err.contains('\u{1b}'), "{input}: {err:?}");
+        assert!(err.contains(escaped), "{input}: {err}");
+    }
+}
+
+/// N10: a target file that exists but cannot be used says what failed (exit 2), where every IO
+/// error used to be "unknown target".
+#[test]
+fn n10_target_file_failures_say_what_failed() {
+    let (dir, _) = setup();
+    let d = dir.path();
+    write(d, "latin1.json", b"{\"name\": \"caf\xe9\"}");
+    std::fs::create_dir(d.join("adir")).unwrap();
+    let o = run(&["targets", "--show", "vulkan1.1"], d);
+    write(d, "locked.json", &o.stdout);
+    std::fs::set_permissions(
+        d.join("locked.json"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    // Another user (nobody) must reach the directory and the module, not the target file.
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(d.join("in.spv"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let cases: [(&str, &str); 4] = [
+        (
+            r#"exec "$0" validate in.spv --target adir"#,
+            "cannot read target file `adir`: Is a directory",
+        ),
+        (
+            r#"exec "$0" lower in.spv -o out.spv --target latin1.json"#,
+            "cannot read target file `latin1.json`: it is not UTF-8 text (byte 13 is not)",
+        ),
+        (
+            r#"exec "$0" validate in.spv --target /dev/zero"#,
+            "cannot read target file `/dev/zero`: it is larger than 16 MiB",
+        ),
+        (
+            r#"exec setpriv --reuid=65534 --regid=65534 --clear-groups "$0" validate in.spv --target locked.json"#,
+            "cannot read target file `locked.json`: Permission denied",
+        ),
+    ];
+    for (script, want) in cases {
+        let o = sh(script, d);
+        let err = text(&o.stderr);
+        assert!(
+            !err.contains("setpriv:"),
+            "this test needs root for `setpriv` (CI and the dev machines run as root; util-linux): {}",
+            show(&o)
+        );
+        assert_eq!(code(&o), 2, "{script}: {}", show(&o));
+        assert!(err.contains(want), "{script}: {err}");
+        assert!(!err.contains("unknown target"), "{script}: {err}");
+    }
+    assert!(!d.join("out.spv").exists());
+    // A path that does not exist is still an unknown target, with the presets.
+    let o = run(&["validate", "in.spv", "--target", "nope.json"], d);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("unknown target `nope.json`"),
+        "{}",
+        show(&o)
+    );
+}

@@ -138,6 +138,42 @@ fn p06_p07_huge_id_bounds_are_refused_in_bounded_memory() {
     }
 }
 
+/// P06's leftover (issue 21): `validate` exited 0 on the bound `lower` refuses and spirv-val
+/// rejects; now an error (SG0005) at the header's word 3, and the limit itself stays valid.
+#[test]
+fn p06_validate_reports_an_id_bound_past_the_limit_as_lower_refuses_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = glslang("fixtures/examples/partitioned_vote.comp", "vulkan1.1", &[]);
+    for (bound, over) in [
+        (0x40_0000u32, true),
+        (0xFFFF_FFFF, true),
+        (0x3F_FFFF, false),
+    ] {
+        let mut words = input.clone();
+        words[3] = bound;
+        std::fs::write(dir.path().join("in.spv"), to_bytes(&words)).expect("input writes");
+        let o = common::run(&["validate", "in.spv"], dir.path());
+        let out = common::text(&o.stdout);
+        assert_eq!(
+            tools::spirv_val(&words, "vulkan1.1").is_err(),
+            over,
+            "spirv-val's verdict on bound {bound:#x}"
+        );
+        if over {
+            assert_eq!(code(&o), 1, "bound {bound:#x}: {}", common::show(&o));
+            assert!(
+                out.contains("error[SG0005]: the id bound is")
+                    && out.contains("in.spv:word 3 (header)"),
+                "{out}"
+            );
+            let (lowered, _) = lower(dir.path(), &words, &[]);
+            assert_eq!(code(&lowered), 1, "lower refuses it too");
+        } else {
+            assert!(!out.contains("SG0005"), "bound {bound:#x}: {out}");
+        }
+    }
+}
+
 #[test]
 fn p08_output_past_the_id_bound_limit_is_refused() {
     let dir = tempfile::tempdir().expect("temp dir");

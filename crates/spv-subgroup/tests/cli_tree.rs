@@ -434,3 +434,144 @@ fn a_signal_while_writes_are_under_way_leaves_no_temporary_file() {
         assert_eq!(out, b"PRECIOUS", "m{i:02}");
     }
 }
+
+// ---- Issue 21 (the third probe, `shared/repro/probe3/README.md`): N3, N4, N13 ----------------
+
+/// N3: in place (`lower tree -o tree`), a `*.spv` link to a file outside the tree must not have
+/// that file rewritten through it; nor may an output directory that is a link lead outside.
+#[test]
+fn n3_outputs_are_never_written_through_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ex = example_bytes();
+    write(d, "outside/precious.spv", &ex);
+    write(d, "tree/own.spv", &ex);
+    std::os::unix::fs::symlink("../outside/precious.spv", d.join("tree/ext.spv")).unwrap();
+    let o = run(&["lower", "tree", "-o", "tree"], d);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot write `tree/ext.spv`: it is a symbolic link"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(d.join("outside/precious.spv")).unwrap(), ex);
+    assert!(d
+        .join("tree/ext.spv")
+        .symlink_metadata()
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // The module of its own is lowered in place.
+    let own = std::fs::read(d.join("tree/own.spv")).unwrap();
+    assert_ne!(own, ex);
+    assert!(temp_files(&d.join("tree")).is_empty());
+    assert!(temp_files(&d.join("outside")).is_empty());
+    // An output subdirectory that is a link out of the output directory.
+    write(d, "in/sub/a.spv", &ex);
+    std::fs::create_dir(d.join("out")).unwrap();
+    std::os::unix::fs::symlink("../outside", d.join("out/sub")).unwrap();
+    let o = run(&["lower", "in", "-o", "out"], d);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("its directory leads outside the output directory"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(files_below(&d.join("outside")), ["precious.spv"]);
+}
+
+/// N4: a FIFO named `*.spv` (and a link to a device) in an input directory hung `validate DIR`
+/// and `lower DIR -o OUT`; they are skipped with a warning, never opened.
+#[test]
+fn n4_special_files_in_a_directory_are_skipped_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "in/a.spv", &example_bytes());
+    let made = Command::new("mkfifo")
+        .arg(d.join("in/f.spv"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::os::unix::fs::symlink("/dev/zero", d.join("in/zero.spv")).unwrap();
+    for script in [
+        r#"exec timeout 60 "$0" validate in"#,
+        r#"exec timeout 60 "$0" lower in -o out"#,
+    ] {
+        let o = sh(script, d);
+        assert_eq!(code(&o), 0, "{script} (124: it hung): {}", show(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("warning: skipping `in/f.spv`: it is a FIFO, not a regular file"),
+            "{script}: {err}"
+        );
+        assert!(
+            err.contains("warning: skipping `in/zero.spv`: it links to a character device"),
+            "{script}: {err}"
+        );
+    }
+    assert_eq!(files_below(&d.join("out")), ["a.spv"]);
+    // Named on the command line, a FIFO is read as given.
+    let o = sh(
+        r#"cat in/a.spv > in/f.spv & exec timeout 60 "$0" validate in/f.spv"#,
+        d,
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+}
+
+/// N13: a subdirectory that cannot be listed aborted the whole run with a message naming the
+/// top directory; now it is reported by its own path, the rest is checked and lowered, and the
+/// run exits 2. Run as nobody (root reads any directory).
+#[test]
+fn n13_an_unreadable_subdirectory_is_reported_and_the_rest_goes_on() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ex = example_bytes();
+    write(d, "t/ok/a.spv", &ex);
+    write(d, "t/sub/b.spv", &ex);
+    write(d, "t/z.spv", &ex);
+    for p in ["", "t", "t/ok", "t/ok/a.spv", "t/sub/b.spv", "t/z.spv"] {
+        let mode = if p.ends_with(".spv") { 0o644 } else { 0o777 };
+        std::fs::set_permissions(d.join(p), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    std::fs::set_permissions(d.join("t/sub"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let as_nobody = |args: &str| {
+        let o = sh(
+            &format!(r#"exec setpriv --reuid=65534 --regid=65534 --clear-groups "$0" {args}"#),
+            d,
+        );
+        assert!(
+            !stderr(&o).contains("setpriv:"),
+            "this test needs root for `setpriv` (CI and the dev machines run as root; util-linux): {}",
+            show(&o)
+        );
+        o
+    };
+    let o = as_nobody("validate t");
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("cannot search directory `t/sub`"), "{err}");
+    assert!(!err.contains("directory `t`"), "{err}");
+    assert!(
+        err.contains("checked 3 files: 2 ok, 1 unreadable"),
+        "the other modules are checked: {err}"
+    );
+    let o = as_nobody("validate t --format json");
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let files: Vec<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["t/ok/a.spv", "t/sub", "t/z.spv"]);
+    assert_eq!(doc["files"][1]["error"]["kind"], "io");
+    let o = as_nobody("lower t -o out");
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = stderr(&o);
+    assert!(err.contains("cannot search directory `t/sub`"), "{err}");
+    assert!(err.contains("1 IO error"), "{err}");
+    assert_eq!(files_below(&d.join("out")), ["ok/a.spv", "z.spv"]);
+    std::fs::set_permissions(d.join("t/sub"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}

@@ -14,6 +14,7 @@ use crate::rules::Rule;
 use crate::Sink;
 
 pub(crate) fn check(cx: &Cx<'_>, out: &mut Sink) {
+    check_id_bound(cx, out);
     let m = &cx.m;
     let mut last = None;
     for &(id, i) in &m.forward {
@@ -52,6 +53,34 @@ pub(crate) fn check(cx: &Cx<'_>, out: &mut Sink) {
             );
         }
     }
+}
+
+/// SG0005: the header's id bound (word 3) within SPIR-V's universal limit, which spirv-val
+/// enforces and `lower` refuses to pass.
+fn check_id_bound(cx: &Cx<'_>, out: &mut Sink) {
+    let bound = cx.m.bound;
+    if bound <= crate::MAX_ID_BOUND {
+        return;
+    }
+    out.diags.push(crate::Diagnostic {
+        rule: Rule::IdBoundTooLarge,
+        severity: Rule::IdBoundTooLarge.severity(),
+        message: format!(
+            "the id bound is {bound}, above SPIR-V's universal limit of {}",
+            crate::MAX_ID_BOUND
+        ),
+        location: crate::Location {
+            word_offset: 3,
+            inst_index: 0,
+            result_id: None,
+            function: None,
+        },
+        notes: vec![
+            "renumbering the ids densely (`spirv-opt --compact-ids`) brings the bound down".into(),
+        ],
+        disassembly: Some(format!("; Bound: {bound}")),
+        source: None,
+    });
 }
 
 /// SG0004: the operands of instruction `i` that name blocks (branch targets, merge blocks, phi
@@ -189,7 +218,42 @@ fn table_is_type(opcode: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testutil::{check, shader, Expect};
+    use crate::rules::testutil::{assemble, check, shader, Expect};
+
+    /// P06's leftover (issue 21): an id bound above 4,194,303 (spirv-val's "The id bound is
+    /// larger than the max id bound") is an error at the header's word 3; the limit itself is not.
+    #[test]
+    fn an_id_bound_above_the_universal_limit_is_an_error() {
+        let words = assemble(&shader("", "%r = OpSubgroupAllKHR %bool %true"), "spv1.3");
+        let findings = |bound: u32| {
+            let mut w = words.clone();
+            w[3] = bound;
+            crate::validate(&w, &crate::ValidateOptions::default())
+                .expect("parses")
+                .diagnostics
+        };
+        for bound in [0x40_0000, 0xFFFF_FFFF] {
+            let found = findings(bound);
+            let d = found
+                .iter()
+                .find(|d| d.rule.code() == "SG0005")
+                .unwrap_or_else(|| panic!("bound {bound:#x}: no SG0005 in {found:?}"));
+            assert_eq!(d.severity, crate::Severity::Error);
+            assert_eq!(d.location.word_offset, 3);
+            assert!(
+                d.message.contains(&format!("the id bound is {bound}")),
+                "{}",
+                d.message
+            );
+        }
+        for bound in [0x3F_FFFF, words[3]] {
+            let found = findings(bound);
+            assert!(
+                found.iter().all(|d| d.rule.code() != "SG0005"),
+                "bound {bound:#x}: {found:?}"
+            );
+        }
+    }
 
     #[test]
     fn undefined_ids_and_non_types() {

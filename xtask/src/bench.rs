@@ -154,7 +154,7 @@ fn root() -> PathBuf {
 /// Builds the CLI in release (what every benchmark times) and returns its path.
 fn build_release_cli(root: &Path) -> Result<PathBuf> {
     eprintln!("building spv-subgroup (release)...");
-    let st = crate::test::cargo()
+    let st = crate::process::cargo()
         .args(["build", "--release", "-p", "spv-subgroup"])
         .current_dir(root)
         .status()

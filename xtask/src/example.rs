@@ -13,7 +13,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use crate::test::{cargo, step};
+use crate::process::{cargo, step};
 
 /// Runs the example; `--run` also runs the lowered shader on lavapipe (through the test
 /// `cli_lavapipe`); other `args` are passed to `spv-subgroup lower` (e.g. `--subgroup-size 8`).

@@ -33,7 +33,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 
-use crate::test::{cargo, step};
+use crate::process::{cargo, step};
 
 /// The fuzz targets (binaries of the `spv-subgroup-fuzz` package) and the seed folder each reads.
 pub const TARGETS: &[(&str, &str)] = &[

@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::Context;
 
-use crate::test::step;
+use crate::process::step;
 
 /// How many inputs per target the committed corpus holds, regression inputs included: the
 /// replay tests (`fuzz/tests/replay.rs`, `cli_fuzz_corpus.rs`) run each one for every preset.

@@ -19,6 +19,7 @@ mod fuzz;
 mod fuzz_exec;
 mod fuzz_merge;
 mod gpu;
+mod process;
 mod test;
 
 use std::path::PathBuf;

@@ -14,9 +14,9 @@
 //! `--no-lint` skips step 2 and `--no-fuzz` step 4 (for a quick local run); `--fuzz-seconds N`
 //! sets step 4's budget (0 skips it); every other argument goes to the test runner.
 
-use std::process::Command;
+use anyhow::Context;
 
-use anyhow::{bail, Context};
+use crate::process::{cargo, step};
 
 /// Runs the steps above; `args` go to the test runner.
 pub fn run(args: &[String]) -> anyhow::Result<()> {
@@ -165,21 +165,4 @@ fn fuzz_run(seconds: u64) -> anyhow::Result<()> {
         "--quick".to_owned(),
     ])
     .context("step `fuzz` failed")
-}
-
-/// The cargo running us (so `cargo +toolchain xtask` stays on that toolchain).
-pub fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-}
-
-/// Runs one step, announcing it, and fails naming it.
-pub fn step(name: &str, cmd: &mut Command) -> anyhow::Result<()> {
-    eprintln!("xtask: {name}: {cmd:?}");
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot start step `{name}`"))?;
-    if !status.success() {
-        bail!("step `{name}` failed ({status})");
-    }
-    Ok(())
 }

@@ -362,11 +362,6 @@ fn special_kind(m: &std::fs::Metadata, through_link: bool) -> String {
     }
 }
 
-/// Writes `bytes` to `out`: `-` (and `/dev/stdout`) is stdout; see [`crate::output`] for files.
-pub fn write_atomically(out: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    crate::output::write_output(out, bytes)
-}
-
 /// Whether the error comes from writing into a closed pipe (e.g. `spv-subgroup ... | head`).
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {

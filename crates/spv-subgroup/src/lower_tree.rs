@@ -17,7 +17,7 @@ use anyhow::{bail, Context};
 use spv_subgroup_lower::LowerReport;
 
 use crate::io::{eprint_line, error_chain, find_spv, is_dash, show_path, terminal_text, Walk};
-use crate::lower::{Done, Job, Refused};
+use crate::lower_job::{Done, Job, Refused};
 use crate::output::{stage_output, Written};
 use crate::writeback::{Ticket, Writeback};
 use crate::{EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};

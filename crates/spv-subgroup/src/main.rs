@@ -9,6 +9,7 @@ mod args;
 mod explain;
 mod io;
 mod lower;
+mod lower_job;
 mod lower_tree;
 mod output;
 mod parallel;

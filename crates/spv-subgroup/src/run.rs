@@ -8,7 +8,8 @@ use anyhow::{bail, Context};
 use clap::Args;
 use spv_subgroup_sim::{Dispatch, Module, DEFAULT_STEP_LIMIT};
 
-use crate::io::{print_stdout, write_atomically};
+use crate::io::print_stdout;
+use crate::output::write_output;
 use crate::{EXIT_FINDINGS, EXIT_OK};
 
 /// Execute a compute shader in the simulator at any subgroup size from 1 to 128.
@@ -129,7 +130,7 @@ impl Opts {
                 .buffers
                 .get(&(*set, *binding))
                 .with_context(|| format!("--save {set}.{binding}: the module has no buffer at set {set}, binding {binding}"))?;
-            write_atomically(path, data)?;
+            write_output(path, data)?;
         }
         if self.report_undefined {
             let mut text = String::new();

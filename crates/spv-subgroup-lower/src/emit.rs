@@ -499,8 +499,14 @@ impl<'t> Emitter<'t> {
     }
 
     /// The id of a scalar or vector type, declaring it if the module lacks it.
+    ///
+    /// The emitted code computes with every type it asks for (bitcasts, selects, arithmetic), so
+    /// an 8-, 16- or 64-bit one needs its capability (`Int16`, ...) whether the module declared
+    /// the type or not: a module may declare a 16-bit type for 16-bit storage only, which allows
+    /// loads, stores and width-only conversions and nothing else (SG0504).
     pub(crate) fn ty(&mut self, ty: Ty) -> Id {
         if let Some(&id) = self.type_ids.get(&ty) {
+            self.need_width_cap(ty.scalar);
             return id;
         }
         let id = if ty.n > 1 {

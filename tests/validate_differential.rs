@@ -124,6 +124,10 @@ const DOCUMENTED: &[(&str, &str)] = &[
         "Target fit is ours alone: plain Vulkan 1.1 lacks VK_AMD_shader_ballot, the only source of the Groups capability in Vulkan, which spirv-val cannot know.",
     ),
     (
+        "spvasm/target_vulkan11_amd_ballot_ext.spvasm",
+        "Target fit is ours alone: plain Vulkan 1.1 lacks VK_AMD_shader_ballot, the device extension of SPV_AMD_shader_ballot's instructions, which spirv-val cannot know.",
+    ),
+    (
         "spvasm/target_version_above.spvasm",
         "Target fit is ours alone: the khr-ballot target consumes SPIR-V 1.0 and has no KHR vote; spirv-val is run with the module's own env.",
     ),

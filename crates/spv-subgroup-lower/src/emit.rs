@@ -209,6 +209,9 @@ pub(crate) struct Emitter<'t> {
     pub new_builtins: Vec<Id>,
     /// `GLSL.std.450` import, existing or new.
     glsl: Option<Id>,
+    /// The input's `SPV_AMD_shader_ballot` import, if any (its instructions are rewritten where
+    /// the target lacks `VK_AMD_shader_ballot`: `rewrite/amd_ballot.rs`).
+    pub amd_ballot: Option<Id>,
     /// New global instructions (types, constants, variables), in creation order.
     pub new_globals: Vec<Instruction>,
     /// New annotations (built-in decorations).
@@ -290,6 +293,7 @@ impl<'t> Emitter<'t> {
             builtins: HashMap::default(),
             new_builtins: Vec::new(),
             glsl: None,
+            amd_ballot: None,
             new_globals: Vec::new(),
             new_annotations: Vec::new(),
             new_ext_import: None,
@@ -326,6 +330,10 @@ impl<'t> Emitter<'t> {
             if matches!(inst.operands.first(), Some(Operand::LiteralString(s)) if s == "GLSL.std.450")
             {
                 em.glsl = inst.result_id;
+            }
+            if matches!(inst.operands.first(), Some(Operand::LiteralString(s)) if s == spv_subgroup_validate::fit::AMD_SHADER_BALLOT)
+            {
+                em.amd_ballot = inst.result_id;
             }
         }
         for inst in &module.types_global_values {

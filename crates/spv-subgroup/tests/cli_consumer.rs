@@ -149,3 +149,58 @@ fn n9_a_khr_ballot_of_a_uint_is_the_inputs_fault() {
         "{err}"
     );
 }
+
+/// Issue 21, part 3: `SPV_AMD_shader_ballot`'s instructions passed as fitting every preset and
+/// `lower` kept them. `validate --target` now reports each (and the extension) on a target
+/// without `VK_AMD_shader_ballot`; `lower` rewrites them for every preset that takes the module
+/// (khr-ballot consumes SPIR-V 1.0 only) and keeps them for a target that has the extension.
+#[test]
+fn amd_ballot_instructions_never_fit_a_target_without_the_extension() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let input = spvasm("fixtures/lower/groups/amd_ballot_uvec2.spvasm", "vulkan1.1");
+    let (o, _) = run(d, &input, &["validate", "in.spv", "--target", "vulkan1.1"]);
+    let found = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 1, "{found}");
+    for name in ["MbcntAMD", "WriteInvocationAMD", "SPV_AMD_shader_ballot"] {
+        assert!(found.contains(name), "{name}: {found}");
+    }
+    for target in ["vulkan1.1", "lavapipe", "naga", "nvidia"] {
+        let (o, out) = run(
+            d,
+            &input,
+            &["lower", "in.spv", "-o", "out.spv", "--target", target],
+        );
+        let err = stderr(&o);
+        assert_eq!(code(&o), 0, "--target {target}: {err}");
+        assert!(
+            err.contains("1 MbcntAMD") && err.contains("1 WriteInvocationAMD"),
+            "--target {target}: {err}"
+        );
+        let out = out.expect("written");
+        assert!(
+            !tools::disassemble(&out).contains("AMD"),
+            "--target {target}: the extension, its import or an instruction is left"
+        );
+        if let Err(e) = tools::spirv_val(&out, "vulkan1.1") {
+            panic!("--target {target}: spirv-val rejects the output:\n{e}");
+        }
+    }
+    // A device with VK_AMD_shader_ballot runs them as they are.
+    let (o, _) = run(d, &[], &["targets", "--show", "vulkan1.1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let shown = String::from_utf8_lossy(&o.stdout).replace("\"groups\": false", "\"groups\": true");
+    assert!(shown.contains("\"groups\": true"), "{shown}");
+    std::fs::write(d.join("amd.json"), shown).expect("target file writes");
+    let (o, out) = run(
+        d,
+        &input,
+        &["lower", "in.spv", "-o", "out.spv", "--target", "amd.json"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        out.as_deref(),
+        Some(input.as_slice()),
+        "written back unchanged"
+    );
+}

@@ -448,8 +448,30 @@ mod tests {
                 .iter()
                 .filter(|d| d.rule.code() == "SG0701")
                 .count();
-            assert_eq!(n, 3, "{t}: capability and two instructions: {r:?}");
+            assert_eq!(
+                n, 4,
+                "{t}: capability, extension and two instructions: {r:?}"
+            );
         }
+    }
+
+    /// Issue 21, part 3: AMD's ballot ext-insts need `ops.groups` (no preset has it).
+    #[test]
+    fn amd_ballot_ext_insts_need_the_groups_flag() {
+        let src = shader(
+            "OpExtension \"SPV_AMD_shader_ballot\"\n%amd = OpExtInstImport \"SPV_AMD_shader_ballot\"",
+            "%w = OpExtInst %uint %amd WriteInvocationAMD %uint_1 %uint_2 %uint_0",
+        );
+        let r = run(&src, "vulkan1.1", Some("vulkan1.1"));
+        let messages: Vec<&str> = r.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(messages[1].contains("WriteInvocationAMD"), "{messages:?}");
+        // A GLSL.std.450 instruction is never asked about.
+        let glsl = shader(
+            "%glsl = OpExtInstImport \"GLSL.std.450\"",
+            "%m = OpExtInst %uint %glsl UMin %uint_1 %uint_2",
+        );
+        check_target(&glsl, "vulkan1.1", Some("vulkan1.1"), Expect::Clean);
     }
 
     #[test]

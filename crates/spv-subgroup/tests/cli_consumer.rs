@@ -133,19 +133,38 @@ fn n9_a_khr_ballot_of_a_uint_is_the_inputs_fault() {
         assert!(err.contains("SG0504"), "--target {target}: {err}");
         assert!(!err.contains("internal error"), "--target {target}: {err}");
     }
-    // With the capability declared the predicate is still a `uint`: the rewrite refuses it.
-    let declared = text.replacen(
-        "OpCapability Shader",
-        "OpCapability Shader\nOpCapability SubgroupBallotKHR\nOpExtension \"SPV_KHR_shader_ballot\"",
-        1,
-    );
+    // With the capability declared the predicate is still a `uint` (SG0611, which spirv-val
+    // 2023.1 does not check): validate reports it and the rewrite refuses it.
+    let declared = text
+        .replacen(
+            "OpCapability SubgroupVoteKHR",
+            "OpCapability SubgroupVoteKHR\nOpCapability SubgroupBallotKHR",
+            1,
+        )
+        .replacen(
+            "OpExtension \"SPV_KHR_subgroup_vote\"",
+            "OpExtension \"SPV_KHR_subgroup_vote\"\nOpExtension \"SPV_KHR_shader_ballot\"",
+            1,
+        );
     let input = tools::assemble(&declared, "spv1.3").expect("variant assembles");
+    if let Err(e) = tools::spirv_val(&input, "spv1.3") {
+        panic!("the variant is what spirv-val 2023.1 accepts:\n{e}");
+    }
+    let (o, _) = run(d, &input, &["validate", "in.spv"]);
+    let found = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 1, "validate: {found}");
+    assert!(
+        found.contains("SG0611") && !found.contains("SG0504"),
+        "{found}"
+    );
     let (o, out) = run(d, &input, &["lower", "in.spv", "-o", "out.spv"]);
     let err = stderr(&o);
     assert_eq!(code(&o), 1, "{err}");
     assert!(out.is_none());
     assert!(
-        err.contains("Predicate must be a Boolean type") && err.contains("%28"),
+        err.contains("Predicate must be a Boolean type")
+            && err.contains("%28")
+            && err.contains("SG0611"),
         "{err}"
     );
 }

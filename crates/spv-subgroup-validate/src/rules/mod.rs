@@ -27,6 +27,7 @@ pub(crate) mod capability;
 pub(crate) mod capability_uses;
 pub(crate) mod common;
 pub(crate) mod core;
+pub(crate) mod khr_ballot;
 pub(crate) mod partition;
 pub(crate) mod partitioned_arith;
 pub(crate) mod provenance;
@@ -468,6 +469,16 @@ interface lists it (ray tracing needs SPIR-V 1.4, where the interface lists ever
 load counts when a ray entry point reaches its function. glslang decorates its own such built-ins; \
 spirv-val 2023.1 checks neither rule.";
 
+    "SG0611" KhrBallotOperandType "khr-ballot-operand-type" Error Invalid
+        doc: "A KHR ballot's Predicate is not a Boolean, or a KHR read's Value is not of its Result Type."
+        spec: "Predicate must be a Boolean type."
+        vuid: ""
+        explain: "SPV_KHR_shader_ballot, OpSubgroupBallotKHR: \"Predicate must be a Boolean type.\"; \
+OpSubgroupFirstInvocationKHR and OpSubgroupReadInvocationKHR: \"The type of Value must be the same as Result \
+Type.\" A ballot of an integer counts nothing meaningful, and a read of another type has no defined result. \
+spirv-val 2023.1 checks neither. `spv-subgroup lower` refuses such an input (exit 1) rather than rewrite it into \
+a core instruction that breaks the same rule in another form.";
+
     "SG0701" TargetMissingFeature "target-missing-feature" Error Invalid
         doc: "An instruction or capability the chosen target does not support."
         spec: "If pCode is a pointer to SPIR-V code, and pCode declares any of the capabilities listed in the SPIR-V Environment appendix, one of the corresponding requirements must be satisfied"
@@ -783,6 +794,7 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
             None => {}
         }
         capability_uses::check(cx, i, op, out);
+        khr_ballot::check(cx, i, op, out);
         if cx.target.is_some() {
             target_fit::check(cx, i, op, out);
         }
@@ -920,6 +932,7 @@ mod tests {
             ("capability", include_str!("capability.rs")),
             ("capability_uses", include_str!("capability_uses.rs")),
             ("core", include_str!("core.rs")),
+            ("khr_ballot", include_str!("khr_ballot.rs")),
             ("partition", include_str!("partition.rs")),
             ("partitioned_arith", include_str!("partitioned_arith.rs")),
             ("provenance", include_str!("provenance.rs")),

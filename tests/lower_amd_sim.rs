@@ -135,7 +135,7 @@ fn lowered_amd_ballot_instructions_match_the_extension() {
     let mut no_shuffle = Target::preset("vulkan1.1").expect("preset");
     no_shuffle.name = "vulkan1.1 without shuffles".into();
     no_shuffle.ops.shuffle = false;
-    let targets = ["vulkan1.1", "lavapipe", "naga", "nvidia"]
+    let targets = ["vulkan1.1", "lavapipe", "naga", "nvidia", "khr-ballot"]
         .iter()
         .map(|p| Target::preset(p).expect("preset"))
         .chain([no_shuffle]);

@@ -12,6 +12,12 @@ use crate::Sink;
 
 /// Checks one KHR ballot instruction; returns at once for any other opcode.
 pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
+    if !matches!(
+        op,
+        Op::SubgroupBallotKHR | Op::SubgroupFirstInvocationKHR | Op::SubgroupReadInvocationKHR
+    ) {
+        return;
+    }
     let m = &cx.m;
     let (Some(result_type), Some(value)) = (m.word(i, 1), m.word(i, 3)) else {
         return;

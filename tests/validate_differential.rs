@@ -124,6 +124,14 @@ const DOCUMENTED: &[(&str, &str)] = &[
         "Target fit is ours alone: plain Vulkan 1.1 lacks VK_AMD_shader_ballot, the only source of the Groups capability in Vulkan, which spirv-val cannot know.",
     ),
     (
+        "spvasm/target_vulkan11_amd_ballot_ext.spvasm",
+        "Target fit is ours alone: plain Vulkan 1.1 lacks VK_AMD_shader_ballot, the device extension of SPV_AMD_shader_ballot's instructions, which spirv-val cannot know.",
+    ),
+    (
+        "spvasm/khr_ballot_predicate_uint.spvasm",
+        "SPV_KHR_shader_ballot, OpSubgroupBallotKHR: \"Predicate must be a Boolean type.\" spirv-val 2023.1 does not check the operand types of the KHR ballot instructions (SG0611).",
+    ),
+    (
         "spvasm/target_version_above.spvasm",
         "Target fit is ours alone: the khr-ballot target consumes SPIR-V 1.0 and has no KHR vote; spirv-val is run with the module's own env.",
     ),

@@ -566,7 +566,11 @@ fn name_error(err: LowerError, inst: &Instruction) -> LowerError {
             ..
         } => LowerError::Unsupported {
             result_id: inst.result_id.unwrap_or(0),
-            opcode: format!("Op{:?}", inst.class.opcode),
+            // An ext-inst is named by its instruction (`OpExtInst MbcntAMD`).
+            opcode: match inst.class.opcode {
+                Op::ExtInst => format!("OpExtInst {}", rewrite::kind_name(inst)),
+                op => format!("Op{op:?}"),
+            },
             word_offset,
             target,
             missing,

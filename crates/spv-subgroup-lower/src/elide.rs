@@ -181,7 +181,8 @@ pub(crate) fn push(insts: &mut Vec<Instruction>, offset: usize, count: usize, ph
 }
 
 /// Whether the sparse load keeps `inst` as an instruction: the pass reads or changes it.
-/// `watched` holds the built-in variables and the access chains into them.
+/// `watched` holds the built-in variables and the access chains into them, and the
+/// `SPV_AMD_shader_ballot` import (its instructions are rewritten).
 pub(crate) fn keep(inst: &Instruction, watched: &HashSet<u32>) -> bool {
     let op = inst.class.opcode;
     // A block split by a rewrite keeps its tail (selection merge and terminator included) in

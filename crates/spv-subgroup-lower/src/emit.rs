@@ -209,6 +209,9 @@ pub(crate) struct Emitter<'t> {
     pub new_builtins: Vec<Id>,
     /// `GLSL.std.450` import, existing or new.
     glsl: Option<Id>,
+    /// The input's `SPV_AMD_shader_ballot` import, if any (its instructions are rewritten where
+    /// the target lacks `VK_AMD_shader_ballot`: `rewrite/amd_ballot.rs`).
+    pub amd_ballot: Option<Id>,
     /// New global instructions (types, constants, variables), in creation order.
     pub new_globals: Vec<Instruction>,
     /// New annotations (built-in decorations).
@@ -290,6 +293,7 @@ impl<'t> Emitter<'t> {
             builtins: HashMap::default(),
             new_builtins: Vec::new(),
             glsl: None,
+            amd_ballot: None,
             new_globals: Vec::new(),
             new_annotations: Vec::new(),
             new_ext_import: None,
@@ -326,6 +330,10 @@ impl<'t> Emitter<'t> {
             if matches!(inst.operands.first(), Some(Operand::LiteralString(s)) if s == "GLSL.std.450")
             {
                 em.glsl = inst.result_id;
+            }
+            if matches!(inst.operands.first(), Some(Operand::LiteralString(s)) if s == spv_subgroup_validate::fit::AMD_SHADER_BALLOT)
+            {
+                em.amd_ballot = inst.result_id;
             }
         }
         for inst in &module.types_global_values {
@@ -499,8 +507,14 @@ impl<'t> Emitter<'t> {
     }
 
     /// The id of a scalar or vector type, declaring it if the module lacks it.
+    ///
+    /// The emitted code computes with every type it asks for (bitcasts, selects, arithmetic), so
+    /// an 8-, 16- or 64-bit one needs its capability (`Int16`, ...) whether the module declared
+    /// the type or not: a module may declare a 16-bit type for 16-bit storage only, which allows
+    /// loads, stores and width-only conversions and nothing else (SG0504).
     pub(crate) fn ty(&mut self, ty: Ty) -> Id {
         if let Some(&id) = self.type_ids.get(&ty) {
+            self.need_width_cap(ty.scalar);
             return id;
         }
         let id = if ty.n > 1 {

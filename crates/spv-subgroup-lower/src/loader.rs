@@ -315,7 +315,7 @@ impl Sparse<'_, '_> {
     }
 }
 
-/// The ids decorated `BuiltIn`.
+/// The ids decorated `BuiltIn`, and the `SPV_AMD_shader_ballot` import: the pass reads their users.
 fn builtin_variables(module: &Module) -> HashSet<u32> {
     module
         .annotations
@@ -325,6 +325,17 @@ fn builtin_variables(module: &Module) -> HashSet<u32> {
             [Operand::IdRef(v), Operand::Decoration(Decoration::BuiltIn), ..] => Some(*v),
             _ => None,
         })
+        // The users of AMD's ballot instruction set, its `OpExtInst`s, are rewritten too.
+        .chain(
+            module
+                .ext_inst_imports
+                .iter()
+                .filter(|i| {
+                    matches!(i.operands.first(), Some(Operand::LiteralString(s))
+                        if s == spv_subgroup_validate::fit::AMD_SHADER_BALLOT)
+                })
+                .filter_map(|i| i.result_id),
+        )
         .collect()
 }
 

@@ -285,6 +285,43 @@ pub(crate) fn op_of(opcode: u32) -> Option<spirv::Op> {
     op_table().get(opcode as usize).and_then(|o| o.op)
 }
 
+/// The words (counted from the opcode word, 0) of an instruction with raw `opcode` and `wc` words
+/// that hold <id> operands other than its Result Type and Result <id>, as the operand table lays
+/// them out. `OpPhi` (value and parent pairs) and `OpExtInst` (the set, then the operands after
+/// the instruction number) are laid out here too; `None` for any other opcode whose operands the
+/// table cannot lay out (strings, pairs), where a caller must not guess.
+pub(crate) fn id_operand_words(opcode: u32, wc: usize) -> Option<Vec<usize>> {
+    let info = op_table().get(opcode as usize)?;
+    let first = 1 + usize::from(info.has_type) + usize::from(info.has_result);
+    match info.op {
+        Some(spirv::Op::Phi) => return Some((first..wc).collect()),
+        Some(spirv::Op::ExtInst) => {
+            return Some(
+                std::iter::once(3)
+                    .chain(5..wc)
+                    .filter(|&k| k < wc)
+                    .collect(),
+            )
+        }
+        _ => {}
+    }
+    let walk = info.walk.as_ref()?;
+    let classes = walk
+        .fixed
+        .iter()
+        .copied()
+        .map(Some)
+        .chain(std::iter::repeat(walk.tail));
+    Some(
+        (1..wc)
+            .zip(classes)
+            .map_while(|(k, class)| class.map(|c| (k, c)))
+            .filter(|&(k, c)| c == WordClass::Id && k >= first)
+            .map(|(k, _)| k)
+            .collect(),
+    )
+}
+
 /// Words a mandatory operand takes at least.
 fn fixed_words(kind: OperandKind) -> u16 {
     match kind {

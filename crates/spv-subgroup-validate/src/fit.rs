@@ -103,6 +103,10 @@ pub enum Missing {
     /// `shaderSubgroupRotateClustered` (a feature, not a capability: both need
     /// `GroupNonUniformRotateKHR`).
     RotateClustered,
+    /// An instruction of an extended instruction set that declares no capability but needs a
+    /// device extension: `SPV_AMD_shader_ballot`'s, which need `VK_AMD_shader_ballot` (the
+    /// target's `ops.groups`).
+    DeviceExtension(&'static str),
 }
 
 impl std::fmt::Display for Missing {
@@ -119,6 +123,7 @@ impl std::fmt::Display for Missing {
             Missing::RotateClustered => {
                 write!(f, "clustered rotates (`shaderSubgroupRotateClustered`)")
             }
+            Missing::DeviceExtension(e) => write!(f, "the device extension `{e}` (`ops.groups`)"),
         }
     }
 }
@@ -379,6 +384,28 @@ fn restriction(t: &Target, inst: &InstFit) -> Option<Restriction> {
     }
 }
 
+/// The name of `SPV_AMD_shader_ballot`'s extended instruction set (and of the extension).
+pub const AMD_SHADER_BALLOT: &str = "SPV_AMD_shader_ballot";
+
+/// The instructions of `SPV_AMD_shader_ballot`'s extended instruction set, by number.
+pub fn amd_ballot_instruction(number: u32) -> Option<&'static str> {
+    Some(match number {
+        1 => "SwizzleInvocationsAMD",
+        2 => "SwizzleInvocationsMaskedAMD",
+        3 => "WriteInvocationAMD",
+        4 => "MbcntAMD",
+        _ => return None,
+    })
+}
+
+/// What `t` lacks for instruction `number` of the extended instruction set imported as `set`
+/// (an `OpExtInst`): `SPV_AMD_shader_ballot`'s four need `VK_AMD_shader_ballot`, the target's
+/// `ops.groups` (docs/targets.md); no other set's instruction is a subgroup one.
+pub fn missing_ext_inst(t: &Target, set: &str, number: u32) -> Option<Missing> {
+    (set == AMD_SHADER_BALLOT && amd_ballot_instruction(number).is_some() && !t.ops.groups)
+        .then_some(Missing::DeviceExtension("VK_AMD_shader_ballot"))
+}
+
 /// What `t` lacks for a variable decorated with built-in `b` (a raw `BuiltIn` number).
 pub fn missing_builtin(t: &Target, b: u32) -> Option<Missing> {
     let builtin = BuiltIn::from_u32(b)?;
@@ -546,6 +573,28 @@ mod tests {
         assert_eq!(value_operand(Op::GroupIMulKHR), Some(2));
         assert_eq!(value_operand(Op::GroupAll), None);
         assert_eq!(value_operand(Op::GroupNonUniformQuadAnyKHR), None);
+    }
+
+    #[test]
+    fn amd_ballot_instructions_need_the_groups_flag() {
+        for n in 1..=4 {
+            for p in ["vulkan1.1", "lavapipe", "nvidia", "khr-ballot", "naga"] {
+                assert_eq!(
+                    missing_ext_inst(&preset(p), AMD_SHADER_BALLOT, n),
+                    Some(Missing::DeviceExtension("VK_AMD_shader_ballot")),
+                    "{p} {n}"
+                );
+            }
+            let mut amd = preset("vulkan1.1");
+            amd.ops.groups = true;
+            assert_eq!(missing_ext_inst(&amd, AMD_SHADER_BALLOT, n), None);
+        }
+        assert_eq!(missing_ext_inst(&preset("naga"), "GLSL.std.450", 4), None);
+        assert_eq!(
+            missing_ext_inst(&preset("naga"), AMD_SHADER_BALLOT, 5),
+            None
+        );
+        assert_eq!(amd_ballot_instruction(4), Some("MbcntAMD"));
     }
 
     #[test]

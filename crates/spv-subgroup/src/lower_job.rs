@@ -107,9 +107,13 @@ impl Job {
             LowerError::Unsupported { .. } => {
                 refuse("unsupported", format!("error: `{name}`: {e}"))
             }
-            LowerError::Invalid { .. } => {
-                refuse("invalid", format!("error: `{name}` cannot be lowered: {e}"))
-            }
+            LowerError::Invalid { .. } => refuse(
+                "invalid",
+                format!(
+                    "error: `{name}` cannot be lowered: {e}{}",
+                    Self::input_findings(name, words, &opts.target.target_env)
+                ),
+            ),
         })?;
         #[cfg(debug_assertions)]
         let lowered = if report.changed {
@@ -144,6 +148,25 @@ impl Job {
             max_subgroup_size: self.opts.target.max_subgroup_size,
             ..base
         })
+    }
+
+    /// For an input the pass found invalid: our validator's errors on it (without the target,
+    /// as verification judges an input on its own), so the refusal names the rule it breaks as
+    /// every other target's refusal of the same input does; empty when the validator finds none.
+    fn input_findings(name: &str, words: &[u32], env: &str) -> String {
+        let opts = spv_subgroup_validate::ValidateOptions {
+            target_env: Some(env.to_owned()),
+            target: None,
+        };
+        match spv_subgroup_validate::validate(words, &opts) {
+            Ok(mut report) if report.has_errors() => {
+                report
+                    .diagnostics
+                    .retain(|d| d.severity == spv_subgroup_validate::Severity::Error);
+                format!("\n{}", render_human(&report, name).trim_end())
+            }
+            _ => String::new(),
+        }
     }
 
     /// Explains a failed verification: the input's own fault (exit 1) or ours (exit 3).

@@ -48,6 +48,19 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
         Some(Operand::IdRef(v)) => *v,
         _ => return Err(invalid(inst, "the value operand is missing")),
     };
+    // Core: "The type of Value must be the same as Result Type." A move of anything else (a
+    // pointer, issue 21's N5) is refused here: the rewrite below would hide the error (the
+    // `OpSelect` of a pointer is a new, different one) where every other target keeps the op and
+    // verification blames the input (SG0603).
+    if code.em.ty_of_value(value) != Some(ty) {
+        return Err(invalid(
+            inst,
+            format!(
+                "Op{:?}: the type of Value must be the same as Result Type (SG0603)",
+                inst.class.opcode
+            ),
+        ));
+    }
     let uty = Ty::U32.with_n(ty.n);
     let one = code.em.splat(uty, 1);
     let zero = code.em.splat(uty, 0);

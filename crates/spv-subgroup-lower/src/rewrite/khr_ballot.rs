@@ -47,7 +47,25 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
         .result_type
         .and_then(|t| code.em.ty_of_id(t))
         .ok_or_else(|| invalid(inst, "the result type must be a scalar or vector"))?;
+    // The rewrite must not turn an invalid input into another error of the output (issue 21,
+    // N9: a ballot of a `uint` became a core ballot breaking SG0603, blamed on the pass).
+    let value_ty = code.em.ty_of_value(value);
     match inst.class.opcode {
+        Op::SubgroupBallotKHR if value_ty.map(|t| (t.scalar, t.n)) != Some((Scalar::Bool, 1)) => {
+            Err(invalid(
+                inst,
+                "OpSubgroupBallotKHR: \"Predicate must be a Boolean type.\" (SPV_KHR_shader_ballot)",
+            ))
+        }
+        Op::SubgroupFirstInvocationKHR | Op::SubgroupReadInvocationKHR if value_ty != Some(ty) => {
+            Err(invalid(
+                inst,
+                format!(
+                    "Op{:?}: the type of Value must be the same as Result Type",
+                    inst.class.opcode
+                ),
+            ))
+        }
         Op::SubgroupBallotKHR => {
             code.em.need(Capability::GroupNonUniformBallot);
             Ok(code.op(Op::GroupNonUniformBallot, ty, &[scope, value]))

@@ -12,6 +12,7 @@
 //! | inclusive/exclusive scans other than Add/Mul | them (naga) | `scan` |
 //! | shuffles and broadcasts of bools | them (naga) | `bool_move` |
 //! | loads of the mask built-ins | them (naga) | `masks` |
+//! | `SPV_AMD_shader_ballot`'s `MbcntAMD`, `WriteInvocationAMD`, `SwizzleInvocations(Masked)AMD` | `VK_AMD_shader_ballot` (`ops.groups`) | `amd_ballot` |
 //! | `OpSubgroupBallotKHR`/`FirstInvocationKHR`/`ReadInvocationKHR` | `SPV_KHR_shader_ballot` | `khr_ballot` |
 //! | quad ops, `ShuffleUp/Down`, `Shuffle/Xor`, `Broadcast`, `RotateKHR` (any type) | their own capability (clustered rotates too) | `lane_read` |
 //! | broadcasts, shuffles, quad ops, rotates, KHR reads of 8/16/64-bit values | extended types | `wide_move` |
@@ -34,6 +35,7 @@ use spv_subgroup_validate::fit::{self, InstFit, Kind, Missing, ValueType};
 use crate::emit::{Code, Emitter, Id, Scalar, Ty};
 use crate::{LowerError, Target};
 
+mod amd_ballot;
 mod ballot_bits;
 mod bool_move;
 mod groups;
@@ -82,7 +84,9 @@ pub(crate) fn prepare(module: &mut Module, target: &Target) {
 /// Whether the module has a declaration (not an instruction) the target lacks and the pass
 /// removes: a mask built-in variable, or the `SubgroupBallotKHR` capability.
 pub(crate) fn has_removable_globals(module: &Module, target: &Target) -> bool {
-    masks::declared(module, target) || khr_ballot::declared(module, target)
+    masks::declared(module, target)
+        || khr_ballot::declared(module, target)
+        || amd_ballot::declared(module, target)
 }
 
 /// Module-level clean-up after every function is rewritten: mask built-in variables nothing
@@ -97,7 +101,8 @@ pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
             .flat_map(|f| &f.blocks)
             .flat_map(|b| &b.instructions)
             .any(leaves_khr_ballot);
-    khr_ballot::finish(module, target, left) || masks
+    let amd = amd_ballot::finish(module, target);
+    khr_ballot::finish(module, target, left) || masks || amd
 }
 
 /// [`finish`] of a module whose functions are not held (`lower_words` streams them):
@@ -110,7 +115,8 @@ pub(crate) fn finish_streamed(
     masks: Option<(&BTreeSet<Id>, &BTreeSet<Id>)>,
 ) -> bool {
     let masks = masks.is_some_and(|(vars, used)| masks::remove_unused_given(module, vars, used));
-    khr_ballot::finish(module, target, khr_ballot_left) || masks
+    let amd = amd_ballot::finish(module, target);
+    khr_ballot::finish(module, target, khr_ballot_left) || masks || amd
 }
 
 /// Whether `inst` is a KHR ballot instruction (it keeps `SubgroupBallotKHR` declared).
@@ -177,6 +183,7 @@ pub(crate) fn missing(inst: &Instruction, em: &Emitter) -> Vec<Missing> {
 pub(crate) fn needs_rewrite(inst: &Instruction, em: &Emitter) -> bool {
     masks::needs(inst, em)
         || (fit::is_subgroup_op(inst.class.opcode) && !missing(inst, em).is_empty())
+        || amd_ballot::needs(inst, em)
 }
 
 /// Emits the replacement of `inst` into `code`; returns the id holding its result.
@@ -190,6 +197,7 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
     let lacks = missing(inst, code.em);
     match inst.class.opcode {
         op if is_khr_vote(op) => vote::lower(code, inst),
+        _ if amd_ballot::needs(inst, code.em) => amd_ballot::lower(code, inst),
         op if quad_vote::is_quad_vote(op) => quad_vote::lower(code, inst),
         _ if groups::needs(inst, &lacks) => groups::lower(code, inst),
         _ if masks::needs(inst, code.em) => masks::lower(code, inst),
@@ -249,6 +257,13 @@ pub(crate) fn kind_name(inst: &Instruction) -> String {
             };
             format!("Op{op:?} {g}")
         }
+        // The only ext-insts the pass rewrites are AMD's ballot ones.
+        (Op::ExtInst, None) => match inst.operands.get(1) {
+            Some(Operand::LiteralExtInstInteger(n)) => fit::amd_ballot_instruction(*n)
+                .unwrap_or("OpExtInst")
+                .to_owned(),
+            _ => "OpExtInst".to_owned(),
+        },
         (op, None) => format!("Op{op:?}"),
     }
 }

@@ -24,8 +24,10 @@ use crate::Sink;
 
 pub(crate) mod barrier;
 pub(crate) mod capability;
+pub(crate) mod capability_uses;
 pub(crate) mod common;
 pub(crate) mod core;
+pub(crate) mod khr_ballot;
 pub(crate) mod partition;
 pub(crate) mod partitioned_arith;
 pub(crate) mod provenance;
@@ -344,6 +346,32 @@ unknown string within a small edit distance of `SPV_KHR_subgroup_vote`, \
 `SPV_NV_shader_subgroup_partitioned` or `SPV_EXT_shader_subgroup_partitioned` is almost certainly a typo, \
 and the capability it was meant to enable is then not enabled.";
 
+    "SG0504" MissingCapability "missing-capability" Error Invalid
+        doc: "A type width or subgroup instruction used without a capability that enables it (Int16, SubgroupBallotKHR...)."
+        spec: "If an instruction, enumerant, or other feature specifies multiple enabling capabilities, only one such capability needs to be declared to use the feature."
+        vuid: ""
+        explain: "SPIR-V 2.1, Language Capabilities: \"If an instruction, enumerant, or other feature specifies multiple \
+enabling capabilities, only one such capability needs to be declared to use the feature.\" One of them must be declared: \
+this rule checks what no other rule does. Scalar widths: a 64-bit integer or float type needs `Int64` or `Float64`; an \
+8- or 16-bit type needs `Int8`, `Int16` or `Float16`, or one of the storage capabilities of SPV_KHR_8bit_storage and \
+SPV_KHR_16bit_storage, which allow far less. SPV_KHR_16bit_storage describes each of them: \"A type that is or contains \
+such a 16-bit type can be used only as an operand of an OpTypePointer instruction.\" and \"Other uses of 16-bit types \
+are not enabled by this capability.\"; its Validation Rules allow loads, stores, OpCopyObject and \"16-bit scalars or \
+16-bit vectors can be used as operands to a width-only conversion instruction to a 32-bit type (OpFConvert, OpSConvert, \
+or OpUConvert), and can be produced as results of a width-only conversion instruction from a 32-bit type.\", and end \
+\"Any other instructions not explicitly listed by the capabilities or allowed by the validations rules cannot operate \
+on variables with 16-bit scalar, 16-bit vector, or 16-bit composite types.\" SPV_KHR_8bit_storage says the same of \
+8-bit types (\"Other uses of 8-bit types are not enabled by this capability.\"). So an OpBitcast, arithmetic, a select \
+or a subgroup operation on such a value needs `Int8`, `Int16` or `Float16` (spirv-val: \"8- or 16-bit types can only \
+be used with width-only conversions\", \"Invalid use of 8- or 16-bit result\"). The AMD extensions \
+SPV_AMD_gpu_shader_int16 and SPV_AMD_gpu_shader_half_float enable the 16-bit types too. Subgroup instructions: \
+OpSubgroupBallotKHR, OpSubgroupFirstInvocationKHR and OpSubgroupReadInvocationKHR need `SubgroupBallotKHR`; \
+OpGroupNonUniformRotateKHR `GroupNonUniformRotateKHR`; the quad votes `QuadControlKHR`; OpGroupAll/Any/Broadcast, \
+OpGroupIAdd..OpGroupSMax and AMD's Op*NonUniformAMD `Groups`; OpGroupIMulKHR and the other uniform group instructions \
+`GroupUniformArithmeticKHR` (the KHR votes are SG0101's, the partitioned operations SG0201's, the core non-uniform \
+operations SG0601's). A lowering that computes with a type the input declared for storage only must declare the \
+capability itself; our lowering's verification runs this rule on every output.";
+
     "SG0601" CoreMissingCapability "core-missing-capability" Error Invalid
         doc: "A core OpGroupNonUniform* instruction used without its capability."
         spec: "If an instruction, enumerant, or other feature specifies multiple enabling capabilities, only one such capability needs to be declared to use the feature."
@@ -452,6 +480,16 @@ cached across that point would be stale. A variable counts as used by a stage wh
 interface lists it (ray tracing needs SPIR-V 1.4, where the interface lists every global a stage uses); a \
 load counts when a ray entry point reaches its function. glslang decorates its own such built-ins; \
 spirv-val 2023.1 checks neither rule.";
+
+    "SG0611" KhrBallotOperandType "khr-ballot-operand-type" Error Invalid
+        doc: "A KHR ballot's Predicate is not a Boolean, or a KHR read's Value is not of its Result Type."
+        spec: "Predicate must be a Boolean type."
+        vuid: ""
+        explain: "SPV_KHR_shader_ballot, OpSubgroupBallotKHR: \"Predicate must be a Boolean type.\"; \
+OpSubgroupFirstInvocationKHR and OpSubgroupReadInvocationKHR: \"The type of Value must be the same as Result \
+Type.\" A ballot of an integer counts nothing meaningful, and a read of another type has no defined result. \
+spirv-val 2023.1 checks neither. `spv-subgroup lower` refuses such an input (exit 1) rather than rewrite it into \
+a core instruction that breaks the same rule in another form.";
 
     "SG0701" TargetMissingFeature "target-missing-feature" Error Invalid
         doc: "An instruction or capability the chosen target does not support."
@@ -767,11 +805,14 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
             Some(Dispatch::Core) => core::check(cx, i, out),
             None => {}
         }
+        capability_uses::check(cx, i, op, out);
+        khr_ballot::check(cx, i, op, out);
         if cx.target.is_some() {
             target_fit::check(cx, i, op, out);
         }
     }
     capability::check_module(cx, out);
+    capability_uses::check_module(cx, out);
     partition::check_module(cx, out);
     core::check_module(cx, out);
     ray_volatile::check_module(cx, out);
@@ -903,7 +944,9 @@ mod tests {
         let files = [
             ("barrier", include_str!("barrier.rs")),
             ("capability", include_str!("capability.rs")),
+            ("capability_uses", include_str!("capability_uses.rs")),
             ("core", include_str!("core.rs")),
+            ("khr_ballot", include_str!("khr_ballot.rs")),
             ("partition", include_str!("partition.rs")),
             ("partitioned_arith", include_str!("partitioned_arith.rs")),
             ("provenance", include_str!("provenance.rs")),

@@ -70,7 +70,42 @@ fn describe(cx: &Cx<'_>, i: usize, op: Op) -> InstFit {
 /// Whether [`check`] looks at instructions with this opcode (decorations for the mask
 /// built-ins, and subgroup instructions); `rules::run` skips the others.
 pub(crate) fn looks_at(op: Op) -> bool {
-    op == Op::Decorate || fit::is_subgroup_op(op)
+    op == Op::Decorate || op == Op::ExtInst || fit::is_subgroup_op(op)
+}
+
+/// The name of the extended instruction set `set` (an `OpExtInstImport` id), if it is one.
+fn import_name(cx: &Cx<'_>, set: u32) -> Option<String> {
+    let i = cx.m.def_inst(set)?;
+    (cx.m.opcode(i) == Op::ExtInstImport as u32).then(|| cx.m.string(i, 2))
+}
+
+/// An `OpExtInst` of `SPV_AMD_shader_ballot`'s set on a target without `VK_AMD_shader_ballot`.
+fn check_ext_inst(cx: &Cx<'_>, t: &crate::Target, i: usize, out: &mut Sink) {
+    let m = &cx.m;
+    let (Some(set), Some(number)) = (m.word(i, 3), m.word(i, 4)) else {
+        return;
+    };
+    // Most ext-insts are GLSL.std.450's: only an AMD import's name is read in full.
+    if m.def_inst(set).map(|d| m.wc(d)) != Some(2 + fit::AMD_SHADER_BALLOT.len() / 4 + 1) {
+        return;
+    }
+    let Some(set_name) = import_name(cx, set) else {
+        return;
+    };
+    let Some(missing) = fit::missing_ext_inst(t, &set_name, number) else {
+        return;
+    };
+    let name = fit::amd_ballot_instruction(number).unwrap_or("?");
+    out.emit(
+        cx,
+        Rule::TargetMissingFeature,
+        i,
+        format!(
+            "`{name}` (`{set_name}`) is not supported by target `{}`",
+            t.name
+        ),
+        vec![format!("it needs {missing}"), LOWER_NOTE.into()],
+    );
 }
 
 pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
@@ -93,6 +128,10 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
                 );
             }
         }
+        return;
+    }
+    if op == Op::ExtInst {
+        check_ext_inst(cx, t, i, out);
         return;
     }
     if !fit::is_subgroup_op(op) {
@@ -144,6 +183,8 @@ pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {
                     "it needs `shaderSubgroupRotateClustered` (`ops.rotate_clustered`)".into(),
                 ],
             ),
+            // Only ext-insts lack a device extension (above).
+            Missing::DeviceExtension(_) => {}
             Missing::ExtendedTypes { width } => out.emit(
                 cx,
                 Rule::TargetExtendedTypes,
@@ -177,6 +218,25 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
                 ),
                 notes,
             );
+        }
+    }
+    // The extension of AMD's ballot instructions, which every target without
+    // `VK_AMD_shader_ballot` refuses (VUID-VkShaderModuleCreateInfo-pCode-08742).
+    if !t.ops.groups {
+        for (name, at) in &m.exts {
+            if name == fit::AMD_SHADER_BALLOT {
+                out.emit(
+                    cx,
+                    Rule::TargetMissingFeature,
+                    *at,
+                    format!("extension `{name}` is not supported by target `{}`", t.name),
+                    vec![
+                        "it needs the device extension `VK_AMD_shader_ballot` (`ops.groups`)"
+                            .into(),
+                        LOWER_NOTE.into(),
+                    ],
+                );
+            }
         }
     }
     if m.version > t.version_word() {
@@ -390,8 +450,30 @@ mod tests {
                 .iter()
                 .filter(|d| d.rule.code() == "SG0701")
                 .count();
-            assert_eq!(n, 3, "{t}: capability and two instructions: {r:?}");
+            assert_eq!(
+                n, 4,
+                "{t}: capability, extension and two instructions: {r:?}"
+            );
         }
+    }
+
+    /// Issue 21, part 3: AMD's ballot ext-insts need `ops.groups` (no preset has it).
+    #[test]
+    fn amd_ballot_ext_insts_need_the_groups_flag() {
+        let src = shader(
+            "OpExtension \"SPV_AMD_shader_ballot\"\n%amd = OpExtInstImport \"SPV_AMD_shader_ballot\"",
+            "%w = OpExtInst %uint %amd WriteInvocationAMD %uint_1 %uint_2 %uint_0",
+        );
+        let r = run(&src, "vulkan1.1", Some("vulkan1.1"));
+        let messages: Vec<&str> = r.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(messages[1].contains("WriteInvocationAMD"), "{messages:?}");
+        // A GLSL.std.450 instruction is never asked about.
+        let glsl = shader(
+            "%glsl = OpExtInstImport \"GLSL.std.450\"",
+            "%m = OpExtInst %uint %glsl UMin %uint_1 %uint_2",
+        );
+        check_target(&glsl, "vulkan1.1", Some("vulkan1.1"), Expect::Clean);
     }
 
     #[test]

@@ -1,37 +1,8 @@
 //! Findings: [`Diagnostic`], its [`Location`] and [`Severity`], and the [`Report`] that holds them.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::rules::Rule;
-
-/// How serious a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// The module breaks a rule of a specification ("must"): consumers may reject or miscompile it.
-    Error,
-    /// The module is legal but very likely wrong or wasteful.
-    Warning,
-    /// Extra information.
-    Note,
-}
-
-impl Severity {
-    /// The lowercase name, as printed (`error`, `warning`, `note`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Note => "note",
-        }
-    }
-}
-
-impl std::fmt::Display for Severity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::rule_table::{Rule, Severity};
 
 /// Where a finding is: the instruction it is about.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -115,38 +86,5 @@ impl Report {
     /// Whether there are no findings at all.
     pub fn is_empty(&self) -> bool {
         self.diagnostics.is_empty()
-    }
-}
-
-/// What the specification makes of a module a rule flags: the audit outcome of each rule
-/// (issue 13). Only `Invalid` and `Unsupported` rules are errors; undefined behaviour at run time
-/// and advice are warnings, so a valid module never fails validation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Kind {
-    /// The specification (or a Vulkan VUID for the environment) says "must" about the module.
-    Invalid,
-    /// The module is valid; executing the instruction is undefined behaviour.
-    Undefined,
-    /// The module is valid and defined, but very likely not what was meant.
-    Advice,
-    /// Valid SPIR-V that the chosen target's consumer rejects (only with `--target`).
-    Unsupported,
-}
-
-impl Kind {
-    /// The name as docs/rules.md prints it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Invalid => "invalid",
-            Kind::Undefined => "undefined behaviour",
-            Kind::Advice => "advice",
-            Kind::Unsupported => "unsupported by the target",
-        }
-    }
-}
-
-impl std::fmt::Display for Kind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }

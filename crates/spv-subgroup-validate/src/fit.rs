@@ -198,13 +198,36 @@ pub fn required_capability(op: Op, group_op: Option<u32>) -> Option<Capability> 
         | O::GroupLogicalAndKHR
         | O::GroupLogicalOrKHR
         | O::GroupLogicalXorKHR => C::GroupUniformArithmeticKHR,
-        op if crate::rules::is_arithmetic(op) => match group_op {
+        op if is_arithmetic(op) => match group_op {
             Some(g) if g == GroupOperation::ClusteredReduce as u32 => C::GroupNonUniformClustered,
             Some(6..=8) => C::GroupNonUniformPartitionedEXT,
             _ => C::GroupNonUniformArithmetic,
         },
         _ => return None,
     })
+}
+
+/// The 16 arithmetic group operations (the only ones a partitioned group operation may take).
+pub(crate) fn is_arithmetic(op: Op) -> bool {
+    matches!(
+        op,
+        Op::GroupNonUniformIAdd
+            | Op::GroupNonUniformFAdd
+            | Op::GroupNonUniformIMul
+            | Op::GroupNonUniformFMul
+            | Op::GroupNonUniformSMin
+            | Op::GroupNonUniformUMin
+            | Op::GroupNonUniformFMin
+            | Op::GroupNonUniformSMax
+            | Op::GroupNonUniformUMax
+            | Op::GroupNonUniformFMax
+            | Op::GroupNonUniformBitwiseAnd
+            | Op::GroupNonUniformBitwiseOr
+            | Op::GroupNonUniformBitwiseXor
+            | Op::GroupNonUniformLogicalAnd
+            | Op::GroupNonUniformLogicalOr
+            | Op::GroupNonUniformLogicalXor
+    )
 }
 
 /// The word holding the Memory scope of a barrier or atomic instruction, if `op` is one (the
@@ -270,7 +293,7 @@ pub fn value_operand(op: Op) -> Option<usize> {
         O::GroupNonUniformPartitionEXT
         | O::SubgroupFirstInvocationKHR
         | O::SubgroupReadInvocationKHR => Some(0),
-        op if crate::rules::is_arithmetic(op) => Some(2),
+        op if is_arithmetic(op) => Some(2),
         // Scope, Operation, X.
         op if required_capability(op, None).is_some_and(|c| {
             matches!(
@@ -354,7 +377,7 @@ fn restriction(t: &Target, inst: &InstFit) -> Option<Restriction> {
             && inst.result.is_some_and(|v| v.kind == Kind::Bool))
         .then_some(Restriction::BoolShuffle),
         O::GroupNonUniformAllEqual => r.no_all_equal.then_some(Restriction::AllEqual),
-        op if crate::rules::is_arithmetic(op) => {
+        op if is_arithmetic(op) => {
             let scan = matches!(inst.group_op, Some(1 | 2));
             let add_mul = matches!(
                 op,

@@ -17,12 +17,16 @@ mod diag;
 mod disasm;
 mod module;
 mod render;
+mod rule_docs;
+mod rule_table;
 pub mod rules;
+mod sink;
 mod source_map;
 
 pub use binary::{words_from_bytes, ParseError, ParseErrorKind};
-pub use diag::{Diagnostic, Kind, Location, Report, Severity, SourceLocation};
+pub use diag::{Diagnostic, Location, Report, SourceLocation};
 pub use render::{escape_controls, render_human, render_json, render_short};
+pub use rule_table::{Kind, Severity};
 pub use rules::Rule;
 
 use target::Target;
@@ -68,7 +72,7 @@ pub fn validate(words: &[u32], opts: &ValidateOptions) -> Result<Report, ParseEr
             .as_deref()
             .and_then(|e| module::env_max_spirv_version(e).map(|v| (e, v))),
     };
-    let mut sink = Sink::default();
+    let mut sink = sink::Sink::default();
     rules::wellformed::check(&cx, &mut sink);
     rules::run(&cx, &mut sink);
     let mut diagnostics = sink.diags;
@@ -81,66 +85,4 @@ pub fn validate(words: &[u32], opts: &ValidateOptions) -> Result<Report, ParseEr
         ))
     });
     Ok(Report { diagnostics })
-}
-
-/// Collects findings, plus facts the module-level rules need from the per-instruction pass.
-#[derive(Debug, Default)]
-pub(crate) struct Sink {
-    pub diags: Vec<Diagnostic>,
-    /// A vote KHR instruction was seen.
-    pub used_vote: bool,
-    /// A barrier or atomic with a Subgroup memory scope was seen in a Vulkan environment, which
-    /// VUID-StandaloneSpirv-SubgroupVoteKHR-07951 allows only with SubgroupVoteKHR,
-    /// GroupNonUniform or SubgroupBallotKHR declared: such a declaration is not unused.
-    pub subgroup_memory_scope: bool,
-    /// A partition op or partitioned group operation was seen.
-    pub used_partition: bool,
-    /// The first partition-related instruction and how many there are.
-    pub partition_insts: Option<(usize, usize)>,
-    /// The first core non-uniform instruction and how many there are.
-    pub core_insts: Option<(usize, usize)>,
-    /// Ballot values the provenance rule has proven to come from partition ops.
-    pub proven: std::collections::HashSet<u32>,
-    /// Ballot values the provenance rule could not prove, with the reason.
-    pub unproven: std::collections::HashMap<u32, rules::provenance::Unproven>,
-}
-
-impl Sink {
-    /// Reports a finding about instruction `i`; disassembles it only now.
-    pub(crate) fn emit(
-        &mut self,
-        cx: &module::Cx<'_>,
-        rule: Rule,
-        i: usize,
-        message: String,
-        mut notes: Vec<String>,
-    ) {
-        // The VUID travels with every finding of a rule Vulkan names, in human and JSON output.
-        // Only in a Vulkan environment, where the VUID applies.
-        if let Some(v) = rule.vuid() {
-            if cx.vulkan {
-                notes.push(format!("Vulkan: {v}"));
-            }
-        }
-        self.diags.push(Diagnostic {
-            rule,
-            severity: rule.severity(),
-            message,
-            location: cx.m.location(i),
-            notes,
-            disassembly: Some(disasm::instruction(&cx.m, i)),
-            source: None,
-        });
-    }
-
-    pub(crate) fn count_partition(&mut self, i: usize) {
-        self.used_partition = true;
-        let e = self.partition_insts.get_or_insert((i, 0));
-        e.1 += 1;
-    }
-
-    pub(crate) fn count_core(&mut self, i: usize) {
-        let e = self.core_insts.get_or_insert((i, 0));
-        e.1 += 1;
-    }
 }

@@ -13,6 +13,8 @@ use crate::binary::{op_table, IdMap, Inst, Parsed};
 use crate::diag::Location;
 use crate::target::Target;
 
+mod names;
+
 /// A decoded type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ty {
@@ -198,10 +200,9 @@ impl<'a> Module<'a> {
         m
     }
 
-    /// Friendly names of ids (see `disasm::friendly_names`), computed once.
+    /// Friendly names of ids (see [`names::friendly_names`]), computed once.
     pub(crate) fn names(&self) -> &std::collections::HashMap<u32, String> {
-        self.names
-            .get_or_init(|| crate::disasm::friendly_names(self))
+        self.names.get_or_init(|| names::friendly_names(self))
     }
 
     /// `%N`, followed by the id's OpName in parentheses when it has one.

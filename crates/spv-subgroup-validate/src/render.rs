@@ -5,7 +5,8 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
-use crate::diag::{Report, Severity};
+use crate::diag::Report;
+use crate::rule_table::Severity;
 
 /// The report as the CLI prints it; empty when there are no findings.
 ///

@@ -6,7 +6,7 @@ use spirv::{Capability as C, Op};
 use crate::module::Cx;
 use crate::rules::common::{memory_scope_word, opname, scope_value};
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 /// SG0609 on one barrier or atomic instruction.
 pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {

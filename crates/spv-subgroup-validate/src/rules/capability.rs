@@ -6,7 +6,7 @@ use spirv::Capability;
 use crate::module::Cx;
 use crate::rules::common::cap_name;
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 const VOTE_EXT: &str = "SPV_KHR_subgroup_vote";
 const NV_EXT: &str = "SPV_NV_shader_subgroup_partitioned";

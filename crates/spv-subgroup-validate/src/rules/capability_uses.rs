@@ -16,7 +16,7 @@ use crate::fit;
 use crate::module::{Cx, Ty};
 use crate::rules::common::{cap_text, describe, opname};
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 /// The capabilities of the 8-bit storage extension.
 const STORAGE_8: [C; 3] = [

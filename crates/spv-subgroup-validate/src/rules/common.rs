@@ -7,7 +7,7 @@ use spirv::{Capability, Op};
 use crate::binary::op_table;
 use crate::module::{Cx, Scalar, Ty};
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 /// UMin and UMax: "Result Type must be a scalar or vector of integer type, whose Signedness
 /// operand is 0" (SPIR-V 3.56.24), under every group operation, partitioned ones included.
@@ -197,29 +197,6 @@ pub(crate) fn scope_name(v: u32) -> String {
     }
 }
 
-/// The 16 arithmetic group operations (the only ones a partitioned group operation may take).
-pub(crate) fn is_arithmetic(op: Op) -> bool {
-    matches!(
-        op,
-        Op::GroupNonUniformIAdd
-            | Op::GroupNonUniformFAdd
-            | Op::GroupNonUniformIMul
-            | Op::GroupNonUniformFMul
-            | Op::GroupNonUniformSMin
-            | Op::GroupNonUniformUMin
-            | Op::GroupNonUniformFMin
-            | Op::GroupNonUniformSMax
-            | Op::GroupNonUniformUMax
-            | Op::GroupNonUniformFMax
-            | Op::GroupNonUniformBitwiseAnd
-            | Op::GroupNonUniformBitwiseOr
-            | Op::GroupNonUniformBitwiseXor
-            | Op::GroupNonUniformLogicalAnd
-            | Op::GroupNonUniformLogicalOr
-            | Op::GroupNonUniformLogicalXor
-    )
-}
-
 /// The core non-uniform instructions other than the arithmetic ones and `BallotBitCount`:
 /// `Elect`, the votes, broadcasts, ballots and their bit queries, shuffles and quad moves
 /// (the `core` family checks them; their operands after the scope are values).
@@ -266,4 +243,4 @@ pub(crate) fn scope_value(cx: &Cx<'_>, id: u32) -> Option<u32> {
     }
 }
 
-pub(crate) use crate::fit::memory_scope_word;
+pub(crate) use crate::fit::{is_arithmetic, memory_scope_word};

@@ -10,7 +10,7 @@ use crate::rules::common::{
     needs_unsigned, opname, scope_name, scope_value,
 };
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 /// What an operand must be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

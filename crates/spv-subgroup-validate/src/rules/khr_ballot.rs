@@ -8,7 +8,7 @@ use spirv::Op;
 use crate::module::{Cx, Scalar};
 use crate::rules::common::{describe, opname};
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 /// Checks one KHR ballot instruction; returns at once for any other opcode.
 pub(crate) fn check(cx: &Cx<'_>, i: usize, op: Op, out: &mut Sink) {

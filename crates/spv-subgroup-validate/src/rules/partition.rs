@@ -6,7 +6,7 @@ use spirv::Capability;
 use crate::module::Cx;
 use crate::rules::common::{describe, opname, require_capability};
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 /// Checks `%r = OpGroupNonUniformPartitionNV %type %value`.
 pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {

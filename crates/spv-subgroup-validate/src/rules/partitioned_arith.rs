@@ -10,7 +10,7 @@ use crate::rules::common::{
     require_capability, scope_name, scope_value,
 };
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 /// Checks a partitioned reduce/scan.
 pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {

@@ -10,7 +10,7 @@ use spirv::Op;
 use crate::module::{Cx, StoreKind};
 use crate::rules::common::opname;
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 /// A node of the search: a value, or a pointer whose stored values matter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -20,13 +20,7 @@ enum Node {
     Pointer(u32),
 }
 
-/// Why a path does not end at a partition op.
-#[derive(Clone, Debug)]
-pub(crate) struct Unproven {
-    /// The instruction the path ended at (or the id that had no definition).
-    id: u32,
-    why: String,
-}
+use crate::sink::Unproven;
 
 pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {
     let m = &cx.m;

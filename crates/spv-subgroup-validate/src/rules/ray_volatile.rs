@@ -19,7 +19,7 @@ use spirv::{BuiltIn, Capability, Decoration, ExecutionModel as M, Op};
 
 use crate::module::Cx;
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 /// The execution models the VUIDs name.
 const RAY_MODELS: [M; 5] = [

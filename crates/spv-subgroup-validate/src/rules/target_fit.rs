@@ -8,7 +8,7 @@ use crate::fit::{self, InstFit, Kind, Missing, Restriction, ValueType};
 use crate::module::{Cx, Scalar};
 use crate::rules::common::{cap_text, is_arithmetic, is_partitioned, opname};
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 const LOWER_NOTE: &str = "run `spv-subgroup lower` to rewrite it with operations the target has";
 

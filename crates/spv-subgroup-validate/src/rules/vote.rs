@@ -6,7 +6,7 @@ use spirv::Capability;
 use crate::module::{Cx, Ty};
 use crate::rules::common::{describe, opname};
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 /// Checks one vote instruction: `%r = OpSubgroup*KHR %type %predicate`.
 pub(crate) fn check(cx: &Cx<'_>, i: usize, out: &mut Sink) {

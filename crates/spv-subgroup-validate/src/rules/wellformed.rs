@@ -11,7 +11,7 @@ use crate::binary::op_table;
 use crate::module::{Cx, Scalar};
 use crate::rules::common::{is_arithmetic, is_core_lane_op, memory_scope_word, opname};
 use crate::rules::Rule;
-use crate::Sink;
+use crate::sink::Sink;
 
 pub(crate) fn check(cx: &Cx<'_>, out: &mut Sink) {
     check_id_bound(cx, out);

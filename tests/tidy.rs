@@ -6,6 +6,106 @@ use std::path::{Path, PathBuf};
 
 use spv_subgroup_tests::tools::workspace_root;
 
+/// The workspace's packages and, for each, its dependencies on other members: (name, kind),
+/// kind `normal`, `dev` or `build`, from `cargo metadata`.
+fn member_dependencies() -> std::collections::BTreeMap<String, Vec<(String, String)>> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(workspace_root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = meta["packages"].as_array().unwrap();
+    let names: Vec<&str> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    packages
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| names.contains(&d["name"].as_str().unwrap()))
+                .map(|d| {
+                    let kind = d["kind"].as_str().unwrap_or("normal").to_owned();
+                    (d["name"].as_str().unwrap().to_owned(), kind)
+                })
+                .collect();
+            (p["name"].as_str().unwrap().to_owned(), deps)
+        })
+        .collect()
+}
+
+/// Whether `to` is reached from `from` through normal and build dependencies.
+fn depends_on(
+    graph: &std::collections::BTreeMap<String, Vec<(String, String)>>,
+    from: &str,
+    to: &str,
+) -> bool {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut stack = vec![from.to_owned()];
+    while let Some(p) = stack.pop() {
+        if p == to {
+            return true;
+        }
+        if seen.insert(p.clone()) {
+            for (d, kind) in graph.get(&p).into_iter().flatten() {
+                if kind != "dev" {
+                    stack.push(d.clone());
+                }
+            }
+        }
+    }
+    false
+}
+
+/// A dev-dependency points down: the package a crate's tests use must not itself depend on
+/// that crate (else the crate is built twice, once as the dependency of its own test helper,
+/// and the two copies' types differ).
+#[test]
+fn dev_dependencies_point_down() {
+    let graph = member_dependencies();
+    assert!(
+        graph.len() >= 8,
+        "the workspace's members: {:?}",
+        graph.keys()
+    );
+    let mut up = Vec::new();
+    for (package, deps) in &graph {
+        for (dep, kind) in deps {
+            if kind == "dev" && depends_on(&graph, dep, package) {
+                up.push(format!(
+                    "{package} dev-depends on {dep}, which depends on {package}"
+                ));
+            }
+        }
+    }
+    assert!(
+        up.is_empty(),
+        "dev-dependencies pointing up:\n{}",
+        up.join("\n")
+    );
+    // The check can fail: a made-up graph where it must.
+    let mut fake = graph.clone();
+    fake.entry("spv-subgroup-tests".into())
+        .or_default()
+        .push(("spv-subgroup".into(), "normal".into()));
+    assert!(depends_on(&fake, "spv-subgroup-tests", "spv-subgroup"));
+}
+
 /// Collects the `.rs` files below `dir`, skipping build output, VCS data and hidden folders.
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let entries =

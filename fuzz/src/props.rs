@@ -1,8 +1,8 @@
 //! The properties every fuzz input is held to (issue 9 item 4, issue 12 item 3).
 //!
 //! [`cli_outcome`] makes the decision `spv-subgroup lower` makes about its exit status, with the
-//! library calls the CLI makes (`lower_words`, `verify_lowered`): refused (exit 1), lowered
-//! (exit 0), or blamed on us (exit 3). [`check_lower`] then asks, for one target:
+//! library calls the CLI makes (`lower_words`, `verify_lowered`) and the rule both read
+//! (`spv_subgroup_lower::Verdict`): refused (exit 1), lowered (exit 0), or blamed on us (exit 3). [`check_lower`] then asks, for one target:
 //! - the same input gives the same outcome and the same bytes (run twice);
 //! - a lowered module lowers to itself (byte for byte) and our validator accepts it with the
 //!   target (that is what "lowered" means in the CLI);
@@ -12,7 +12,7 @@
 //!
 //! Exit codes outside 0-3 and signals are the CLI's business: the replay test runs the binary.
 
-use spv_subgroup_lower::{lower_words, verify_lowered, LowerOptions, Target, VerifyError};
+use spv_subgroup_lower::{lower_words, verify_lowered, LowerOptions, Target, Verdict};
 
 use crate::tools::spirv_val_accepts;
 
@@ -48,8 +48,10 @@ pub fn cli_outcome(words: &[u32], target: &Target) -> Outcome {
             words: if report.changed { out } else { words.to_vec() },
             changed: report.changed,
         },
-        Err(e @ VerifyError::Internal { .. }) => Outcome::Internal(e.to_string()),
-        Err(e) => Outcome::Refused(e.to_string()),
+        Err(e) => match Verdict::of_verification(&e) {
+            Verdict::Internal => Outcome::Internal(e.to_string()),
+            _ => Outcome::Refused(e.to_string()),
+        },
     }
 }
 

@@ -106,10 +106,12 @@ mod outline;
 mod rewrite;
 mod stages;
 mod stream;
+mod verdict;
 mod verify;
 
 pub use driver::{lower, lower_words, MAX_ID_BOUND};
 pub use loader::{assemble, load, Loaded};
+pub use verdict::Verdict;
 pub use verify::{describe, lower_and_verify, verify_lowered, VerifyError};
 
 /// How an error names what it is about: `instruction %7 (OpFoo)`, or just `the module header`

@@ -5,13 +5,13 @@
 //! runs it on every file.
 
 use spv_subgroup_lower::{
-    lower_words, verify_lowered, LowerError, LowerOptions, LowerReport, VerifyError,
+    lower_words, verify_lowered, LowerError, LowerOptions, LowerReport, Verdict, VerifyError,
 };
 use spv_subgroup_validate::target::Target;
 use spv_subgroup_validate::{render_human, words_from_bytes};
 
 use crate::io::{eprint_line, terminal_text, Words};
-use crate::{EXIT_FINDINGS, EXIT_INTERNAL};
+use crate::EXIT_FINDINGS;
 
 /// What every module of a run is lowered with.
 pub struct Job {
@@ -75,7 +75,7 @@ impl Job {
     /// [`Job::lower`] of a module already read as words.
     pub fn lower_input(&self, name: &str, input: &Words, out: &str) -> Result<Done, Refused> {
         let refuse = |kind, message: String| Refused {
-            exit: EXIT_FINDINGS,
+            exit: Verdict::Refused.exit_status(),
             message,
             kind,
         };
@@ -172,20 +172,23 @@ impl Job {
     /// Explains a failed verification: the input's own fault (exit 1) or ours (exit 3).
     fn verify_failed(&self, name: &str, out: &str, e: VerifyError) -> Refused {
         const REPORT: &str = "internal error, please report it at https://github.com/spv-subgroup/spv-subgroup/issues";
+        // The exit status is the rule's (`Verdict`, shared with the fuzz properties); the arms
+        // only word the message.
+        let exit = Verdict::of_verification(&e).exit_status();
         match e {
             VerifyError::Binary(parse) => Refused {
-                exit: EXIT_FINDINGS,
+                exit,
                 message: format!("error: `{name}` is not a valid SPIR-V module: {parse}"),
                 kind: "malformed",
             },
             // `verify_lowered` does not lower; kept apart so a new case cannot be mistaken for ours.
             VerifyError::Lower(_) => Refused {
-                exit: EXIT_FINDINGS,
+                exit,
                 message: format!("error: `{name}` cannot be lowered: {e}"),
                 kind: "invalid",
             },
             VerifyError::Input { ref errors } => Refused {
-                exit: EXIT_FINDINGS,
+                exit,
                 message: format!(
                     "error: `{name}` cannot be lowered for target `{}`: it has constructs the target \
                      lacks that `lower` does not rewrite (or is itself invalid)\n{}\
@@ -203,14 +206,14 @@ impl Job {
                 unreadable: Some(parse),
                 ..
             } => Refused {
-                exit: EXIT_INTERNAL,
+                exit,
                 message: format!(
                     "error: {REPORT}: the lowered module does not parse: {parse}\nnote: `{out}` was not written"
                 ),
                 kind: "internal",
             },
             VerifyError::Internal { errors, .. } => Refused {
-                exit: EXIT_INTERNAL,
+                exit,
                 message: format!(
                     "error: {REPORT} (with the input module and this command line): the lowered module fails validation\n{}\
                      note: `{out}` was not written; --no-verify writes it anyway",

@@ -26,13 +26,13 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Exit status: the command did what was asked and found nothing at error level.
-pub const EXIT_OK: u8 = 0;
+pub const EXIT_OK: u8 = spv_subgroup_lower::Verdict::Lowered.exit_status();
 /// Exit status: a finding at error level, a malformed module, or a module that cannot be lowered.
-pub const EXIT_FINDINGS: u8 = 1;
+pub const EXIT_FINDINGS: u8 = spv_subgroup_lower::Verdict::Refused.exit_status();
 /// Exit status: a usage error (bad flag, unknown target or rule) or an IO error.
 pub const EXIT_USAGE: u8 = 2;
 /// Exit status of `lower`: the lowered module failed verification (a bug in spv-subgroup).
-pub const EXIT_INTERNAL: u8 = 3;
+pub const EXIT_INTERNAL: u8 = spv_subgroup_lower::Verdict::Internal.exit_status();
 
 const AFTER_HELP: &str = "\
 Examples:

@@ -70,10 +70,19 @@ fn build_and_run(linking: &[&str], name: &str) {
     run(&mut cc);
     let input = example_module(tmp.path());
     let output = tmp.path().join("out.spv");
+    // The program records the library's SONAME, libspv_subgroup.so.0, which cargo does not
+    // create (`cargo xtask install` does): link it to the built file, as an install would.
+    let soname_dir = tmp.path().join("lib");
+    std::fs::create_dir(&soname_dir).unwrap();
+    std::os::unix::fs::symlink(
+        libs.join("libspv_subgroup.so"),
+        soname_dir.join("libspv_subgroup.so.0"),
+    )
+    .unwrap();
     let text = run(Command::new(&exe)
         .arg(&input)
         .arg(&output)
-        .env("LD_LIBRARY_PATH", &libs));
+        .env("LD_LIBRARY_PATH", &soname_dir));
     assert!(
         text.contains("ok: spv-subgroup"),
         "the program did not finish:\n{text}"

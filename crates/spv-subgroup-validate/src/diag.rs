@@ -35,6 +35,7 @@ impl std::fmt::Display for Severity {
 
 /// Where a finding is: the instruction it is about.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[non_exhaustive]
 pub struct Location {
     /// Offset of the instruction's first word from the start of the module (the header is words 0-4).
     pub word_offset: usize,
@@ -48,6 +49,7 @@ pub struct Location {
 
 /// One finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Diagnostic {
     /// The rule that found it.
     pub rule: Rule,
@@ -65,9 +67,31 @@ pub struct Diagnostic {
 
 /// All findings on one module, ordered by position, then rule code.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// The findings.
     pub diagnostics: Vec<Diagnostic>,
+}
+
+impl From<Vec<Diagnostic>> for Report {
+    fn from(diagnostics: Vec<Diagnostic>) -> Report {
+        Report { diagnostics }
+    }
+}
+
+impl Diagnostic {
+    /// A finding of `rule` at `location`, at the rule's severity, with no notes or disassembly
+    /// (for tools that report their own findings alongside the validator's).
+    pub fn new(rule: Rule, message: impl Into<String>, location: Location) -> Diagnostic {
+        Diagnostic {
+            rule,
+            severity: rule.severity(),
+            message: message.into(),
+            location,
+            notes: Vec::new(),
+            disassembly: None,
+        }
+    }
 }
 
 impl Report {
@@ -96,6 +120,7 @@ impl Report {
 /// (issue 13). Only `Invalid` and `Unsupported` rules are errors; undefined behaviour at run time
 /// and advice are warnings, so a valid module never fails validation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum Kind {
     /// The specification (or a Vulkan VUID for the environment) says "must" about the module.
     Invalid,

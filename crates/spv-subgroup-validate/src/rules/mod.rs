@@ -1,6 +1,6 @@
 //! The rule table (single source of truth: [`Rule`]) and the per-instruction dispatch.
 //!
-//! Each rule family lives in its own file with a `pub(crate) fn check(...)`; [`run`] calls them
+//! Each rule family lives in its own file with a `pub(crate) fn check(...)`; `run` calls them
 //! with a plain `match` on the opcode. Codes are stable and never reused; each family owns a range:
 //!
 //! | range | family |

@@ -29,6 +29,7 @@ pub const PACKAGES: &[(&str, &str)] = &[
         "cmake",
         "cmake (the install test builds C and C++ programs with the installed CMake package)",
     ),
+    ("make", "make (CMake's default generator, for the install test)"),
     ("binutils", "nm (the C interface test lists the shared library's exports)"),
 ];
 
@@ -126,6 +127,7 @@ fn check_path_only() -> anyhow::Result<()> {
         "glslangValidator",
         "vulkaninfo",
         "cmake",
+        "make",
         "pkg-config",
         "nm",
     ];

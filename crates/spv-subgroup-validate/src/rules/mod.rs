@@ -47,8 +47,11 @@ macro_rules! declare_rules {
         spec: $spec:literal
         vuid: $vuid:literal
         explain: $explain:literal; )*) => {
-        /// A validator rule. Generated from the table in `rules/mod.rs`.
+        /// A validator rule. Generated from the table in `rules/mod.rs`; rules are added in
+        /// minor versions, so the enum is `#[non_exhaustive]` (match on [`Rule::code`] or keep a
+        /// wildcard arm).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
         pub enum Rule {
             $(
                 #[doc = $doc]

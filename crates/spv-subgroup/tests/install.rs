@@ -183,6 +183,53 @@ target_link_libraries(cmake_cpp PRIVATE spv-subgroup::static)
     check_program(&build.join("cmake_cpp"), &prefix, false, tmp.path());
 }
 
+#[test]
+fn the_cmake_package_checks_the_version_asked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prefix = tmp.path().join("prefix");
+    install_into(&prefix, None);
+    let (major, minor) = {
+        let mut v = install::VERSION.split('.');
+        (v.next().unwrap().to_owned(), v.next().unwrap().to_owned())
+    };
+    // A project without languages configures in a fraction of a second: only find_package runs.
+    let project = tmp.path().join("versions");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(
+        project.join("CMakeLists.txt"),
+        format!(
+            r#"cmake_minimum_required(VERSION 3.10)
+project(versions NONE)
+find_package(spv-subgroup {version} EXACT REQUIRED CONFIG)
+find_package(spv-subgroup {major}.{minor} REQUIRED CONFIG)
+find_package(spv-subgroup {major}.{next_minor} QUIET CONFIG)
+if(spv-subgroup_FOUND)
+  message(FATAL_ERROR "a different minor version of a 0.x release was accepted")
+endif()
+find_package(spv-subgroup {next_major} QUIET CONFIG)
+if(spv-subgroup_FOUND)
+  message(FATAL_ERROR "a newer major version was accepted")
+endif()
+message(STATUS "versions checked")
+"#,
+            version = install::VERSION,
+            next_minor = minor.parse::<u32>().unwrap() + 1,
+            next_major = major.parse::<u32>().unwrap() + 1,
+        ),
+    )
+    .unwrap();
+    let text = run(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(&project)
+            .arg("-B")
+            .arg(tmp.path().join("versions-build"))
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display())),
+        INSTALL_HINT,
+    );
+    assert!(text.contains("versions checked"), "{text}");
+}
+
 /// pkg-config's output split as a shell would (it escapes spaces in paths with `\`).
 fn shell_words(text: &str) -> Vec<String> {
     let mut words = vec![];

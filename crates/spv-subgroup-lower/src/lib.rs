@@ -77,6 +77,12 @@ impl LowerOptions {
         }
     }
 
+    /// These options for another target.
+    pub fn with_target(mut self, target: Target) -> Self {
+        self.target = target;
+        self
+    }
+
     /// These options with the subgroup size the output will run with (`None`: any).
     pub fn with_subgroup_size(mut self, subgroup_size: Option<u32>) -> Self {
         self.subgroup_size = subgroup_size;

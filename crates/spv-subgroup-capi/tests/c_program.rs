@@ -16,7 +16,9 @@ fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
     let deps = exe.parent().expect("deps/");
     let profile = deps.parent().expect("the profile directory");
-    for dir in [profile, deps] {
+    // `deps/` first: cargo built that copy for this run; the profile directory may hold an
+    // older one from another build (it is refreshed only when the library is built on its own).
+    for dir in [deps, profile] {
         if dir.join("libspv_subgroup.a").exists() && dir.join("libspv_subgroup.so").exists() {
             return dir.to_owned();
         }

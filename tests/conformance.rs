@@ -304,12 +304,9 @@ fn lower_checked_target(
 ) -> Result<Vec<u32>, String> {
     lower_checked_opts(
         words,
-        LowerOptions {
-            target,
-            subgroup_size,
-            float_partition,
-            ..LowerOptions::default()
-        },
+        LowerOptions::new(target)
+            .with_subgroup_size(subgroup_size)
+            .with_float_partition(float_partition),
     )
 }
 
@@ -322,10 +319,9 @@ fn lower_checked_opts(words: &[u32], opts: LowerOptions) -> Result<Vec<u32>, Str
     tools::spirv_val(&out, &env)
         .map_err(|e| format!("spirv-val --target-env {env} rejects the lowered module: {e}"))?;
     // Our validator with the target: nothing the target lacks may remain.
-    let vopts = spv_subgroup_validate::ValidateOptions {
-        target_env: Some(env),
-        target: Some(target),
-    };
+    let vopts = spv_subgroup_validate::ValidateOptions::default()
+        .with_target_env(env)
+        .with_target(target);
     let report = spv_subgroup_validate::validate(&out, &vopts)
         .map_err(|e| format!("our validator cannot parse the lowered module: {e}"))?;
     if report.has_errors() {
@@ -481,13 +477,11 @@ fn sim_compare(
     let mut buffers = BTreeMap::new();
     buffers.insert((0, 0), inp.iter().flat_map(|w| w.to_le_bytes()).collect());
     buffers.insert((0, 1), vec![0u8; driver.len() * 4]);
-    let d = spv_subgroup_sim::Dispatch {
-        subgroup_size: size,
-        workgroups: [GROUPS, 1, 1],
-        buffers,
-        seed,
-        ..spv_subgroup_sim::Dispatch::default()
-    };
+    let d = spv_subgroup_sim::Dispatch::default()
+        .with_subgroup_size(size)
+        .with_workgroups([GROUPS, 1, 1])
+        .with_buffers(buffers)
+        .with_seed(seed);
     let out = match module.run(&d) {
         Ok(o) => o,
         Err(e) => {

@@ -475,11 +475,11 @@ pub fn run(runner: &Runner) {
             for (label, form) in &forms {
                 let opts = Target::preset("vulkan1.1")
                     .ok_or_else(|| "no preset vulkan1.1".to_owned())
-                    .map(|target| LowerOptions {
-                        target,
-                        subgroup_size: Some(size),
-                        float_partition: FloatPartition::Spec,
-                        partition_form: *form,
+                    .map(|target| {
+                        LowerOptions::new(target)
+                            .with_subgroup_size(Some(size))
+                            .with_float_partition(FloatPartition::Spec)
+                            .with_partition_form(*form)
                     });
                 match opts.and_then(|o| super::lower_checked_opts(&native, o)) {
                     Ok(w) => variants.push((label.as_str(), Some(w))),

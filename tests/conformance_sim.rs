@@ -84,14 +84,12 @@ fn run_variant(
             let mut buffers = BTreeMap::new();
             buffers.insert((0, 0), inp.iter().flat_map(|w| w.to_le_bytes()).collect());
             buffers.insert((0, 1), vec![0u8; out_words * 4]);
-            let d = Dispatch {
-                subgroup_size: size,
-                workgroups: [GROUPS, 1, 1],
-                buffers,
-                seed: seed * 7919 + u64::from(size),
-                report_undefined: lowered,
-                ..Dispatch::default()
-            };
+            let d = Dispatch::default()
+                .with_subgroup_size(size)
+                .with_workgroups([GROUPS, 1, 1])
+                .with_buffers(buffers)
+                .with_seed(seed * 7919 + u64::from(size))
+                .with_report_undefined(lowered);
             let t = std::time::Instant::now();
             let result = module.run(&d);
             work.time += t.elapsed();
@@ -166,12 +164,9 @@ fn run_part(part: usize) {
                 continue;
             };
             let (min, max) = (target.min_subgroup_size, target.max_subgroup_size);
-            let opts = LowerOptions {
-                target,
-                subgroup_size: None,
-                float_partition: FloatPartition::Spec,
-                ..LowerOptions::default()
-            };
+            let opts = LowerOptions::new(target)
+                .with_subgroup_size(None)
+                .with_float_partition(FloatPartition::Spec);
             let w = match lower_words(&native, &opts) {
                 Ok((w, _)) => w,
                 Err(e) => {
@@ -265,12 +260,10 @@ fn partition_forms() {
         let native = compile(&case.glsl, case.env);
         for form in forms {
             for size in [None, Some(32)] {
-                let opts = LowerOptions {
-                    target: Target::preset("vulkan1.1").expect("preset"),
-                    subgroup_size: size,
-                    float_partition: FloatPartition::Spec,
-                    partition_form: form,
-                };
+                let opts = LowerOptions::new(Target::preset("vulkan1.1").expect("preset"))
+                    .with_subgroup_size(size)
+                    .with_float_partition(FloatPartition::Spec)
+                    .with_partition_form(form);
                 let variant = format!("lowered:vulkan1.1:{form:?}:{size:?}");
                 let w = match lower_words(&native, &opts) {
                     Ok((w, _)) => w,

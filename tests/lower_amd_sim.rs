@@ -103,13 +103,11 @@ fn model(input: &[u32], size: u32) -> Vec<u32> {
 /// Runs `module` at `size` on `input`; returns the output words.
 fn run(module: &Module, size: u32, input: &[u32], seed: u64) -> Result<Vec<u32>, String> {
     let data: Vec<u8> = input.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let d = Dispatch {
-        subgroup_size: size,
-        workgroups: [GROUPS, 1, 1],
-        buffers: BTreeMap::from([((0, 0), data)]),
-        seed,
-        ..Dispatch::default()
-    };
+    let d = Dispatch::default()
+        .with_subgroup_size(size)
+        .with_workgroups([GROUPS, 1, 1])
+        .with_buffers(BTreeMap::from([((0, 0), data)]))
+        .with_seed(seed);
     let out = module.run(&d).map_err(|e| e.to_string())?;
     Ok(out.buffers[&(0, 0)]
         .chunks_exact(4)
@@ -145,10 +143,7 @@ fn lowered_amd_ballot_instructions_match_the_extension() {
         let name = target.name.clone();
         let input = lower_common::build(&path, &target);
         let range = target.min_subgroup_size..=target.max_subgroup_size;
-        let opts = LowerOptions {
-            target,
-            ..Default::default()
-        };
+        let opts = LowerOptions::new(target);
         let (out, report) = lower_words(&input, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
         let names: Vec<&str> = report.rewrites.iter().map(|(k, _)| k.as_str()).collect();
         for want in [

@@ -62,10 +62,7 @@ OpFunctionEnd
 "#;
 
 fn opts(target: &str) -> LowerOptions {
-    LowerOptions {
-        target: Target::preset(target).expect("preset"),
-        ..Default::default()
-    }
+    LowerOptions::new(Target::preset(target).expect("preset"))
 }
 
 fn dis(words: &[u32]) -> String {
@@ -133,14 +130,7 @@ fn a_target_without_ballots_names_the_instruction_and_the_missing_feature() {
     let mut target = Target::preset("khr-ballot").unwrap();
     target.name = "bare".into();
     target.ops.khr_ballot = false;
-    let err = lower_words(
-        &words,
-        &LowerOptions {
-            target,
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
+    let err = lower_words(&words, &LowerOptions::new(target)).unwrap_err();
     let LowerError::Unsupported {
         result_id,
         opcode,
@@ -237,14 +227,7 @@ fn votes_from_core_ballots_where_the_target_lacks_core_vote() {
     let words = tools::assemble(&text, "spv1.0").unwrap();
     let mut target = Target::preset("vulkan1.1").unwrap();
     target.ops.vote = false;
-    let (out, report) = lower_words(
-        &words,
-        &LowerOptions {
-            target,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let (out, report) = lower_words(&words, &LowerOptions::new(target)).unwrap();
     assert_eq!(report.rewrites.len(), 3);
     let text = dis(&out);
     assert_eq!(
@@ -264,11 +247,7 @@ fn partition_from_ballots_alone_where_the_target_cannot_read_lanes() {
     let words = tools::assemble(PARTITION_1_3, "spv1.3").unwrap();
     let mut target = Target::preset("vulkan1.1").unwrap();
     target.ops.shuffle = false;
-    let o = LowerOptions {
-        target,
-        subgroup_size: Some(32),
-        ..Default::default()
-    };
+    let o = LowerOptions::new(target).with_subgroup_size(Some(32));
     let (out, _) = lower_words(&words, &o).unwrap();
     let text = dis(&out);
     assert!(
@@ -315,14 +294,7 @@ fn ballots_stand_in_for_a_quad_swap_without_quad_ops_or_shuffles() {
     target.ops.quad = false;
     target.ops.shuffle = false;
     target.ops.shuffle_relative = false;
-    let (out, report) = lower_words(
-        &words,
-        &LowerOptions {
-            target,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let (out, report) = lower_words(&words, &LowerOptions::new(target)).unwrap();
     assert!(report.changed);
     let text = tools::disassemble(&out);
     assert!(!text.contains("OpGroupNonUniformQuadSwap"), "{text}");
@@ -344,14 +316,7 @@ fn a_core_op_no_rewrite_provides_is_refused_naming_a_target_that_takes_it() {
     target.ops.quad = false;
     target.ops.shuffle = false;
     target.ops.ballot = false;
-    let err = lower_words(
-        &words,
-        &LowerOptions {
-            target,
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
+    let err = lower_words(&words, &LowerOptions::new(target)).unwrap_err();
     let LowerError::Unsupported {
         opcode,
         word_offset,
@@ -628,14 +593,7 @@ fn halves_move_as_16_bit_integers_only_for_a_consumer_without_resizing_bitcasts(
         .replace("%float = OpTypeFloat 32", "%float = OpTypeFloat 16");
     let words = tools::assemble(&half_keys, "vulkan1.1").unwrap();
     let declares_int16 = |target: Target| {
-        let (out, _) = lower_words(
-            &words,
-            &LowerOptions {
-                target,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let (out, _) = lower_words(&words, &LowerOptions::new(target)).unwrap();
         tools::spirv_val(&out, "vulkan1.1").unwrap();
         dis(&out).contains("OpCapability Int16")
     };
@@ -685,10 +643,7 @@ fn lower_words_and_lower_agree_on_every_fixture() {
                 continue;
             }
             let words = lower_common::build(path, &target);
-            let o = LowerOptions {
-                target: target.clone(),
-                ..Default::default()
-            };
+            let o = LowerOptions::new(target.clone());
             let what = format!("{} for {}", path.display(), target.name);
             let sparse = lower_words(&words, &o);
             let mut loaded = load(&words).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -753,10 +708,7 @@ fn subgroup_built_ins_the_lowering_adds_to_a_ray_stage_are_volatile() {
         let text = dis(&out);
         let report = spv_subgroup_validate::validate(
             &out,
-            &spv_subgroup_validate::ValidateOptions {
-                target_env: Some("vulkan1.2".into()),
-                ..Default::default()
-            },
+            &spv_subgroup_validate::ValidateOptions::default().with_target_env("vulkan1.2"),
         )
         .unwrap();
         assert!(!report.has_errors(), "{:?}\n{text}", report.diagnostics);

@@ -239,11 +239,7 @@ fn assemble(ty: &ValueType, insts: &[(&str, &str)], spv10: bool) -> Vec<u32> {
 }
 
 fn opts(target: &Target, size: Option<u32>) -> LowerOptions {
-    LowerOptions {
-        target: target.clone(),
-        subgroup_size: size,
-        ..Default::default()
-    }
+    LowerOptions::new(target.clone()).with_subgroup_size(size)
 }
 
 /// Whether any partitioned op or the partitioned capability is left.
@@ -302,10 +298,7 @@ fn check_output(input: &[u32], target: &Target, size: Option<u32>) -> Result<Vec
             tools::disassemble(&out)
         )
     })?;
-    let v = ValidateOptions {
-        target: Some(target.clone()),
-        target_env: None,
-    };
+    let v = ValidateOptions::default().with_target(target.clone());
     let report =
         validate(&out, &v).map_err(|e| format!("our validator cannot parse the output: {e}"))?;
     let errors: Vec<String> = report

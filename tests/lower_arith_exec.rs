@@ -101,21 +101,12 @@ fn child() {
     let mut variants: Vec<(String, LowerOptions)> = Vec::new();
     for name in ["khr-ballot", "lavapipe", "vulkan1.1", "naga"] {
         let target = Target::preset(name).expect("preset");
-        variants.push((
-            name.to_owned(),
-            LowerOptions {
-                target,
-                ..Default::default()
-            },
-        ));
+        variants.push((name.to_owned(), LowerOptions::new(target)));
     }
     variants.push((
         format!("vulkan1.1 --subgroup-size {size}"),
-        LowerOptions {
-            target: Target::preset("vulkan1.1").expect("preset"),
-            subgroup_size: Some(size as u32),
-            ..Default::default()
-        },
+        LowerOptions::new(Target::preset("vulkan1.1").expect("preset"))
+            .with_subgroup_size(Some(size as u32)),
     ));
     let mut failures = Vec::new();
     let mut counts = Vec::new();

@@ -749,10 +749,7 @@ fn lowered_sequences_at_64_and_128_lanes() {
                 let text = module_text(case, scan, spv10);
                 let input = tools::assemble(&text, if spv10 { "spv1.0" } else { "vulkan1.1" })
                     .expect("assembles");
-                let opts = LowerOptions {
-                    target: target.clone(),
-                    ..Default::default()
-                };
+                let opts = LowerOptions::new(target.clone());
                 let (out, _) = lower_words(&input, &opts).expect("lowers");
                 let m = rspirv::dr::load_words(&out).expect("loads");
                 TYPE_OF.with(|t| {

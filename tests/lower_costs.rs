@@ -476,11 +476,7 @@ fn table() -> (String, Vec<String>) {
                 let text = module_text(&case, spv10);
                 let words = tools::assemble(&text, if spv10 { "spv1.0" } else { "spv1.3" })
                     .unwrap_or_else(|e| panic!("{}: {e}\n{text}", case.label));
-                let opts = LowerOptions {
-                    target: target.clone(),
-                    subgroup_size: Some(size),
-                    ..Default::default()
-                };
+                let opts = LowerOptions::new(target.clone()).with_subgroup_size(Some(size));
                 let lanes = if size == SIZES[0] || size == SIZES[1] {
                     String::new()
                 } else {

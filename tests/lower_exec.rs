@@ -186,10 +186,7 @@ fn check(runner: &Runner, case: &Case, failures: &mut Vec<String>) -> usize {
     let (reference, presets): (_, &[&str]) = if natively {
         (run(runner, native, n, groups), &PRESETS)
     } else {
-        let opts = LowerOptions {
-            target: Target::preset("lavapipe").expect("preset"),
-            ..Default::default()
-        };
+        let opts = LowerOptions::new(Target::preset("lavapipe").expect("preset"));
         let words = match lower_words(native, &opts) {
             Ok((w, _)) => w,
             Err(e) => {
@@ -215,10 +212,7 @@ fn check(runner: &Runner, case: &Case, failures: &mut Vec<String>) -> usize {
         .chain(case.test_targets.iter().cloned());
     for target in targets {
         let preset = target.name.clone();
-        let opts = LowerOptions {
-            target,
-            ..Default::default()
-        };
+        let opts = LowerOptions::new(target);
         let words = match lower_words(native, &opts) {
             Ok((w, _)) => w,
             Err(e) => {

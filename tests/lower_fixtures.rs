@@ -68,10 +68,7 @@ fn lower_fixtures() {
                     tools::disassemble(&out)
                 );
             }
-            let opts = ValidateOptions {
-                target: Some(target.clone()),
-                target_env: None,
-            };
+            let opts = ValidateOptions::default().with_target(target.clone());
             let findings = validate(&out, &opts).expect("output parses");
             let errors: Vec<String> = findings
                 .diagnostics
@@ -181,10 +178,7 @@ fn default_target_takes_every_vulkan_version() {
                     tools::disassemble(&out)
                 );
             }
-            let opts = ValidateOptions {
-                target: Some(target.clone()),
-                target_env: None,
-            };
+            let opts = ValidateOptions::default().with_target(target.clone());
             let findings = validate(&out, &opts).expect("output parses");
             let errors: Vec<String> = findings
                 .diagnostics

@@ -492,10 +492,7 @@ fn check_shader(runner: &Runner, vertex: &[u32], shader: &Shader, failures: &mut
             continue;
         }
         let env = target.target_env.clone();
-        let opts = LowerOptions {
-            target,
-            ..Default::default()
-        };
+        let opts = LowerOptions::new(target);
         match lower_and_verify(&native, &opts, None) {
             Ok((words, report)) => {
                 if let Err(e) = tools::spirv_val(&words, &env) {

@@ -69,16 +69,10 @@ fn child_suite() {
         for preset in PRESETS {
             let target = Target::preset(preset).expect("preset");
             let size = runner.info().subgroup_size;
-            let opts = LowerOptions {
-                target: target.clone(),
-                ..LowerOptions::default()
-            };
+            let opts = LowerOptions::new(target.clone());
             let (out, _) = lower_words(&input, &opts)
                 .unwrap_or_else(|e| panic!("{name} for {preset}: lowering fails: {e}"));
-            let vopts = ValidateOptions {
-                target_env: None,
-                target: Some(target.clone()),
-            };
+            let vopts = ValidateOptions::default().with_target(target.clone());
             let report = validate(&out, &vopts).expect("the output parses");
             assert!(
                 !report.has_errors(),

@@ -80,13 +80,11 @@ fn run(
     let data: Vec<u8> = (0..n)
         .flat_map(|i| input_word(i, input).to_le_bytes())
         .collect();
-    let d = Dispatch {
-        subgroup_size: size,
-        workgroups: [groups, 1, 1],
-        buffers: BTreeMap::from([((0, 0), data)]),
-        seed: undef,
-        ..Dispatch::default()
-    };
+    let d = Dispatch::default()
+        .with_subgroup_size(size)
+        .with_workgroups([groups, 1, 1])
+        .with_buffers(BTreeMap::from([((0, 0), data)]))
+        .with_seed(undef);
     let out = module.run(&d).map_err(|e| e.to_string())?;
     Ok(out.buffers[&(0, 0)]
         .chunks_exact(4)
@@ -168,10 +166,7 @@ fn lowered_fixtures_in_the_simulator() {
         for target in targets {
             let name = target.name.clone();
             let range = target.min_subgroup_size..=target.max_subgroup_size;
-            let opts = LowerOptions {
-                target,
-                ..Default::default()
-            };
+            let opts = LowerOptions::new(target);
             match lower_words(&native_words, &opts) {
                 Ok((w, _)) => match Module::new(&w) {
                     Ok(m) => lowered.push((name, range, m)),

@@ -44,10 +44,7 @@ fn fixture(name: &str) -> Vec<u32> {
 fn lowered(words: &[u32], preset: &str, what: &str, naga: bool) -> Vec<u32> {
     let target = Target::preset(preset).expect("preset");
     let env = target.target_env.clone();
-    let opts = LowerOptions {
-        target,
-        ..LowerOptions::default()
-    };
+    let opts = LowerOptions::new(target);
     let (out, report) =
         lower_and_verify(words, &opts, None).unwrap_or_else(|e| panic!("{what} for {preset}: {e}"));
     assert!(report.changed, "{what} for {preset}: nothing lowered");

@@ -52,14 +52,12 @@ fn run(words: &[u32], size: u32, local: u32, lowered: &str) -> Result<Vec<u32>, 
     let mut buffers = BTreeMap::new();
     buffers.insert((0, 0), inp);
     buffers.insert((0, 1), vec![0u8; n * gen::SLOTS as usize * 4]);
-    let d = Dispatch {
-        subgroup_size: size,
-        workgroups: [GROUPS, 1, 1],
-        buffers,
-        seed: u64::from(size),
-        report_undefined: true,
-        ..Dispatch::default()
-    };
+    let d = Dispatch::default()
+        .with_subgroup_size(size)
+        .with_workgroups([GROUPS, 1, 1])
+        .with_buffers(buffers)
+        .with_seed(u64::from(size))
+        .with_report_undefined(true);
     let out = module.run(&d).map_err(|e| format!("{lowered}: {e}"))?;
     if out.undefined_total != 0 {
         return Err(format!(
@@ -84,12 +82,9 @@ fn check(glsl: &str, size: u32, local: u32) -> Result<usize, String> {
         if !(target.min_subgroup_size..=target.max_subgroup_size).contains(&size) {
             continue;
         }
-        let opts = LowerOptions {
-            target,
-            subgroup_size: None,
-            float_partition: FloatPartition::Spec,
-            ..LowerOptions::default()
-        };
+        let opts = LowerOptions::new(target)
+            .with_subgroup_size(None)
+            .with_float_partition(FloatPartition::Spec);
         let (lowered, _) = lower_words(&native, &opts).map_err(|e| format!("lower {p}: {e}"))?;
         let got = run(&lowered, size, local, &format!("lowered:{p}"))?;
         if let Some(i) = (0..want.len()).find(|&i| want.get(i) != got.get(i)) {

@@ -712,10 +712,7 @@ fn non_uniform_grid_agrees_with_spirv_tools() {
             .as_ref()
             .unwrap_or_else(|e| panic!("{}: spirv-as failed: {e}", case.inst));
         for env in ENVS {
-            let opts = ValidateOptions {
-                target_env: Some((*env).to_owned()),
-                target: None,
-            };
+            let opts = ValidateOptions::default().with_target_env((*env).to_owned());
             let report = validate(words, &opts).unwrap_or_else(|e| panic!("{}: {e}", case.inst));
             let errors: Vec<&str> = report
                 .diagnostics

@@ -100,13 +100,11 @@ pub fn build(path: &Path, text: &str, env: &str) -> Vec<u32> {
 
 /// Validates a fixture as its RUN line says.
 pub fn run(f: &Fixture) -> Report {
-    let opts = ValidateOptions {
-        target_env: Some(f.env.clone()),
-        target: f
-            .target
-            .as_deref()
-            .map(|t| Target::preset(t).unwrap_or_else(|| panic!("{}: no preset {t}", f.name))),
-    };
+    let mut opts = ValidateOptions::default().with_target_env(f.env.clone());
+    opts.target = f
+        .target
+        .as_deref()
+        .map(|t| Target::preset(t).unwrap_or_else(|| panic!("{}: no preset {t}", f.name)));
     validate(&f.words, &opts).unwrap_or_else(|e| panic!("{}: parse error {e}", f.name))
 }
 

@@ -242,10 +242,7 @@ fn no_error_on_modules_spirv_val_and_the_spec_call_valid() {
             return;
         }
         checked += 1;
-        let opts = ValidateOptions {
-            target_env: Some(env.to_owned()),
-            target: None,
-        };
+        let opts = ValidateOptions::default().with_target_env(env.to_owned());
         match validate(words, &opts) {
             Ok(r) if r.has_errors() => {
                 errors.push(format!("{name} ({env}):\n{}", render_human(&r, &name)))
@@ -321,10 +318,7 @@ fn no_error_on_modules_spirv_val_and_the_spec_call_valid() {
         let path = lower_root.join(name);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
         let words = tools::assemble(&text, "spv1.0").unwrap_or_else(|e| panic!("{name}: {e}"));
-        let opts = ValidateOptions {
-            target_env: Some("spv1.0".into()),
-            target: None,
-        };
+        let opts = ValidateOptions::default().with_target_env("spv1.0");
         assert!(
             validate(&words, &opts).unwrap().has_errors(),
             "{name} is listed as spec-invalid but validates"
@@ -438,10 +432,7 @@ OpEntryPoint GLCompute %main \"main\"\nOpExecutionMode %main LocalSize 64 1 1\n\
             if let Err(e) = tools::spirv_val(&words, env) {
                 panic!("{name} ({env}): the corpus module is not valid for spirv-val: {e}\n{src}");
             }
-            let opts = ValidateOptions {
-                target_env: Some(env.to_owned()),
-                target: None,
-            };
+            let opts = ValidateOptions::default().with_target_env(env.to_owned());
             let r = validate(&words, &opts).expect("parses");
             assert!(
                 !r.has_errors(),

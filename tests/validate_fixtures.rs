@@ -35,10 +35,7 @@ fn fixtures() {
 fn removing_an_extension_reports_the_rule() {
     let path = common::fixture_root().join("glsl/partitioned_vote.comp");
     let f = common::load(&path);
-    let opts = ValidateOptions {
-        target_env: Some("vulkan1.1".into()),
-        target: None,
-    };
+    let opts = ValidateOptions::default().with_target_env("vulkan1.1");
     let report = validate(&f.words, &opts).unwrap();
     assert!(
         report.diagnostics.is_empty(),
@@ -173,10 +170,8 @@ fn mutated_fixture_modules_never_panic() {
             }
             let target = targets[round % targets.len()]
                 .and_then(spv_subgroup_validate::target::Target::preset);
-            let opts = ValidateOptions {
-                target_env: Some("vulkan1.1".into()),
-                target,
-            };
+            let mut opts = ValidateOptions::default().with_target_env("vulkan1.1");
+            opts.target = target;
             if let Ok(r) = validate(&w, &opts) {
                 let _ = render_human(&r, "m.spv");
                 let _ = render_json(&r, "m.spv");

@@ -59,10 +59,7 @@ fn compile(glsl: &str, env: &str) -> Result<Vec<u32>, String> {
 fn lower_for_naga(words: &[u32]) -> Result<Vec<u32>, String> {
     let target = Target::preset("naga").ok_or("no preset `naga`")?;
     let env = target.target_env.clone();
-    let opts = LowerOptions {
-        target,
-        ..LowerOptions::default()
-    };
+    let opts = LowerOptions::new(target);
     let (out, _) = lower_and_verify(words, &opts, None).map_err(|e| format!("lower: {e}"))?;
     tools::spirv_val(&out, &env).map_err(|e| format!("spirv-val --target-env {env}: {e}"))?;
     Ok(out)

@@ -34,10 +34,7 @@ fn child_suite() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(&path).unwrap();
         let input = tools::assemble(&text, "vulkan1.1").unwrap_or_else(|e| panic!("{name}: {e}"));
-        let opts = LowerOptions {
-            target: target.clone(),
-            ..LowerOptions::default()
-        };
+        let opts = LowerOptions::new(target.clone());
         let (out, _) =
             lower_words(&input, &opts).unwrap_or_else(|e| panic!("{name}: lowering fails: {e}"));
         let float = name.contains("float");

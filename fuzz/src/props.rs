@@ -35,10 +35,7 @@ pub enum Outcome {
 /// Lowers `words` for `target` and decides the exit status as the CLI does (with `--verify`):
 /// with the same library calls, `lower_words` then `verify_lowered`.
 pub fn cli_outcome(words: &[u32], target: &Target) -> Outcome {
-    let opts = LowerOptions {
-        target: target.clone(),
-        ..LowerOptions::default()
-    };
+    let opts = LowerOptions::new(target.clone());
     let (out, report) = match lower_words(words, &opts) {
         Ok(r) => r,
         Err(e) => return Outcome::Refused(e.to_string()),

@@ -35,10 +35,11 @@ pub fn validate(data: &[u8]) {
         return;
     };
     let mut options = vec![ValidateOptions::default()];
-    options.extend(presets().into_iter().map(|t| ValidateOptions {
-        target_env: None,
-        target: Some(t),
-    }));
+    options.extend(
+        presets()
+            .into_iter()
+            .map(|t| ValidateOptions::default().with_target(t)),
+    );
     let structure_ok = check_structure(&words).is_ok();
     for opts in &options {
         let first = validate_once(&words, opts);
@@ -111,10 +112,7 @@ pub fn target_json(data: &[u8]) {
         let sample = crate::grammar::sample_module();
         let _ = spv_subgroup_validate::validate(
             &sample,
-            &ValidateOptions {
-                target_env: None,
-                target: Some(t.clone()),
-            },
+            &ValidateOptions::default().with_target(t.clone()),
         );
         let outcome = cli_outcome(&sample, t);
         if let Outcome::Internal(why) = outcome {

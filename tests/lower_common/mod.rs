@@ -75,10 +75,7 @@ pub fn wants(path: &Path, target: &Target) -> bool {
 
 /// Lowers with default options for `target`.
 pub fn lower(words: &[u32], target: &Target) -> Result<(Vec<u32>, LowerReport), LowerError> {
-    let opts = LowerOptions {
-        target: target.clone(),
-        ..Default::default()
-    };
+    let opts = LowerOptions::new(target.clone());
     lower_words(words, &opts)
 }
 

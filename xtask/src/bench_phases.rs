@@ -107,10 +107,9 @@ pub fn run(args: &[String]) -> Result<()> {
             times[4].push(lap());
             let out = rspirv::binary::Assemble::assemble(&module);
             times[5].push(lap());
-            let vopts = ValidateOptions {
-                target_env: Some(opts.target.target_env.clone()),
-                target: Some(opts.target.clone()),
-            };
+            let vopts = ValidateOptions::default()
+                .with_target_env(opts.target.target_env.clone())
+                .with_target(opts.target.clone());
             let orep = validate(&out, &vopts).map_err(|e| anyhow::anyhow!("{e}"))?;
             times[6].push(lap());
             if orep.has_errors() {

@@ -21,6 +21,16 @@ pub const PACKAGES: &[(&str, &str)] = &[
         "g++",
         "c++ (the C interface test compiles the header as C++; libfuzzer-sys compiles libFuzzer for `cargo xtask fuzz`)",
     ),
+    (
+        "pkg-config",
+        "pkg-config (the install test builds C and C++ programs with the installed .pc file)",
+    ),
+    (
+        "cmake",
+        "cmake (the install test builds C and C++ programs with the installed CMake package)",
+    ),
+    ("make", "make (CMake's default generator, for the install test)"),
+    ("binutils", "nm (the C interface test lists the shared library's exports)"),
 ];
 
 /// Installs whatever is missing, or fails saying how to.
@@ -116,6 +126,10 @@ fn check_path_only() -> anyhow::Result<()> {
         "spirv-opt",
         "glslangValidator",
         "vulkaninfo",
+        "cmake",
+        "make",
+        "pkg-config",
+        "nm",
     ];
     let missing: Vec<&str> = tools
         .iter()
@@ -128,7 +142,7 @@ fn check_path_only() -> anyhow::Result<()> {
     }
     bail!(
         "missing tools: {}; this is not a Debian system, so install-deps cannot install them: \
-         install SPIRV-Tools, glslang, the Vulkan loader and vulkan-tools (and a Vulkan driver, e.g. Mesa's lavapipe) \
+         install SPIRV-Tools, glslang, the Vulkan loader, vulkan-tools, CMake, pkg-config and binutils (and a Vulkan driver, e.g. Mesa's lavapipe) \
          with your package manager",
         missing.join(", ")
     )

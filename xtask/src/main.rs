@@ -3,6 +3,8 @@
 //! - `test`: install missing system tools, lint, then run the whole test suite and a short fuzz
 //!   run of every target (what CI runs);
 //! - `install-deps`: only the install step;
+//! - `install --prefix P [--artifacts DIR]`: build the `dist` profile and lay out the binary, the C
+//!   library, pkg-config and CMake files, man pages and completions (`xtask::install`);
 //! - `codegen [--check]`: regenerate (or check) `docs/rules.md` from the rule table;
 //! - `example`: the README's main job: compile `fixtures/examples/partitioned_vote.comp`, lower it, check it;
 //! - `bench`: generate large modules and time ours against spirv-val/spirv-opt; `bench tree`: a
@@ -32,6 +34,10 @@ commands:
                             install missing tools, lint, run every test (ARGS go to the test runner),
                             and every fuzz target for 30 s (N s) beside the tests
   install-deps              install the Debian packages the tests need (as root), or say how
+  install --prefix P [--artifacts DIR]
+                            build (profile dist) and install the binary, C library, pkg-config and
+                            CMake files, man pages and completions under $DESTDIR/P (docs/install.md);
+                            --artifacts: install what is already built in DIR (e.g. target/debug)
   codegen [--check]         write docs/rules.md from the rule table (--check: fail if out of date)
   example                   compile, lower and check fixtures/examples/partitioned_vote.comp
   bench [ARGS]              benchmark validation and lowering of large modules
@@ -60,6 +66,7 @@ fn run() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("test") => test::run(rest),
         Some("install-deps") => deps::install(),
+        Some("install") => install(rest),
         Some("codegen") => codegen::run(rest),
         Some("example") => example::run(rest),
         Some("bench") => bench::run(rest),
@@ -81,4 +88,43 @@ fn run() -> anyhow::Result<()> {
 pub fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
+
+/// `cargo xtask install --prefix P [--artifacts DIR]`, honouring `DESTDIR`.
+fn install(args: &[String]) -> anyhow::Result<()> {
+    use anyhow::{bail, Context};
+    use xtask::install::{build_dist, Artifacts, Install};
+    let mut prefix = None;
+    let mut artifacts = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let value = |args: &mut std::slice::Iter<'_, String>| {
+            args.next()
+                .map(PathBuf::from)
+                .with_context(|| format!("{arg} needs a directory"))
+        };
+        match arg.as_str() {
+            "--prefix" => prefix = Some(value(&mut args)?),
+            "--artifacts" => artifacts = Some(value(&mut args)?),
+            other => bail!("unknown argument {other}\n\n{USAGE}"),
+        }
+    }
+    let prefix = prefix.context("install needs --prefix P (e.g. --prefix /usr/local)")?;
+    let root = workspace_root();
+    let artifacts = match artifacts {
+        Some(dir) => Artifacts::in_dir(&root, &dir)?,
+        None => build_dist(&root)?,
+    };
+    let destdir = std::env::var_os("DESTDIR").map(PathBuf::from);
+    let install = Install::new(artifacts, &prefix, destdir)?;
+    xtask::install::install(&install)?;
+    eprintln!(
+        "install: done; {} (docs/install.md)",
+        if install.destdir.is_some() {
+            "staged under DESTDIR"
+        } else {
+            "add PREFIX/bin to PATH, PREFIX/lib/pkgconfig to PKG_CONFIG_PATH and PREFIX to CMAKE_PREFIX_PATH if they are not there"
+        }
+    );
+    Ok(())
 }

@@ -2,7 +2,8 @@
 //!
 //! 1. install the missing system packages ([`crate::deps`]);
 //! 2. lint first, to fail fast: `cargo fmt --all --check`, `cargo xtask codegen --check`,
-//!    `cargo clippy --workspace --all-targets -- -D warnings`;
+//!    `cargo clippy --workspace --all-targets -- -D warnings`, `cargo doc --no-deps` of the
+//!    library crates with warnings denied;
 //! 3. the whole test suite: `cargo nextest run --workspace --no-fail-fast ARGS` when cargo-nextest
 //!    is installed (after the doctests, which nextest does not run), else `cargo test --workspace --no-fail-fast ARGS`;
 //! 4. every fuzz target for [`FUZZ_SECONDS`] seconds after building them instrumented
@@ -57,6 +58,17 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
                 "-D",
                 "warnings",
             ]),
+        )?;
+        // The published libraries' API docs (docs.rs) build without a warning: broken or private
+        // links, missing docs (`missing_docs` is warned on in the workspace).
+        step(
+            "doc",
+            cargo()
+                .current_dir(&root)
+                .env("RUSTDOCFLAGS", "-D warnings")
+                .args(["doc", "--no-deps", "-p", "spv-subgroup-validate"])
+                .args(["-p", "spv-subgroup-lower", "-p", "spv-subgroup-sim"])
+                .args(["-p", "spv-subgroup-capi"]),
         )?;
     }
     let nextest = cargo()

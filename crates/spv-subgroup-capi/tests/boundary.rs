@@ -16,7 +16,9 @@ fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
     let deps = exe.parent().expect("deps/");
     let profile = deps.parent().expect("the profile directory");
-    let found = [profile, deps]
+    // `deps/` first: cargo built that copy for this run; the profile directory may hold an
+    // older one from another build (it is refreshed only when the library is built on its own).
+    let found = [deps, profile]
         .into_iter()
         .find(|dir| dir.join("libspv_subgroup.so").exists())
         .unwrap_or_else(|| {
@@ -52,8 +54,17 @@ fn values_the_enums_do_not_name_and_impossible_word_counts_get_codes_and_print_n
         "cc failed:\n{}",
         String::from_utf8_lossy(&compiled.stderr)
     );
+    // The program records the library's SONAME, libspv_subgroup.so.0, which cargo does not
+    // create (`cargo xtask install` does): link it to the built file, as an install would.
+    let soname_dir = tmp.path().join("lib");
+    std::fs::create_dir(&soname_dir).unwrap();
+    std::os::unix::fs::symlink(
+        libs.join("libspv_subgroup.so"),
+        soname_dir.join("libspv_subgroup.so.0"),
+    )
+    .unwrap();
     let out = Command::new(&exe)
-        .env("LD_LIBRARY_PATH", &libs)
+        .env("LD_LIBRARY_PATH", &soname_dir)
         .env("RUST_BACKTRACE", "1")
         .output()
         .expect("the program runs");

@@ -16,7 +16,9 @@ fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
     let deps = exe.parent().expect("deps/");
     let profile = deps.parent().expect("the profile directory");
-    for dir in [profile, deps] {
+    // `deps/` first: cargo built that copy for this run; the profile directory may hold an
+    // older one from another build (it is refreshed only when the library is built on its own).
+    for dir in [deps, profile] {
         if dir.join("libspv_subgroup.a").exists() && dir.join("libspv_subgroup.so").exists() {
             return dir.to_owned();
         }
@@ -70,10 +72,19 @@ fn build_and_run(linking: &[&str], name: &str) {
     run(&mut cc);
     let input = example_module(tmp.path());
     let output = tmp.path().join("out.spv");
+    // The program records the library's SONAME, libspv_subgroup.so.0, which cargo does not
+    // create (`cargo xtask install` does): link it to the built file, as an install would.
+    let soname_dir = tmp.path().join("lib");
+    std::fs::create_dir(&soname_dir).unwrap();
+    std::os::unix::fs::symlink(
+        libs.join("libspv_subgroup.so"),
+        soname_dir.join("libspv_subgroup.so.0"),
+    )
+    .unwrap();
     let text = run(Command::new(&exe)
         .arg(&input)
         .arg(&output)
-        .env("LD_LIBRARY_PATH", &libs));
+        .env("LD_LIBRARY_PATH", &soname_dir));
     assert!(
         text.contains("ok: spv-subgroup"),
         "the program did not finish:\n{text}"

@@ -35,6 +35,46 @@ pub use spv_subgroup_validate::MAX_ID_BOUND;
 /// more is loaded whole; docs/PERFORMANCE.md has the measured bytes per input byte). The id
 /// bound is at most [`MAX_ID_BOUND`], so tables indexed by id stay below 17 MB whatever the
 /// header claims.
+///
+/// ```
+/// use spv_subgroup_lower::{lower_words, LowerOptions, Target};
+///
+/// # fn example_module() -> Vec<u32> {
+/// #     // A compute shader with one `OpSubgroupAllKHR` (SPV_KHR_subgroup_vote), built with rspirv.
+/// #     use rspirv::spirv::{AddressingModel, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryModel};
+/// #     use rspirv::binary::Assemble;
+/// #     let mut b = rspirv::dr::Builder::new();
+/// #     b.set_version(1, 3);
+/// #     b.capability(Capability::Shader);
+/// #     b.capability(Capability::SubgroupVoteKHR);
+/// #     b.extension("SPV_KHR_subgroup_vote");
+/// #     b.memory_model(AddressingModel::Logical, MemoryModel::GLSL450);
+/// #     let void = b.type_void();
+/// #     let void_fn = b.type_function(void, vec![]);
+/// #     let bool_ty = b.type_bool();
+/// #     let yes = b.constant_true(bool_ty);
+/// #     let main = b.begin_function(void, None, FunctionControl::NONE, void_fn).unwrap();
+/// #     b.begin_block(None).unwrap();
+/// #     b.subgroup_all_khr(bool_ty, None, yes).unwrap();
+/// #     b.ret().unwrap();
+/// #     b.end_function().unwrap();
+/// #     b.entry_point(ExecutionModel::GLCompute, main, "main", vec![]);
+/// #     b.execution_mode(main, ExecutionMode::LocalSize, vec![64, 1, 1]);
+/// #     b.module().assemble()
+/// # }
+/// // A module with `OpSubgroupAllKHR`, which Vulkan 1.1 lacks; its core `OpGroupNonUniformAll` does it.
+/// let words: Vec<u32> = example_module();
+/// let opts = LowerOptions::new(Target::preset("vulkan1.1").unwrap());
+/// let (lowered, report) = lower_words(&words, &opts)?;
+/// assert!(report.changed);
+/// assert_eq!(report.rewrites, vec![("OpSubgroupAllKHR".to_owned(), 1)]);
+///
+/// // Lowering the output again changes nothing: it is returned word for word.
+/// let (again, report) = lower_words(&lowered, &opts)?;
+/// assert!(!report.changed);
+/// assert_eq!(again, lowered);
+/// # Ok::<(), spv_subgroup_lower::LowerError>(())
+/// ```
 pub fn lower_words(
     words: &[u32],
     opts: &LowerOptions,
@@ -312,6 +352,47 @@ fn find_definition(words: &[u32], id: u32) -> Option<usize> {
 }
 
 /// Lowers a module in place for `opts.target`.
+///
+/// ```
+/// use spv_subgroup_lower::rspirv::binary::{Assemble, Disassemble};
+/// use spv_subgroup_lower::{lower, rspirv, LowerOptions, Target};
+///
+/// # fn example_module() -> Vec<u32> {
+/// #     // A compute shader with one `OpSubgroupAllKHR` (SPV_KHR_subgroup_vote), built with rspirv.
+/// #     use rspirv::spirv::{AddressingModel, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryModel};
+/// #     use rspirv::binary::Assemble;
+/// #     let mut b = rspirv::dr::Builder::new();
+/// #     b.set_version(1, 3);
+/// #     b.capability(Capability::Shader);
+/// #     b.capability(Capability::SubgroupVoteKHR);
+/// #     b.extension("SPV_KHR_subgroup_vote");
+/// #     b.memory_model(AddressingModel::Logical, MemoryModel::GLSL450);
+/// #     let void = b.type_void();
+/// #     let void_fn = b.type_function(void, vec![]);
+/// #     let bool_ty = b.type_bool();
+/// #     let yes = b.constant_true(bool_ty);
+/// #     let main = b.begin_function(void, None, FunctionControl::NONE, void_fn).unwrap();
+/// #     b.begin_block(None).unwrap();
+/// #     b.subgroup_all_khr(bool_ty, None, yes).unwrap();
+/// #     b.ret().unwrap();
+/// #     b.end_function().unwrap();
+/// #     b.entry_point(ExecutionModel::GLCompute, main, "main", vec![]);
+/// #     b.execution_mode(main, ExecutionMode::LocalSize, vec![64, 1, 1]);
+/// #     b.module().assemble()
+/// # }
+/// // Load the words into rspirv's form (or build the module with `rspirv::dr::Builder`).
+/// let mut module = rspirv::dr::load_words(example_module()).unwrap();
+/// let opts = LowerOptions::new(Target::preset("vulkan1.1").unwrap()).with_subgroup_size(Some(32));
+/// let report = lower(&mut module, &opts)?;
+/// assert!(report.changed);
+/// // The KHR vote instruction is gone, its capability and extension with it.
+/// let text = module.disassemble();
+/// assert!(!text.contains("OpSubgroupAllKHR") && !text.contains("SPV_KHR_subgroup_vote"));
+/// assert!(text.contains("OpGroupNonUniformAll"));
+/// let words: Vec<u32> = module.assemble();
+/// # let _ = words;
+/// # Ok::<(), spv_subgroup_lower::LowerError>(())
+/// ```
 pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, LowerError> {
     let target = &opts.target;
     if let Some(h) = module.header.as_ref() {

@@ -9,10 +9,16 @@
 //! The pass never prints, never does IO and never panics on any input.
 #![deny(missing_docs)]
 
+/// The rspirv crate, whose `dr::Module` and `dr::Instruction` [`lower`], [`load`] and [`assemble`]
+/// take and give: re-exported so callers build and read modules with the version this crate uses.
+pub use rspirv;
+/// The spirv crate (opcodes, capabilities), the one rspirv and [`Target`] use.
+pub use spirv;
 pub use spv_subgroup_validate::target::Target;
 
 /// How the partition op compares floating-point keys.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FloatPartition {
     /// As the spec says: +0.0 and -0.0 share a subset, every NaN may stand alone.
     #[default]
@@ -30,6 +36,7 @@ pub enum FloatPartition {
 /// `arithmetic` ops, every form but the bit-sliced one reads a lane's value). Every form
 /// computes the same result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PartitionForm {
     /// The form the lowering picks.
     #[default]
@@ -44,8 +51,10 @@ pub enum PartitionForm {
     Waterfall,
 }
 
-/// Options of the lowering pass.
+/// Options of the lowering pass: [`LowerOptions::new`] with the target, then the `with_*`
+/// methods for the rest (more options may come; the struct cannot be built field by field).
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct LowerOptions {
     /// The device the output must run on.
     pub target: Target,
@@ -58,8 +67,44 @@ pub struct LowerOptions {
     pub partition_form: PartitionForm,
 }
 
+impl LowerOptions {
+    /// Lowering for `target`, at any subgroup size it allows, with the spec's float partitions
+    /// and the partition form the pass picks.
+    pub fn new(target: Target) -> Self {
+        LowerOptions {
+            target,
+            ..LowerOptions::default()
+        }
+    }
+
+    /// These options for another target.
+    pub fn with_target(mut self, target: Target) -> Self {
+        self.target = target;
+        self
+    }
+
+    /// These options with the subgroup size the output will run with (`None`: any).
+    pub fn with_subgroup_size(mut self, subgroup_size: Option<u32>) -> Self {
+        self.subgroup_size = subgroup_size;
+        self
+    }
+
+    /// These options with how float partition keys are compared.
+    pub fn with_float_partition(mut self, float_partition: FloatPartition) -> Self {
+        self.float_partition = float_partition;
+        self
+    }
+
+    /// These options with the partition form forced (for measurement).
+    pub fn with_partition_form(mut self, partition_form: PartitionForm) -> Self {
+        self.partition_form = partition_form;
+        self
+    }
+}
+
 /// What the pass did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LowerReport {
     /// Whether the module changed at all.
     pub changed: bool,
@@ -69,6 +114,7 @@ pub struct LowerReport {
 
 /// Why a module could not be lowered.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LowerError {
     /// The input is not a SPIR-V module rspirv can load.
     #[error("cannot parse the module: {0}")]

@@ -20,6 +20,7 @@ use crate::{lower_words, LowerError, LowerOptions, LowerReport};
 
 /// Why a module did not come out lowered and verified.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum VerifyError {
     /// The lowering pass refused the module (malformed, invalid, or an instruction the target
     /// cannot get).
@@ -124,14 +125,60 @@ fn describe_internal(errors: &Report, unreadable: Option<&ParseError>) -> String
 
 /// The validator options verification uses: the target, and `target_env` or the target's own.
 fn check_options(opts: &LowerOptions, target_env: Option<&str>) -> ValidateOptions {
-    ValidateOptions {
-        target_env: Some(target_env.unwrap_or(&opts.target.target_env).to_owned()),
-        target: Some(opts.target.clone()),
-    }
+    ValidateOptions::default()
+        .with_target_env(target_env.unwrap_or(&opts.target.target_env))
+        .with_target(opts.target.clone())
 }
 
 /// Lowers `words` for `opts.target` and verifies the result (see the module doc); the
 /// environment is `target_env`, or the target's own when `None`.
+///
+/// ```
+/// use spv_subgroup_lower::{lower_and_verify, LowerOptions, Target, VerifyError};
+///
+/// # fn example_module() -> Vec<u32> {
+/// #     // A compute shader with one `OpSubgroupAllKHR` (SPV_KHR_subgroup_vote), built with rspirv.
+/// #     use rspirv::spirv::{AddressingModel, Capability, ExecutionMode, ExecutionModel, FunctionControl, MemoryModel};
+/// #     use rspirv::binary::Assemble;
+/// #     let mut b = rspirv::dr::Builder::new();
+/// #     b.set_version(1, 3);
+/// #     b.capability(Capability::Shader);
+/// #     b.capability(Capability::SubgroupVoteKHR);
+/// #     b.extension("SPV_KHR_subgroup_vote");
+/// #     b.memory_model(AddressingModel::Logical, MemoryModel::GLSL450);
+/// #     let void = b.type_void();
+/// #     let void_fn = b.type_function(void, vec![]);
+/// #     let bool_ty = b.type_bool();
+/// #     let yes = b.constant_true(bool_ty);
+/// #     let main = b.begin_function(void, None, FunctionControl::NONE, void_fn).unwrap();
+/// #     b.begin_block(None).unwrap();
+/// #     b.subgroup_all_khr(bool_ty, None, yes).unwrap();
+/// #     b.ret().unwrap();
+/// #     b.end_function().unwrap();
+/// #     b.entry_point(ExecutionModel::GLCompute, main, "main", vec![]);
+/// #     b.execution_mode(main, ExecutionMode::LocalSize, vec![64, 1, 1]);
+/// #     b.module().assemble()
+/// # }
+/// // Lowered for naga's SPIR-V front end (wgpu), and checked for it.
+/// let opts = LowerOptions::new(Target::preset("naga").unwrap());
+/// let (words, report) = lower_and_verify(&example_module(), &opts, None)?;
+/// assert!(report.changed && words != example_module());
+///
+/// // A failure says whose fault it is.
+/// fn whose(e: &VerifyError) -> &'static str {
+///     match e {
+///         // Malformed, or an instruction the target cannot get.
+///         VerifyError::Lower(_) | VerifyError::Binary(_) => "the input cannot be lowered",
+///         // Invalid for the target in a way the lowering does not repair.
+///         VerifyError::Input { .. } => "the input is invalid for the target",
+///         // A bug in the lowering: please report it with the input.
+///         _ => "ours",
+///     }
+/// }
+/// let err = lower_and_verify(&[0x0723_0203], &opts, None).unwrap_err();
+/// assert_eq!(whose(&err), "the input cannot be lowered");
+/// # Ok::<(), VerifyError>(())
+/// ```
 pub fn lower_and_verify(
     words: &[u32],
     opts: &LowerOptions,
@@ -169,10 +216,8 @@ pub fn verify_lowered(
     // An input with errors of its own, without any target, is to blame whatever rule its lowered
     // form breaks: a rewrite can turn one rule's violation into another's (a partitioned `UMin`
     // on a signed type, SG0305, becomes a core one, SG0603). Found by fuzzing (docs/fuzzing.md).
-    let alone = ValidateOptions {
-        target: None,
-        ..vopts.clone()
-    };
+    let mut alone = vopts.clone();
+    alone.target = None;
     if let Ok(r) = validate(input, &alone) {
         if r.has_errors() {
             return Err(VerifyError::Input {
@@ -200,14 +245,13 @@ pub fn verify_lowered(
 
 /// The report's error-level findings.
 fn errors_only(report: &Report) -> Report {
-    Report {
-        diagnostics: report
-            .diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .cloned()
-            .collect(),
-    }
+    report
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into()
 }
 
 /// The output's errors beyond what the input already has, counted per rule.
@@ -248,26 +292,18 @@ mod tests {
 
     #[test]
     fn errors_are_counted_per_rule() {
-        let d = |rule| Diagnostic {
-            rule,
-            severity: Severity::Error,
-            message: String::new(),
-            location: Default::default(),
-            notes: Vec::new(),
-            disassembly: None,
-            source: None,
+        let d = |rule| {
+            let mut d = Diagnostic::new(rule, "", Default::default());
+            d.severity = Severity::Error;
+            d
         };
         let a = spv_subgroup_validate::Rule::from_code("SG0101");
         let b = spv_subgroup_validate::Rule::from_code("SG0201");
         let (Some(a), Some(b)) = (a, b) else {
             panic!("the rule codes SG0101 and SG0201 exist");
         };
-        let input = Report {
-            diagnostics: vec![d(a)],
-        };
-        let output = Report {
-            diagnostics: vec![d(a), d(a), d(b)],
-        };
+        let input = Report::from(vec![d(a)]);
+        let output = Report::from(vec![d(a), d(a), d(b)]);
         let new = errors_not_in(&output, &input);
         let rules: Vec<_> = new.diagnostics.iter().map(|d| d.rule).collect();
         assert_eq!(rules, vec![a, b]);

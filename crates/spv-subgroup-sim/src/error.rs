@@ -4,6 +4,7 @@ use std::fmt;
 
 /// Where an error happened: the instruction's word offset in the module, its opcode and result id.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Location {
     /// Word offset of the instruction in the module (the header is words 0..5).
     pub word: Option<u32>,
@@ -54,6 +55,7 @@ impl fmt::Display for Location {
 
 /// What went wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The binary is not well-formed SPIR-V (truncated, bad header, undefined id, wrong operand).
     Malformed(String),

@@ -35,8 +35,11 @@ pub struct Module {
     program: translate::Program,
 }
 
-/// What to run and with which resources.
+/// What to run and with which resources: [`Dispatch::default`] (one workgroup of subgroups of
+/// 32, no buffers), then the `with_*` methods (more settings may come; the struct cannot be built
+/// field by field).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Dispatch {
     /// The entry point's name (needed when the module has several compute entry points).
     pub entry: Option<String>,
@@ -71,8 +74,65 @@ impl Default for Dispatch {
     }
 }
 
+impl Dispatch {
+    /// This dispatch of the entry point `name` (needed when the module has several).
+    pub fn with_entry(mut self, name: impl Into<String>) -> Self {
+        self.entry = Some(name.into());
+        self
+    }
+
+    /// This dispatch with `size` lanes per subgroup (1 to 128).
+    pub fn with_subgroup_size(mut self, size: u32) -> Self {
+        self.subgroup_size = size;
+        self
+    }
+
+    /// This dispatch with `workgroups` in x, y, z.
+    pub fn with_workgroups(mut self, workgroups: [u32; 3]) -> Self {
+        self.workgroups = workgroups;
+        self
+    }
+
+    /// This dispatch with `buffers` by (descriptor set, binding), replacing any set before.
+    pub fn with_buffers(mut self, buffers: BTreeMap<(u32, u32), Vec<u8>>) -> Self {
+        self.buffers = buffers;
+        self
+    }
+
+    /// This dispatch with the buffer at (descriptor set, binding) holding `bytes`.
+    pub fn with_buffer(mut self, binding: (u32, u32), bytes: Vec<u8>) -> Self {
+        self.buffers.insert(binding, bytes);
+        self
+    }
+
+    /// This dispatch with the push-constant bytes.
+    pub fn with_push_constants(mut self, bytes: Vec<u8>) -> Self {
+        self.push_constants = bytes;
+        self
+    }
+
+    /// This dispatch with the seed of the bits given for undefined values.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// This dispatch recording each undefined value read (or not).
+    pub fn with_report_undefined(mut self, report: bool) -> Self {
+        self.report_undefined = report;
+        self
+    }
+
+    /// This dispatch with at most `steps` instructions executed.
+    pub fn with_step_limit(mut self, steps: u64) -> Self {
+        self.step_limit = steps;
+        self
+    }
+}
+
 /// An undefined value that was produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Undefined {
     /// What was undefined.
     pub what: String,
@@ -82,6 +142,7 @@ pub struct Undefined {
 
 /// The result of a dispatch.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Outcome {
     /// Every bound buffer's contents after the dispatch.
     pub buffers: BTreeMap<(u32, u32), Vec<u8>>,
@@ -103,7 +164,7 @@ impl Module {
 
     /// Translates a module given as bytes (little-endian words).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        if bytes.len() % 4 != 0 {
+        if !bytes.len().is_multiple_of(4) {
             return Err(error::malformed(format!(
                 "{} bytes is not a whole number of words",
                 bytes.len()
@@ -133,6 +194,59 @@ impl Module {
     }
 
     /// Runs a dispatch.
+    ///
+    /// ```
+    /// use spv_subgroup_sim::{Dispatch, Module};
+    ///
+    /// # fn example_module() -> Vec<u32> {
+    /// #     // `out[0] = subgroupAdd(1)` in a 64-lane workgroup, built with rspirv.
+    /// #     use rspirv::dr::Operand;
+    /// #     use rspirv::spirv::*;
+    /// #     use rspirv::binary::Assemble;
+    /// #     let mut b = rspirv::dr::Builder::new();
+    /// #     b.set_version(1, 3);
+    /// #     b.capability(Capability::Shader);
+    /// #     b.capability(Capability::GroupNonUniformArithmetic);
+    /// #     b.memory_model(AddressingModel::Logical, MemoryModel::GLSL450);
+    /// #     let void = b.type_void();
+    /// #     let void_fn = b.type_function(void, vec![]);
+    /// #     let uint = b.type_int(32, 0);
+    /// #     let array = b.type_runtime_array(uint);
+    /// #     let block = b.type_struct(vec![array]);
+    /// #     let block_ptr = b.type_pointer(None, StorageClass::StorageBuffer, block);
+    /// #     let uint_ptr = b.type_pointer(None, StorageClass::StorageBuffer, uint);
+    /// #     let buffer = b.variable(block_ptr, None, StorageClass::StorageBuffer, None);
+    /// #     b.decorate(array, Decoration::ArrayStride, vec![Operand::LiteralBit32(4)]);
+    /// #     b.member_decorate(block, 0, Decoration::Offset, vec![Operand::LiteralBit32(0)]);
+    /// #     b.decorate(block, Decoration::Block, vec![]);
+    /// #     b.decorate(buffer, Decoration::DescriptorSet, vec![Operand::LiteralBit32(0)]);
+    /// #     b.decorate(buffer, Decoration::Binding, vec![Operand::LiteralBit32(0)]);
+    /// #     let zero = b.constant_bit32(uint, 0);
+    /// #     let one = b.constant_bit32(uint, 1);
+    /// #     let subgroup = b.constant_bit32(uint, Scope::Subgroup as u32);
+    /// #     let main = b.begin_function(void, None, FunctionControl::NONE, void_fn).unwrap();
+    /// #     b.begin_block(None).unwrap();
+    /// #     let sum = b.group_non_uniform_i_add(uint, None, subgroup, GroupOperation::Reduce, one, None).unwrap();
+    /// #     let out = b.access_chain(uint_ptr, None, buffer, vec![zero, zero]).unwrap();
+    /// #     b.store(out, sum, None, vec![]).unwrap();
+    /// #     b.ret().unwrap();
+    /// #     b.end_function().unwrap();
+    /// #     b.entry_point(ExecutionModel::GLCompute, main, "main", vec![]);
+    /// #     b.execution_mode(main, ExecutionMode::LocalSize, vec![64, 1, 1]);
+    /// #     b.module().assemble()
+    /// # }
+    /// // A compute shader that stores `subgroupAdd(1)`, the number of active lanes, into word 0 of
+    /// // the buffer at set 0, binding 0; its workgroup has 64 lanes.
+    /// let module = Module::new(&example_module())?;
+    /// for (size, lanes) in [(1, 1), (16, 16), (128, 64)] {
+    ///     let dispatch = Dispatch::default()
+    ///         .with_subgroup_size(size)
+    ///         .with_buffer((0, 0), vec![0; 4]);
+    ///     let outcome = module.run(&dispatch)?;
+    ///     assert_eq!(outcome.buffers[&(0, 0)], u32::to_le_bytes(lanes));
+    /// }
+    /// # Ok::<(), spv_subgroup_sim::Error>(())
+    /// ```
     pub fn run(&self, dispatch: &Dispatch) -> Result<Outcome> {
         exec::dispatch(&self.program, dispatch)
     }

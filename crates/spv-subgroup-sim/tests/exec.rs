@@ -120,14 +120,12 @@ fn every_subgroup_size_matches_the_model() {
         let mut buffers = BTreeMap::new();
         buffers.insert((0, 0), bytes(&x));
         buffers.insert((0, 1), vec![0u8; (LOCAL * GROUPS * WORDS * 4) as usize]);
-        let d = Dispatch {
-            subgroup_size: size,
-            workgroups: [GROUPS, 1, 1],
-            buffers,
-            report_undefined: true,
-            seed: 7,
-            ..Dispatch::default()
-        };
+        let d = Dispatch::default()
+            .with_subgroup_size(size)
+            .with_workgroups([GROUPS, 1, 1])
+            .with_buffers(buffers)
+            .with_report_undefined(true)
+            .with_seed(7);
         let out = module
             .run(&d)
             .unwrap_or_else(|e| panic!("size {size}: {e}"));
@@ -172,12 +170,10 @@ fn an_endless_loop_stops_at_the_step_limit_naming_the_instruction() {
     .expect("translates");
     let mut buffers = BTreeMap::new();
     buffers.insert((0, 0), vec![0u8; 8]);
-    let d = Dispatch {
-        subgroup_size: 4,
-        buffers,
-        step_limit: 10_000,
-        ..Dispatch::default()
-    };
+    let d = Dispatch::default()
+        .with_subgroup_size(4)
+        .with_buffers(buffers)
+        .with_step_limit(10_000);
     let e = module.run(&d).expect_err("must stop");
     assert_eq!(e.kind, ErrorKind::StepLimit(10_000));
     assert!(e.location.opcode.is_some(), "{e}");
@@ -192,11 +188,11 @@ fn out_of_bounds_is_an_error_naming_the_instruction() {
     let mut buffers = BTreeMap::new();
     buffers.insert((0, 0), vec![0u8; 8]);
     let e = module
-        .run(&Dispatch {
-            subgroup_size: 4,
-            buffers,
-            ..Dispatch::default()
-        })
+        .run(
+            &Dispatch::default()
+                .with_subgroup_size(4)
+                .with_buffers(buffers),
+        )
         .expect_err("out of bounds");
     assert!(matches!(e.kind, ErrorKind::OutOfBounds(_)), "{e}");
     assert_eq!(e.location.opcode.as_deref(), Some("OpStore"), "{e}");
@@ -222,12 +218,12 @@ fn hostile_bytes_give_errors_not_panics() {
             let mut buffers = BTreeMap::new();
             buffers.insert((0, 0), vec![1u8; 64]);
             buffers.insert((0, 1), vec![0u8; 64]);
-            let _ = m.run(&Dispatch {
-                subgroup_size: 8,
-                buffers,
-                step_limit: 100_000,
-                ..Dispatch::default()
-            });
+            let _ = m.run(
+                &Dispatch::default()
+                    .with_subgroup_size(8)
+                    .with_buffers(buffers)
+                    .with_step_limit(100_000),
+            );
         }
     }
 }

@@ -26,10 +26,8 @@ fn main() {
         let target = std::env::var("SPV_TARGET")
             .ok()
             .and_then(|t| Target::preset(&t));
-        let opts = ValidateOptions {
-            target_env: Some("vulkan1.1".into()),
-            target,
-        };
+        let mut opts = ValidateOptions::default().with_target_env("vulkan1.1");
+        opts.target = target;
         let mut times = Vec::new();
         let mut findings = 0;
         for _ in 0..5 {

@@ -19,6 +19,7 @@ pub const HEADER_WORDS: usize = 5;
 
 /// What is wrong with a binary that cannot be read as SPIR-V at all.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParseErrorKind {
     /// The byte length is not a multiple of four.
     NotWordAligned(usize),
@@ -122,7 +123,7 @@ pub fn words_from_bytes(bytes: &[u8]) -> Result<Vec<u32>, ParseError> {
         word_offset,
         inst_index: None,
     };
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(err(
             ParseErrorKind::NotWordAligned(bytes.len()),
             bytes.len() / 4,
@@ -796,7 +797,7 @@ mod tests {
                 let mut v = header((rng.next() % 64) as u32);
                 v.extend((0..n).map(|_| {
                     let r = rng.next() as u32;
-                    if r % 2 == 0 {
+                    if r.is_multiple_of(2) {
                         r
                     } else {
                         ((r % 6) << 16) | ((r >> 8) % 6000)

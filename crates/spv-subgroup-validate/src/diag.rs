@@ -6,6 +6,7 @@ use crate::rule_table::{Rule, Severity};
 
 /// Where a finding is: the instruction it is about.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[non_exhaustive]
 pub struct Location {
     /// Offset of the instruction's first word from the start of the module (the header is words 0-4).
     pub word_offset: usize,
@@ -43,6 +44,7 @@ impl std::fmt::Display for SourceLocation {
 
 /// One finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Diagnostic {
     /// The rule that found it.
     pub rule: Rule,
@@ -62,9 +64,32 @@ pub struct Diagnostic {
 
 /// All findings on one module, ordered by position, then rule code.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// The findings.
     pub diagnostics: Vec<Diagnostic>,
+}
+
+impl From<Vec<Diagnostic>> for Report {
+    fn from(diagnostics: Vec<Diagnostic>) -> Report {
+        Report { diagnostics }
+    }
+}
+
+impl Diagnostic {
+    /// A finding of `rule` at `location`, at the rule's severity, with no notes or disassembly
+    /// (for tools that report their own findings alongside the validator's).
+    pub fn new(rule: Rule, message: impl Into<String>, location: Location) -> Diagnostic {
+        Diagnostic {
+            rule,
+            severity: rule.severity(),
+            message: message.into(),
+            location,
+            notes: Vec::new(),
+            disassembly: None,
+            source: None,
+        }
+    }
 }
 
 impl Report {

@@ -53,6 +53,7 @@ pub struct InstFit {
 
 /// A consumer restriction (naga's front end) that rejects part of core SPIR-V.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Restriction {
     /// Ballot bit ops and `OpGroupNonUniformInverseBallot`.
     BallotBitOps,
@@ -89,6 +90,7 @@ impl Restriction {
 
 /// One thing a target lacks for an instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Missing {
     /// A capability (a group of subgroup ops or an extension's) the target does not have.
     Capability(Capability),

@@ -38,6 +38,7 @@ impl std::fmt::Display for Severity {
 /// (issue 13). Only `Invalid` and `Unsupported` rules are errors; undefined behaviour at run time
 /// and advice are warnings, so a valid module never fails validation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum Kind {
     /// The specification (or a Vulkan VUID for the environment) says "must" about the module.
     Invalid,
@@ -77,8 +78,10 @@ macro_rules! declare_rules {
         spec: $spec:literal
         vuid: $vuid:literal
         explain: $explain:literal; )*) => {
-        /// A validator rule. Generated from the table below.
+        /// A validator rule. Generated from the table below; rules are added in minor versions,
+        /// so the enum is `#[non_exhaustive]` (match on [`Rule::code`] or keep a wildcard arm).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
         pub enum Rule {
             $(
                 #[doc = $doc]

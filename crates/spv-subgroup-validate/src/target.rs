@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 /// The subgroup features of a device, as far as SPIR-V subgroup code is concerned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Target {
     /// Short name (a preset's name, or the device name of a vulkaninfo report).
     pub name: String,
@@ -40,6 +41,7 @@ pub struct Target {
 /// Groups of subgroup operations, one flag per Vulkan `VkSubgroupFeatureFlagBits` or extension.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SubgroupOps {
     /// `GroupNonUniform` (basic: Elect, the subgroup built-ins).
     pub basic: bool,
@@ -79,6 +81,7 @@ pub struct SubgroupOps {
 /// What a consumer rejects although core SPIR-V allows it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Restrictions {
     /// No `OpGroupNonUniformBallotBitExtract/BitCount/FindLSB/FindMSB`, no `OpGroupNonUniformInverseBallot`.
     pub no_ballot_bit_ops: bool,
@@ -113,6 +116,7 @@ fn max_size() -> u32 {
 
 /// Why a target description could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TargetError {
     /// The name is no preset and no readable file.
     #[error("unknown target `{name}` (presets: {presets}); pass a preset name or a JSON file")]
@@ -314,7 +318,18 @@ pub fn env_spirv_version(env: &str) -> Option<(u8, u8)> {
 }
 
 impl Target {
-    /// A named preset, or `None` if there is no preset of that name.
+    /// A named preset, or `None` if there is no preset of that name ([`PRESETS`] lists them).
+    ///
+    /// ```
+    /// use spv_subgroup_validate::target::{Target, PRESETS};
+    ///
+    /// let lavapipe = Target::preset("lavapipe").unwrap();
+    /// assert!(lavapipe.ops.khr_vote && !lavapipe.ops.partitioned);
+    /// assert_eq!((lavapipe.min_subgroup_size, lavapipe.max_subgroup_size), (4, 16));
+    /// // Every listed preset exists; an unknown name is `None`.
+    /// assert!(PRESETS.iter().all(|(name, _)| Target::preset(name).is_some()));
+    /// assert!(Target::preset("no-such-gpu").is_none());
+    /// ```
     pub fn preset(name: &str) -> Option<Target> {
         let base = Target {
             name: name.to_owned(),

@@ -155,7 +155,7 @@ fn words_from_reader(mut r: impl Read, size: u64) -> std::io::Result<Result<Word
             inst_index: None,
         }))
     };
-    if total % 4 != 0 {
+    if !total.is_multiple_of(4) {
         return fail(ParseErrorKind::NotWordAligned(total), total / 4);
     }
     let little_endian = match words.first() {

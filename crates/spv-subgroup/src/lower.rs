@@ -109,15 +109,12 @@ impl Opts {
             }
         }
         let job = Job {
-            opts: LowerOptions {
-                target: target.clone(),
-                subgroup_size: self.subgroup_size,
-                float_partition: match self.float_partition {
+            opts: LowerOptions::new(target.clone())
+                .with_subgroup_size(self.subgroup_size)
+                .with_float_partition(match self.float_partition {
                     FloatPartitionArg::Spec => FloatPartition::Spec,
                     FloatPartitionArg::Bitwise => FloatPartition::Bitwise,
-                },
-                ..LowerOptions::default()
-            },
+                }),
             target_arg: self.target.clone().unwrap_or_else(|| target.name.clone()),
             target_from_module: self.target.is_none() && self.target_env.is_none(),
             verify: !self.no_verify,

@@ -83,10 +83,7 @@ impl Job {
         let chosen;
         let opts = match self.target_for(words) {
             Some(target) => {
-                chosen = LowerOptions {
-                    target,
-                    ..self.opts.clone()
-                };
+                chosen = self.opts.clone().with_target(target);
                 &chosen
             }
             None => &self.opts,
@@ -107,7 +104,9 @@ impl Job {
             LowerError::Unsupported { .. } => {
                 refuse("unsupported", format!("error: `{name}`: {e}"))
             }
-            LowerError::Invalid { .. } => refuse(
+            // `LowerError::Invalid`, and any kind added later (the enum is `#[non_exhaustive]`)
+            // until it gets its own arm.
+            _ => refuse(
                 "invalid",
                 format!(
                     "error: `{name}` cannot be lowered: {e}{}",
@@ -143,21 +142,18 @@ impl Job {
         }
         let [_, major, minor, _] = words.get(1)?.to_be_bytes();
         let base = Target::default_for_version((major, minor));
-        Some(Target {
-            min_subgroup_size: self.opts.target.min_subgroup_size,
-            max_subgroup_size: self.opts.target.max_subgroup_size,
-            ..base
-        })
+        let mut target = base;
+        target.min_subgroup_size = self.opts.target.min_subgroup_size;
+        target.max_subgroup_size = self.opts.target.max_subgroup_size;
+        Some(target)
     }
 
     /// For an input the pass found invalid: our validator's errors on it (without the target,
     /// as verification judges an input on its own), so the refusal names the rule it breaks as
     /// every other target's refusal of the same input does; empty when the validator finds none.
     fn input_findings(name: &str, words: &[u32], env: &str) -> String {
-        let opts = spv_subgroup_validate::ValidateOptions {
-            target_env: Some(env.to_owned()),
-            target: None,
-        };
+        let opts =
+            spv_subgroup_validate::ValidateOptions::default().with_target_env(env.to_owned());
         match spv_subgroup_validate::validate(words, &opts) {
             Ok(mut report) if report.has_errors() => {
                 report
@@ -219,6 +215,13 @@ impl Job {
                      note: `{out}` was not written; --no-verify writes it anyway",
                     render_human(&errors, &format!("{name} (lowered)"))
                 ),
+                kind: "internal",
+            },
+            // `VerifyError` is `#[non_exhaustive]`: a kind added later is reported as ours
+            // until it gets its own arm.
+            _ => Refused {
+                exit: EXIT_INTERNAL,
+                message: format!("error: {REPORT}: {e}\nnote: `{out}` was not written"),
                 kind: "internal",
             },
         }

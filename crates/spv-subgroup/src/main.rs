@@ -7,6 +7,7 @@
 
 mod args;
 mod explain;
+mod generate;
 mod io;
 mod lower;
 mod lower_job;
@@ -79,6 +80,8 @@ enum Command {
     Explain(explain::Opts),
     Targets(targets::Opts),
     Run(run::Opts),
+    #[command(hide = true)]
+    GenerateAssets(generate::Opts),
 }
 
 fn main() -> ExitCode {
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
         Command::Explain(o) => o.run(),
         Command::Targets(o) => o.run(),
         Command::Run(o) => o.run(),
+        Command::GenerateAssets(o) => o.run(),
     };
     match result {
         Ok(code) => ExitCode::from(code),

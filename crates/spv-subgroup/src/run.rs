@@ -108,16 +108,14 @@ impl Opts {
                 bail!("buffer {set}.{binding} is bound twice");
             }
         }
-        let dispatch = Dispatch {
-            entry: self.entry,
-            subgroup_size: self.subgroup_size,
-            workgroups: self.workgroups,
-            buffers,
-            push_constants: Vec::new(),
-            seed: self.seed,
-            report_undefined: self.report_undefined,
-            step_limit: self.step_limit,
-        };
+        let mut dispatch = Dispatch::default()
+            .with_subgroup_size(self.subgroup_size)
+            .with_workgroups(self.workgroups)
+            .with_buffers(buffers)
+            .with_seed(self.seed)
+            .with_report_undefined(self.report_undefined)
+            .with_step_limit(self.step_limit);
+        dispatch.entry = self.entry;
         let outcome = match module.run(&dispatch) {
             Ok(o) => o,
             Err(e) => {

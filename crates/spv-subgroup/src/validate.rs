@@ -120,10 +120,9 @@ impl Opts {
         };
         let allowed = self.allowed_rules()?;
         let sources = expand_inputs(&self.inputs.inputs)?;
-        let opts = ValidateOptions {
-            target_env: self.target_env.clone(),
-            target,
-        };
+        let mut opts = ValidateOptions::default();
+        opts.target_env = self.target_env.clone();
+        opts.target = target;
         let color = self.general.color.enabled();
         let mut summary = Summary::default();
         let mut files_json = Vec::new();

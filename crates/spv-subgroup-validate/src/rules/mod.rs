@@ -1,8 +1,8 @@
-//! The per-instruction dispatch of the rules: [`run`] sends each instruction to its family's
-//! `check` (the table itself, the single source of truth for codes, is [`crate::rule_table`];
-//! the reference generated from it, [`crate::rule_docs`]).
+//! The per-instruction dispatch of the rules: `run` sends each instruction to its family's
+//! `check` (the table itself, the single source of truth for codes, is `rule_table.rs`;
+//! the reference generated from it, `rule_docs.rs`).
 //!
-//! Each rule family lives in its own file with a `pub(crate) fn check(...)`; [`run`] calls them
+//! Each rule family lives in its own file with a `pub(crate) fn check(...)`; `run` calls them
 //! with a plain `match` on the opcode. Codes are stable and never reused; each family owns a range:
 //!
 //! | range | family |

@@ -217,10 +217,10 @@ impl Job {
                 ),
                 kind: "internal",
             },
-            // `VerifyError` is `#[non_exhaustive]`: a kind added later is reported as ours
-            // until it gets its own arm.
+            // `VerifyError` is `#[non_exhaustive]`: a kind added later gets the exit status
+            // `Verdict` gives it and a generic message until it gets its own arm.
             _ => Refused {
-                exit: EXIT_INTERNAL,
+                exit,
                 message: format!("error: {REPORT}: {e}\nnote: `{out}` was not written"),
                 kind: "internal",
             },

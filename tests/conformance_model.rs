@@ -555,14 +555,28 @@ fn and(a: &[u32; 4], b: &[u32; 4]) -> [u32; 4] {
 
 fn size_mask(size: u32) -> [u32; 4] {
     let mut m = [0u32; 4];
-    for l in 0..size.min(128) {
-        m[(l / 32) as usize] |= 1 << (l % 32);
+    for (w, word) in m.iter_mut().enumerate() {
+        let below = size.min(128).saturating_sub(32 * w as u32);
+        *word = if below >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << below) - 1
+        };
     }
     m
 }
 
+/// The lanes of a mask, lowest first (by set bits: the check runs after every dispatch).
 fn lanes(m: &[u32; 4]) -> Vec<u32> {
-    (0..128).filter(|&l| bit(m, l)).collect()
+    let mut out = Vec::new();
+    for (w, &word) in m.iter().enumerate() {
+        let mut b = word;
+        while b != 0 {
+            out.push(32 * w as u32 + b.trailing_zeros());
+            b &= b - 1;
+        }
+    }
+    out
 }
 
 fn hex4(m: &[u32; 4]) -> String {
@@ -595,6 +609,9 @@ impl Outcome {
         }
     }
 }
+
+/// The fold of a subset's values up to one lane, per component (None: not representable).
+type Scan = Vec<Option<u64>>;
 
 /// Checks all records of one run against the model.
 pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
@@ -675,18 +692,24 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
                 }
             }
         }
-        // Results.
+        // Results. What depends only on the group (the votes) or on a subset (its validity, its
+        // scan) is computed once and shared by the lanes, so a 128-lane group costs O(n), not
+        // O(n^2) or O(n^3): the suite runs this check after every simulated dispatch.
         let vt = layout.value;
         let sizem = size_mask(size);
+        let preds: Vec<bool> = members
+            .iter()
+            .map(|o| o.value.first().copied().unwrap_or(0) != 0)
+            .collect();
+        let mut subsets: BTreeMap<[u32; 4], bool> = BTreeMap::new();
         for (k, kind) in layout.results.iter().enumerate() {
+            // Per subset: its lanes, and the inclusive fold up to each of them (None where a
+            // float result is not representable).
+            let mut scans: BTreeMap<[u32; 4], Vec<(u32, Scan)>> = BTreeMap::new();
             for r in &members {
                 let got = &r.results[k];
                 let expected: Option<Vec<u64>> = match *kind {
                     ResultKind::VoteAll | ResultKind::VoteAny | ResultKind::VoteAllEqual => {
-                        let preds: Vec<bool> = members
-                            .iter()
-                            .map(|o| o.value.first().copied().unwrap_or(0) != 0)
-                            .collect();
                         let v = match kind {
                             ResultKind::VoteAll => preds.iter().all(|&p| p),
                             ResultKind::VoteAny => preds.iter().any(|&p| p),
@@ -697,14 +720,16 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
                     ResultKind::Arith(op, mode) => {
                         let Some(t) = vt else { continue };
                         let subset = and(&and(&r.ballot, &act), &sizem);
-                        // The ballot must be a valid partition for the result to be defined.
-                        let valid = bit(&subset, r.lane)
-                            && lanes(&subset).iter().all(|l| {
+                        // The ballot must be a valid partition for the result to be defined:
+                        // this lane is in the subset, and every lane of it has the same subset.
+                        let same_everywhere = *subsets.entry(subset).or_insert_with(|| {
+                            lanes(&subset).iter().all(|l| {
                                 by_lane
                                     .get(l)
                                     .is_some_and(|o| and(&and(&o.ballot, &act), &sizem) == subset)
-                            });
-                        if !valid {
+                            })
+                        });
+                        if !(bit(&subset, r.lane) && same_everywhere) {
                             out.fail(
                                 "ballot",
                                 format!(
@@ -715,20 +740,31 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
                             );
                             continue;
                         }
-                        let mut acc: Vec<Option<u64>> = vec![Some(identity(op, t.scalar)); t.comps];
-                        for l in lanes(&subset) {
-                            let o = by_lane[&l];
-                            let take = match mode {
-                                Mode::Reduce => true,
-                                Mode::Inclusive => l <= r.lane,
-                                Mode::Exclusive => l < r.lane,
-                            };
-                            if take {
-                                for (a, &x) in acc.iter_mut().zip(&o.value) {
-                                    *a = a.and_then(|a| apply(op, t.scalar, a, x));
-                                }
+                        let scan = scans.entry(subset).or_insert_with(|| {
+                            let mut acc: Vec<Option<u64>> =
+                                vec![Some(identity(op, t.scalar)); t.comps];
+                            lanes(&subset)
+                                .into_iter()
+                                .map(|l| {
+                                    for (a, &x) in acc.iter_mut().zip(&by_lane[&l].value) {
+                                        *a = a.and_then(|a| apply(op, t.scalar, a, x));
+                                    }
+                                    (l, acc.clone())
+                                })
+                                .collect()
+                        });
+                        // The lane is in the subset (checked above), so it has a scan entry.
+                        let Ok(at) = scan.binary_search_by_key(&r.lane, |e| e.0) else {
+                            continue;
+                        };
+                        let acc = match mode {
+                            Mode::Reduce => scan[scan.len() - 1].1.clone(),
+                            Mode::Inclusive => scan[at].1.clone(),
+                            Mode::Exclusive if at == 0 => {
+                                vec![Some(identity(op, t.scalar)); t.comps]
                             }
-                        }
+                            Mode::Exclusive => scan[at - 1].1.clone(),
+                        };
                         if acc.iter().any(Option::is_none) {
                             out.unchecked += 1;
                             continue;

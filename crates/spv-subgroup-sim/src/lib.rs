@@ -21,6 +21,7 @@ mod num;
 mod ops;
 mod translate;
 mod types;
+mod vector;
 
 use std::collections::BTreeMap;
 
@@ -93,6 +94,9 @@ pub struct Outcome {
     pub steps: u64,
     /// Instructions executed times active lanes.
     pub lane_steps: u64,
+    /// The most memory objects (buffers, variables) that existed at once in a workgroup: the
+    /// storage of returned calls' Function variables is reused, so this stays bounded.
+    pub memory_objects: usize,
 }
 
 impl Module {

@@ -610,6 +610,27 @@ impl Outcome {
     }
 }
 
+/// Where a group of records is, for failure messages.
+struct Ctx {
+    wg: u32,
+    sg: u32,
+    slot: usize,
+    act: [u32; 4],
+}
+
+impl std::fmt::Display for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "wg {} sg {} slot {} act {}",
+            self.wg,
+            self.sg,
+            self.slot,
+            hex4(&self.act)
+        )
+    }
+}
+
 /// The fold of a subset's values up to one lane, per component (None: not representable).
 type Scan = Vec<Option<u64>>;
 
@@ -631,7 +652,8 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
         members.sort_by_key(|r| r.lane);
         let size = members[0].size;
         let by_lane: BTreeMap<u32, &Rec> = members.iter().map(|r| (r.lane, *r)).collect();
-        let ctx = format!("wg {wg} sg {sg} slot {slot} act {}", hex4(&act));
+        // Formatted only into failure messages (this runs for every group of every dispatch).
+        let ctx = Ctx { wg, sg, slot, act };
         // The active set must be exactly the lanes that recorded this instance.
         let act_lanes = lanes(&act);
         if act_lanes != by_lane.keys().copied().collect::<Vec<_>>() {

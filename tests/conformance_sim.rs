@@ -73,16 +73,26 @@ fn run_variant(
             Ok(m) => m,
             Err(e) => return vec![format!("{} [{variant}]: translation: {e}", case.name)],
         };
-        for (&size, seed) in sizes
+        // The inputs depend on the local size and the seed, not on the subgroup size.
+        let inputs: Vec<Vec<u8>> = SEEDS
             .iter()
-            .flat_map(|s| SEEDS.iter().map(move |x| (s, *x)))
+            .map(|&seed| {
+                inputs::gen_inputs(case, local, seed, GROUPS)
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .collect()
+            })
+            .collect();
+        for (&size, (seed, input)) in sizes
+            .iter()
+            .flat_map(|s| SEEDS.iter().zip(&inputs).map(move |x| (s, x)))
         {
+            let seed = *seed;
             let what = format!("{} [{variant}] size {size}", case.name);
-            let inp = inputs::gen_inputs(case, local, seed, GROUPS);
             let n = (GROUPS * local) as usize;
             let out_words = case.layout.out_words(n);
             let mut buffers = BTreeMap::new();
-            buffers.insert((0, 0), inp.iter().flat_map(|w| w.to_le_bytes()).collect());
+            buffers.insert((0, 0), input.clone());
             buffers.insert((0, 1), vec![0u8; out_words * 4]);
             let d = Dispatch {
                 subgroup_size: size,

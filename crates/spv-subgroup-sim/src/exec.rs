@@ -310,6 +310,36 @@ impl<'p> Machine<'p> {
         Ok(())
     }
 
+    /// Reads the scalar `s` at byte `o` of what `ptr` points to (`load` of a one-leaf type).
+    pub fn load_scalar(&mut self, ptr: u64, o: u32, s: Scalar) -> Result<u64> {
+        let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
+        let Some(m) = self.mems.get(obj) else {
+            return Err(Error::new(ErrorKind::OutOfBounds(
+                "a pointer to no memory (undefined pointer)".into(),
+            )));
+        };
+        let at = u64::from(off) + u64::from(o);
+        let n = u64::from(s.bytes());
+        let (a, b) = (at as usize, (at + n) as usize);
+        let Some(bytes) = m.bytes.get(a..b).filter(|_| at + n <= m.bytes.len() as u64) else {
+            return Err(Error::new(ErrorKind::OutOfBounds(format!(
+                "reading {n} bytes at offset {at} of {} ({} bytes)",
+                m.name,
+                m.bytes.len()
+            ))));
+        };
+        let v = read_le(bytes);
+        if m.uninit > 0 && m.init.get(a..b).is_some_and(|i| i.contains(&false)) {
+            let name = format!("uninitialised memory of {}", m.name);
+            return Ok(self.undefined(&name, s));
+        }
+        Ok(if s == Scalar::Bool {
+            u64::from(v != 0)
+        } else {
+            v
+        })
+    }
+
     /// Writes a value of type `ty` to memory at `ptr`.
     pub fn store(&mut self, ptr: u64, ty: &TypeInfo, vals: &[u64]) -> Result<()> {
         let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
@@ -513,7 +543,9 @@ impl<'p> Machine<'p> {
 
     fn exec(&mut self, sg: &mut Sg, inst: &'p Inst, block: u32, mask: u128) -> Result<()> {
         use spirv::Op as O;
-        let op = O::from_u32(inst.op).ok_or_else(|| unsupported("an unknown opcode"))?;
+        let op = inst
+            .decoded
+            .ok_or_else(|| unsupported("an unknown opcode"))?;
         let arg = |k: usize| {
             inst.args
                 .get(k)

@@ -48,6 +48,23 @@ impl<'p> Machine<'p> {
             O::Load => {
                 let p = self.val(arg(0)?)?;
                 let t = rty.ok_or_else(|| malformed("load without a type"))?;
+                // A scalar through a register pointer: straight from the pointer row into the
+                // result row, no buffer between.
+                if let (Src::Reg(r), [(o, s)], true) =
+                    (p.0, t.layout.as_slice(), inst.res != u32::MAX)
+                {
+                    let n = self.lanes as usize;
+                    let (prow, orow) = (r as usize * n, inst.res as usize * n);
+                    for l in lanes(mask) {
+                        let l = l as usize;
+                        let ptr = sg.regs.get(prow + l).copied().unwrap_or(0);
+                        let v = self.load_scalar(ptr, *o, *s)?;
+                        if let Some(x) = sg.regs.get_mut(orow + l) {
+                            *x = v;
+                        }
+                    }
+                    return Ok(());
+                }
                 let mut buf = std::mem::take(&mut self.scratch);
                 for l in lanes(mask) {
                     buf.clear();

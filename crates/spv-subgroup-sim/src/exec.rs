@@ -176,6 +176,9 @@ pub struct Machine<'p> {
     step_limit: u64,
     /// Location of the instruction running (for undefined reports).
     pub here: (u32, u32, u32),
+    /// With `Dispatch::trace_size`: the size-revealing instructions, and per function and
+    /// instruction how often each ran.
+    trace: Option<(crate::size_trace::Marks, Vec<Vec<u64>>)>,
 }
 
 impl std::fmt::Debug for Machine<'_> {
@@ -535,6 +538,18 @@ impl<'p> Machine<'p> {
                 return Err(Error::new(ErrorKind::StepLimit(self.step_limit)).at(&inst.location()));
             }
             self.here = (inst.word, inst.op, inst.id);
+            if let Some((marks, counts)) = self.trace.as_mut() {
+                let (f, i) = (frame.func as usize, pc as usize);
+                if marks
+                    .get(f)
+                    .and_then(|m| m.get(i))
+                    .is_some_and(Option::is_some)
+                {
+                    if let Some(c) = counts.get_mut(f).and_then(|c| c.get_mut(i)) {
+                        *c += 1;
+                    }
+                }
+            }
             self.exec(sg, inst, block, mask)
                 .map_err(|e| e.at(&inst.location()))?;
         }
@@ -796,6 +811,11 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
         lane_steps: 0,
         step_limit: d.step_limit,
         here: (0, 0, 0),
+        trace: d.trace_size.then(|| {
+            let marks = crate::size_trace::marks(p);
+            let counts = marks.iter().map(|m| vec![0; m.len()]).collect();
+            (marks, counts)
+        }),
     };
     // Buffers and push constants: fixed objects.
     let mut buffer_objs: Vec<((u32, u32), usize)> = Vec::new();
@@ -932,7 +952,23 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
     for (b, bytes) in &d.buffers {
         buffers.entry(*b).or_insert_with(|| bytes.clone());
     }
+    let mut size_reads = Vec::new();
+    if let Some((marks, counts)) = &m.trace {
+        for (f, (fm, fc)) in p.funcs.iter().zip(marks.iter().zip(counts)) {
+            for ((inst, mark), &count) in f.insts.iter().zip(fm).zip(fc) {
+                if let (Some(what), true) = (mark, count > 0) {
+                    size_reads.push(crate::SizeRead {
+                        what: what.clone(),
+                        location: inst.location(),
+                        count,
+                    });
+                }
+            }
+        }
+        size_reads.sort_by_key(|r| r.location.word);
+    }
     Ok(Outcome {
+        size_reads,
         buffers,
         undefined: m.undefined,
         undefined_total: m.undefined_total,

@@ -19,6 +19,7 @@ mod glsl;
 mod group;
 mod num;
 mod ops;
+mod size_trace;
 mod translate;
 mod types;
 mod vector;
@@ -55,6 +56,9 @@ pub struct Dispatch {
     pub report_undefined: bool,
     /// Most instructions to execute before stopping with [`ErrorKind::StepLimit`].
     pub step_limit: u64,
+    /// Count the executed instructions whose results depend on the subgroup size
+    /// ([`Outcome::size_reads`]).
+    pub trace_size: bool,
 }
 
 impl Default for Dispatch {
@@ -68,6 +72,7 @@ impl Default for Dispatch {
             seed: 0,
             report_undefined: false,
             step_limit: DEFAULT_STEP_LIMIT,
+            trace_size: false,
         }
     }
 }
@@ -97,6 +102,21 @@ pub struct Outcome {
     /// The most memory objects (buffers, variables) that existed at once in a workgroup: the
     /// storage of returned calls' Function variables is reused, so this stays bounded.
     pub memory_objects: usize,
+    /// With [`Dispatch::trace_size`]: the executed instructions whose results depend on the
+    /// subgroup size (loads of `SubgroupSize`, `SubgroupLocalInvocationId`, `SubgroupId`,
+    /// `NumSubgroups` and the masks; every subgroup instruction), in module order.
+    pub size_reads: Vec<SizeRead>,
+}
+
+/// An executed instruction whose result depends on the subgroup size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SizeRead {
+    /// What it reads (`reads BuiltIn SubgroupSize`, `subgroup operation OpGroupNonUniformIAdd`).
+    pub what: String,
+    /// The instruction.
+    pub location: Location,
+    /// How many times it ran (once per subgroup per execution).
+    pub count: u64,
 }
 
 impl Module {

@@ -15,6 +15,7 @@ mod parallel;
 mod run;
 mod sarif;
 mod signals;
+mod size_compare;
 mod targets;
 mod validate;
 mod writeback;

@@ -652,6 +652,14 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
         members.sort_by_key(|r| r.lane);
         let size = members[0].size;
         let by_lane: BTreeMap<u32, &Rec> = members.iter().map(|r| (r.lane, *r)).collect();
+        // The same map as an array for the lookups of the scans (the last record of a lane
+        // wins, as in `by_lane`).
+        let mut lane_rec: [Option<&Rec>; 128] = [None; 128];
+        for r in &members {
+            if let Some(x) = lane_rec.get_mut(r.lane as usize) {
+                *x = Some(*r);
+            }
+        }
         // Formatted only into failure messages (this runs for every group of every dispatch).
         let ctx = Ctx { wg, sg, slot, act };
         // The active set must be exactly the lanes that recorded this instance.
@@ -745,9 +753,11 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
                         // The ballot must be a valid partition for the result to be defined:
                         // this lane is in the subset, and every lane of it has the same subset.
                         let same_everywhere = *subsets.entry(subset).or_insert_with(|| {
-                            lanes(&subset).iter().all(|l| {
-                                by_lane
-                                    .get(l)
+                            lanes(&subset).iter().all(|&l| {
+                                lane_rec
+                                    .get(l as usize)
+                                    .copied()
+                                    .flatten()
                                     .is_some_and(|o| and(&and(&o.ballot, &act), &sizem) == subset)
                             })
                         });
@@ -762,25 +772,40 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
                             );
                             continue;
                         }
+                        // A reduction needs only the whole subset's fold: one entry.
                         let scan = scans.entry(subset).or_insert_with(|| {
                             let mut acc: Vec<Option<u64>> =
                                 vec![Some(identity(op, t.scalar)); t.comps];
-                            lanes(&subset)
-                                .into_iter()
-                                .map(|l| {
-                                    for (a, &x) in acc.iter_mut().zip(&by_lane[&l].value) {
-                                        *a = a.and_then(|a| apply(op, t.scalar, a, x));
-                                    }
-                                    (l, acc.clone())
-                                })
-                                .collect()
+                            let subset_lanes = lanes(&subset);
+                            let mut folds = Vec::new();
+                            for (k, &l) in subset_lanes.iter().enumerate() {
+                                let value = lane_rec
+                                    .get(l as usize)
+                                    .copied()
+                                    .flatten()
+                                    .map_or(&[][..], |o| o.value.as_slice());
+                                for (a, &x) in acc.iter_mut().zip(value) {
+                                    *a = a.and_then(|a| apply(op, t.scalar, a, x));
+                                }
+                                if mode != Mode::Reduce || k + 1 == subset_lanes.len() {
+                                    folds.push((l, acc.clone()));
+                                }
+                            }
+                            folds
                         });
                         // The lane is in the subset (checked above), so it has a scan entry.
-                        let Ok(at) = scan.binary_search_by_key(&r.lane, |e| e.0) else {
-                            continue;
+                        let at = match mode {
+                            Mode::Reduce => scan.len().saturating_sub(1),
+                            _ => match scan.binary_search_by_key(&r.lane, |e| e.0) {
+                                Ok(at) => at,
+                                Err(_) => continue,
+                            },
                         };
                         let acc = match mode {
-                            Mode::Reduce => scan[scan.len() - 1].1.clone(),
+                            Mode::Reduce => match scan.last() {
+                                Some(e) => e.1.clone(),
+                                None => continue,
+                            },
                             Mode::Inclusive => scan[at].1.clone(),
                             Mode::Exclusive if at == 0 => {
                                 vec![Some(identity(op, t.scalar)); t.comps]

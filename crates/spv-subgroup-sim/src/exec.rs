@@ -343,6 +343,36 @@ impl<'p> Machine<'p> {
         })
     }
 
+    /// Writes the scalar `s` at byte `o` of what `ptr` points to (`store` of a one-leaf type).
+    pub fn store_scalar(&mut self, ptr: u64, o: u32, s: Scalar, v: u64) -> Result<()> {
+        let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
+        let Some(m) = self.mems.get_mut(obj) else {
+            return Err(Error::new(ErrorKind::OutOfBounds(
+                "a pointer to no memory (undefined pointer)".into(),
+            )));
+        };
+        let at = u64::from(off) + u64::from(o);
+        let n = u64::from(s.bytes());
+        let (a, b) = (at as usize, (at + n) as usize);
+        let len = m.bytes.len();
+        let Some(bytes) = m.bytes.get_mut(a..b).filter(|_| at + n <= len as u64) else {
+            return Err(Error::new(ErrorKind::OutOfBounds(format!(
+                "writing {n} bytes at offset {at} of {} ({len} bytes)",
+                m.name
+            ))));
+        };
+        write_le(bytes, v);
+        if m.uninit > 0 {
+            for x in m.init.get_mut(a..b).unwrap_or(&mut []) {
+                if !*x {
+                    *x = true;
+                    m.uninit -= 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Writes a value of type `ty` to memory at `ptr`.
     pub fn store(&mut self, ptr: u64, ty: &TypeInfo, vals: &[u64]) -> Result<()> {
         let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
@@ -577,8 +607,17 @@ impl<'p> Machine<'p> {
                 let c = self.val(arg(0)?)?;
                 let (t, f) = (self.block(arg(1)?)?, self.block(arg(2)?)?);
                 let mut tm = 0u128;
+                let n = self.lanes as usize;
                 for l in lanes(mask) {
-                    if self.get(sg, c, 0, l) != 0 {
+                    let x = match c.0 {
+                        Src::Reg(r) => sg
+                            .regs
+                            .get(r as usize * n + l as usize)
+                            .copied()
+                            .unwrap_or(0),
+                        _ => self.get(sg, c, 0, l),
+                    };
+                    if x != 0 {
                         tm |= 1 << l;
                     }
                 }

@@ -82,6 +82,24 @@ impl<'p> Machine<'p> {
             O::Store => {
                 let p = self.val(arg(0)?)?;
                 let v = self.val(arg(1)?)?;
+                // A scalar through a register pointer: each lane's value straight from its row.
+                if let (Src::Reg(r), [(o, s)]) = (p.0, v.1.layout.as_slice()) {
+                    let n = self.lanes as usize;
+                    let prow = r as usize * n;
+                    for l in lanes(mask) {
+                        let ptr = sg.regs.get(prow + l as usize).copied().unwrap_or(0);
+                        let x = match v.0 {
+                            Src::Reg(vr) => sg
+                                .regs
+                                .get(vr as usize * n + l as usize)
+                                .copied()
+                                .unwrap_or(0),
+                            _ => self.get(sg, v, 0, l),
+                        };
+                        self.store_scalar(ptr, *o, *s, x)?;
+                    }
+                    return Ok(());
+                }
                 let mut buf = std::mem::take(&mut self.scratch);
                 for l in lanes(mask) {
                     buf.clear();
@@ -151,21 +169,60 @@ impl<'p> Machine<'p> {
                         _ => return Err(malformed("access chain index into a scalar")),
                     }
                 }
-                for l in lanes(mask) {
-                    let ptr = self.get(sg, base, 0, l);
-                    let mut off = u64::from(ptr as u32);
-                    for &(stride, n, idx, dynamic) in &steps {
-                        if dynamic {
-                            let w = idx.1.scalar_of().map_or(32, Scalar::width);
-                            let i = crate::num::sext(w, self.get(sg, idx, 0, l));
-                            if i < 0 || (i as u64) >= n {
-                                off = u64::from(u32::MAX);
-                                break;
-                            }
-                            off = off.saturating_add((i as u64).saturating_mul(u64::from(stride)));
-                        } else {
-                            off = off.saturating_add(u64::from(stride));
+                // Struct members and constant indices add the same offset in every lane: summed
+                // once (a constant index out of range sends every lane out of range, as before);
+                // only indices held in registers are read per lane.
+                let mut fixed = 0u64;
+                let mut all_out = false;
+                steps.retain(|&(stride, n, idx, dynamic)| {
+                    let konst = match idx.0 {
+                        Src::Const(k) if dynamic => self.p.consts.get(k as usize).copied(),
+                        _ => None,
+                    };
+                    match (dynamic, konst) {
+                        (false, _) => {
+                            fixed = fixed.saturating_add(u64::from(stride));
+                            false
                         }
+                        (true, Some(x)) => {
+                            let w = idx.1.scalar_of().map_or(32, Scalar::width);
+                            let i = crate::num::sext(w, x);
+                            if i < 0 || (i as u64) >= n {
+                                all_out = true;
+                            } else {
+                                fixed = fixed
+                                    .saturating_add((i as u64).saturating_mul(u64::from(stride)));
+                            }
+                            false
+                        }
+                        (true, None) => true,
+                    }
+                });
+                let nl = self.lanes as usize;
+                for l in lanes(mask) {
+                    let ptr = match base.0 {
+                        Src::Reg(r) => sg
+                            .regs
+                            .get(r as usize * nl + l as usize)
+                            .copied()
+                            .unwrap_or(0),
+                        _ => self.get(sg, base, 0, l),
+                    };
+                    let mut off = u64::from(ptr as u32).saturating_add(fixed);
+                    if all_out {
+                        off = u64::from(u32::MAX);
+                    }
+                    for &(stride, n, idx, _) in &steps {
+                        if all_out {
+                            break;
+                        }
+                        let w = idx.1.scalar_of().map_or(32, Scalar::width);
+                        let i = crate::num::sext(w, self.get(sg, idx, 0, l));
+                        if i < 0 || (i as u64) >= n {
+                            off = u64::from(u32::MAX);
+                            break;
+                        }
+                        off = off.saturating_add((i as u64).saturating_mul(u64::from(stride)));
                     }
                     let off = off.min(u64::from(u32::MAX));
                     self.put(sg, inst, 0, l, (ptr & !0xffff_ffff) | off);

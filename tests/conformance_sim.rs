@@ -254,26 +254,31 @@ fn part_3() {
 
 /// The partition cases lowered with every form forced (`LowerOptions::partition_form`), for
 /// `vulkan1.1` with the size unknown and known: each form must match the model at every size,
-/// not only the form the lowering picks for the case's key type.
+/// not only the form the lowering picks for the case's key type. Two tests of two forms each, so
+/// they run in parallel (together they were the suite's longest test).
 #[test]
-fn partition_forms() {
+fn partition_forms_bit_sliced_first_round() {
+    partition_forms(&[PartitionForm::BitSliced, PartitionForm::FirstRound]);
+}
+
+/// See [`partition_forms_bit_sliced_first_round`].
+#[test]
+fn partition_forms_differing_bits_waterfall() {
+    partition_forms(&[PartitionForm::DifferingBits, PartitionForm::Waterfall]);
+}
+
+fn partition_forms(forms: &[PartitionForm]) {
     let filter = std::env::var("SPV_CONFORMANCE_FILTER").unwrap_or_default();
     let sizes = sizes();
     let mut fails = Vec::new();
     let mut runs = 0usize;
     let mut work = Work::default();
-    let forms = [
-        PartitionForm::BitSliced,
-        PartitionForm::FirstRound,
-        PartitionForm::DifferingBits,
-        PartitionForm::Waterfall,
-    ];
     for case in shaders::all_cases()
         .iter()
         .filter(|c| c.family == Family::Partition && c.name.contains(&filter))
     {
         let native = compile(&case.glsl, case.env);
-        for form in forms {
+        for &form in forms {
             for size in [None, Some(32)] {
                 let opts = LowerOptions {
                     target: Target::preset("vulkan1.1").expect("preset"),
@@ -299,7 +304,9 @@ fn partition_forms() {
             }
         }
     }
-    println!("partition forms in the simulator: {runs} (case, form, size) runs at sizes {sizes:?}");
+    println!(
+        "partition forms {forms:?} in the simulator: {runs} (case, form, size) runs at sizes {sizes:?}"
+    );
     for f in fails.iter().take(40) {
         println!("FAIL {f}");
     }

@@ -478,7 +478,7 @@ impl<'p> Machine<'p> {
             | O::AtomicAnd
             | O::AtomicOr
             | O::AtomicXor => self.atomic(sg, inst, op, mask)?,
-            _ if crate::group::is_group(op) => self.group(sg, inst, op, mask)?,
+            _ if inst.group => self.group(sg, inst, op, mask)?,
             _ => self.elementwise(sg, inst, op, mask)?,
         }
         Ok(())

@@ -48,6 +48,8 @@ pub struct Inst {
     pub op: u32,
     /// The opcode, decoded once here rather than at every step (None: unknown to `spirv`).
     pub decoded: Option<spirv::Op>,
+    /// Whether it is a subgroup instruction (`crate::group`), decided once here.
+    pub group: bool,
     /// Word offset in the module.
     pub word: u32,
     /// Result id (0 if none).
@@ -889,6 +891,7 @@ impl Builder<'_> {
                         f.insts.push(Inst {
                             op,
                             decoded: spirv::Op::from_u32(op),
+                            group: spirv::Op::from_u32(op).is_some_and(crate::group::is_group),
                             word,
                             id,
                             ty,

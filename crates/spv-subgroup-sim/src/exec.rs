@@ -489,7 +489,10 @@ impl<'p> Machine<'p> {
                         let base = staged.len();
                         staged.resize(base + n, 0);
                         for lane in lanes(mask) {
-                            staged[base + lane as usize] = self.get(sg, (src, ti), c, lane);
+                            let v = self.get(sg, (src, ti), c, lane);
+                            if let Some(x) = staged.get_mut(base + lane as usize) {
+                                *x = v;
+                            }
                         }
                     }
                 }

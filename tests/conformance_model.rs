@@ -555,14 +555,28 @@ fn and(a: &[u32; 4], b: &[u32; 4]) -> [u32; 4] {
 
 fn size_mask(size: u32) -> [u32; 4] {
     let mut m = [0u32; 4];
-    for l in 0..size.min(128) {
-        m[(l / 32) as usize] |= 1 << (l % 32);
+    for (w, word) in m.iter_mut().enumerate() {
+        let below = size.min(128).saturating_sub(32 * w as u32);
+        *word = if below >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << below) - 1
+        };
     }
     m
 }
 
+/// The lanes of a mask, lowest first (by set bits: the check runs after every dispatch).
 fn lanes(m: &[u32; 4]) -> Vec<u32> {
-    (0..128).filter(|&l| bit(m, l)).collect()
+    let mut out = Vec::new();
+    for (w, &word) in m.iter().enumerate() {
+        let mut b = word;
+        while b != 0 {
+            out.push(32 * w as u32 + b.trailing_zeros());
+            b &= b - 1;
+        }
+    }
+    out
 }
 
 fn hex4(m: &[u32; 4]) -> String {
@@ -596,6 +610,30 @@ impl Outcome {
     }
 }
 
+/// Where a group of records is, for failure messages.
+struct Ctx {
+    wg: u32,
+    sg: u32,
+    slot: usize,
+    act: [u32; 4],
+}
+
+impl std::fmt::Display for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "wg {} sg {} slot {} act {}",
+            self.wg,
+            self.sg,
+            self.slot,
+            hex4(&self.act)
+        )
+    }
+}
+
+/// The fold of a subset's values up to one lane, per component (None: not representable).
+type Scan = Vec<Option<u64>>;
+
 /// Checks all records of one run against the model.
 pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
     let mut out = Outcome {
@@ -614,7 +652,16 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
         members.sort_by_key(|r| r.lane);
         let size = members[0].size;
         let by_lane: BTreeMap<u32, &Rec> = members.iter().map(|r| (r.lane, *r)).collect();
-        let ctx = format!("wg {wg} sg {sg} slot {slot} act {}", hex4(&act));
+        // The same map as an array for the lookups of the scans (the last record of a lane
+        // wins, as in `by_lane`).
+        let mut lane_rec: [Option<&Rec>; 128] = [None; 128];
+        for r in &members {
+            if let Some(x) = lane_rec.get_mut(r.lane as usize) {
+                *x = Some(*r);
+            }
+        }
+        // Formatted only into failure messages (this runs for every group of every dispatch).
+        let ctx = Ctx { wg, sg, slot, act };
         // The active set must be exactly the lanes that recorded this instance.
         let act_lanes = lanes(&act);
         if act_lanes != by_lane.keys().copied().collect::<Vec<_>>() {
@@ -675,18 +722,24 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
                 }
             }
         }
-        // Results.
+        // Results. What depends only on the group (the votes) or on a subset (its validity, its
+        // scan) is computed once and shared by the lanes, so a 128-lane group costs O(n), not
+        // O(n^2) or O(n^3): the suite runs this check after every simulated dispatch.
         let vt = layout.value;
         let sizem = size_mask(size);
+        let preds: Vec<bool> = members
+            .iter()
+            .map(|o| o.value.first().copied().unwrap_or(0) != 0)
+            .collect();
+        let mut subsets: BTreeMap<[u32; 4], bool> = BTreeMap::new();
         for (k, kind) in layout.results.iter().enumerate() {
+            // Per subset: its lanes, and the inclusive fold up to each of them (None where a
+            // float result is not representable).
+            let mut scans: BTreeMap<[u32; 4], Vec<(u32, Scan)>> = BTreeMap::new();
             for r in &members {
                 let got = &r.results[k];
                 let expected: Option<Vec<u64>> = match *kind {
                     ResultKind::VoteAll | ResultKind::VoteAny | ResultKind::VoteAllEqual => {
-                        let preds: Vec<bool> = members
-                            .iter()
-                            .map(|o| o.value.first().copied().unwrap_or(0) != 0)
-                            .collect();
                         let v = match kind {
                             ResultKind::VoteAll => preds.iter().all(|&p| p),
                             ResultKind::VoteAny => preds.iter().any(|&p| p),
@@ -697,14 +750,18 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
                     ResultKind::Arith(op, mode) => {
                         let Some(t) = vt else { continue };
                         let subset = and(&and(&r.ballot, &act), &sizem);
-                        // The ballot must be a valid partition for the result to be defined.
-                        let valid = bit(&subset, r.lane)
-                            && lanes(&subset).iter().all(|l| {
-                                by_lane
-                                    .get(l)
+                        // The ballot must be a valid partition for the result to be defined:
+                        // this lane is in the subset, and every lane of it has the same subset.
+                        let same_everywhere = *subsets.entry(subset).or_insert_with(|| {
+                            lanes(&subset).iter().all(|&l| {
+                                lane_rec
+                                    .get(l as usize)
+                                    .copied()
+                                    .flatten()
                                     .is_some_and(|o| and(&and(&o.ballot, &act), &sizem) == subset)
-                            });
-                        if !valid {
+                            })
+                        });
+                        if !(bit(&subset, r.lane) && same_everywhere) {
                             out.fail(
                                 "ballot",
                                 format!(
@@ -715,20 +772,46 @@ pub fn check(layout: &Layout, recs: &[Rec], eq: KeyEq) -> Outcome {
                             );
                             continue;
                         }
-                        let mut acc: Vec<Option<u64>> = vec![Some(identity(op, t.scalar)); t.comps];
-                        for l in lanes(&subset) {
-                            let o = by_lane[&l];
-                            let take = match mode {
-                                Mode::Reduce => true,
-                                Mode::Inclusive => l <= r.lane,
-                                Mode::Exclusive => l < r.lane,
-                            };
-                            if take {
-                                for (a, &x) in acc.iter_mut().zip(&o.value) {
+                        // A reduction needs only the whole subset's fold: one entry.
+                        let scan = scans.entry(subset).or_insert_with(|| {
+                            let mut acc: Vec<Option<u64>> =
+                                vec![Some(identity(op, t.scalar)); t.comps];
+                            let subset_lanes = lanes(&subset);
+                            let mut folds = Vec::new();
+                            for (k, &l) in subset_lanes.iter().enumerate() {
+                                let value = lane_rec
+                                    .get(l as usize)
+                                    .copied()
+                                    .flatten()
+                                    .map_or(&[][..], |o| o.value.as_slice());
+                                for (a, &x) in acc.iter_mut().zip(value) {
                                     *a = a.and_then(|a| apply(op, t.scalar, a, x));
                                 }
+                                if mode != Mode::Reduce || k + 1 == subset_lanes.len() {
+                                    folds.push((l, acc.clone()));
+                                }
                             }
-                        }
+                            folds
+                        });
+                        // The lane is in the subset (checked above), so it has a scan entry.
+                        let at = match mode {
+                            Mode::Reduce => scan.len().saturating_sub(1),
+                            _ => match scan.binary_search_by_key(&r.lane, |e| e.0) {
+                                Ok(at) => at,
+                                Err(_) => continue,
+                            },
+                        };
+                        let acc = match mode {
+                            Mode::Reduce => match scan.last() {
+                                Some(e) => e.1.clone(),
+                                None => continue,
+                            },
+                            Mode::Inclusive => scan[at].1.clone(),
+                            Mode::Exclusive if at == 0 => {
+                                vec![Some(identity(op, t.scalar)); t.comps]
+                            }
+                            Mode::Exclusive => scan[at - 1].1.clone(),
+                        };
                         if acc.iter().any(Option::is_none) {
                             out.unchecked += 1;
                             continue;

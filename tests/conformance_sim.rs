@@ -73,16 +73,26 @@ fn run_variant(
             Ok(m) => m,
             Err(e) => return vec![format!("{} [{variant}]: translation: {e}", case.name)],
         };
-        for (&size, seed) in sizes
+        // The inputs depend on the local size and the seed, not on the subgroup size.
+        let inputs: Vec<Vec<u8>> = SEEDS
             .iter()
-            .flat_map(|s| SEEDS.iter().map(move |x| (s, *x)))
+            .map(|&seed| {
+                inputs::gen_inputs(case, local, seed, GROUPS)
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .collect()
+            })
+            .collect();
+        for (&size, (seed, input)) in sizes
+            .iter()
+            .flat_map(|s| SEEDS.iter().zip(&inputs).map(move |x| (s, x)))
         {
+            let seed = *seed;
             let what = format!("{} [{variant}] size {size}", case.name);
-            let inp = inputs::gen_inputs(case, local, seed, GROUPS);
             let n = (GROUPS * local) as usize;
             let out_words = case.layout.out_words(n);
             let mut buffers = BTreeMap::new();
-            buffers.insert((0, 0), inp.iter().flat_map(|w| w.to_le_bytes()).collect());
+            buffers.insert((0, 0), input.clone());
             buffers.insert((0, 1), vec![0u8; out_words * 4]);
             let d = Dispatch::default()
                 .with_subgroup_size(size)
@@ -239,26 +249,31 @@ fn part_3() {
 
 /// The partition cases lowered with every form forced (`LowerOptions::partition_form`), for
 /// `vulkan1.1` with the size unknown and known: each form must match the model at every size,
-/// not only the form the lowering picks for the case's key type.
+/// not only the form the lowering picks for the case's key type. Two tests of two forms each, so
+/// they run in parallel (together they were the suite's longest test).
 #[test]
-fn partition_forms() {
+fn partition_forms_bit_sliced_first_round() {
+    partition_forms(&[PartitionForm::BitSliced, PartitionForm::FirstRound]);
+}
+
+/// See [`partition_forms_bit_sliced_first_round`].
+#[test]
+fn partition_forms_differing_bits_waterfall() {
+    partition_forms(&[PartitionForm::DifferingBits, PartitionForm::Waterfall]);
+}
+
+fn partition_forms(forms: &[PartitionForm]) {
     let filter = std::env::var("SPV_CONFORMANCE_FILTER").unwrap_or_default();
     let sizes = sizes();
     let mut fails = Vec::new();
     let mut runs = 0usize;
     let mut work = Work::default();
-    let forms = [
-        PartitionForm::BitSliced,
-        PartitionForm::FirstRound,
-        PartitionForm::DifferingBits,
-        PartitionForm::Waterfall,
-    ];
     for case in shaders::all_cases()
         .iter()
         .filter(|c| c.family == Family::Partition && c.name.contains(&filter))
     {
         let native = compile(&case.glsl, case.env);
-        for form in forms {
+        for &form in forms {
             for size in [None, Some(32)] {
                 let opts = LowerOptions::new(Target::preset("vulkan1.1").expect("preset"))
                     .with_subgroup_size(size)
@@ -282,7 +297,9 @@ fn partition_forms() {
             }
         }
     }
-    println!("partition forms in the simulator: {runs} (case, form, size) runs at sizes {sizes:?}");
+    println!(
+        "partition forms {forms:?} in the simulator: {runs} (case, form, size) runs at sizes {sizes:?}"
+    );
     for f in fails.iter().take(40) {
         println!("FAIL {f}");
     }

@@ -6,6 +6,7 @@
 //! cargo xtask bench gen --size BYTES [--seed S] [--body N] [-o FILE]
 //! cargo run --release -p xtask -- bench phases [--sizes 1,10] [--runs 3]   (in-process phase breakdown)
 //! cargo xtask bench tree [--files 2000] [--runs 3] [--loop-runs 1] [--bundle DIR]  (2,000 small shaders, see bench_tree.rs)
+//! cargo xtask bench sim [--runs 3] [--sizes 32,64,128]  (the simulator against lavapipe, see bench_sim.rs)
 //! ```
 //!
 //! For each size (MB) a module is generated into `bench-out/` (see [`bench_gen`]), then each
@@ -30,6 +31,8 @@ use spirv::Op;
 mod bench_gen;
 #[path = "bench_phases.rs"]
 mod bench_phases;
+#[path = "bench_sim.rs"]
+mod bench_sim;
 #[path = "bench_tree.rs"]
 mod bench_tree;
 
@@ -444,6 +447,7 @@ pub fn run(args: &[String]) -> Result<()> {
         Some("gen") => return gen_cmd(&args[1..]),
         Some("phases") => return bench_phases::run(&args[1..]),
         Some("tree") => return bench_tree::run(&args[1..]),
+        Some("sim") => return bench_sim::run(&args[1..]),
         _ => {}
     }
     let opts = parse(args)?;

@@ -42,10 +42,78 @@ pub fn lanes(mut m: u128) -> impl Iterator<Item = u32> {
 pub struct Mem {
     /// Bytes.
     pub bytes: Vec<u8>,
-    /// Per byte, whether it was written (None: all initialised).
-    pub init: Option<Vec<bool>>,
-    /// Name for messages.
-    pub name: String,
+    /// Per byte, whether it was written (empty where the object starts initialised).
+    init: Vec<bool>,
+    /// How many bytes of `init` are still unwritten: once 0, loads skip the check.
+    uninit: usize,
+    /// Name for messages (formatted only when a message needs it).
+    pub name: MemName,
+}
+
+/// What a memory object is, for messages.
+#[derive(Clone, Copy, Debug)]
+pub enum MemName {
+    /// A storage or uniform buffer (set, binding).
+    Buffer(u32, u32),
+    /// The push constants.
+    Push,
+    /// A Workgroup variable.
+    Workgroup(u32),
+    /// A Private, Input or Output variable of one invocation.
+    Variable(u32),
+    /// A Function variable of one call of one invocation.
+    Function(u32),
+}
+
+impl std::fmt::Display for MemName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemName::Buffer(s, b) => write!(f, "buffer {s}.{b}"),
+            MemName::Push => write!(f, "push constants"),
+            MemName::Workgroup(id) => write!(f, "workgroup variable %{id}"),
+            MemName::Variable(id) => write!(f, "variable %{id}"),
+            MemName::Function(id) => write!(f, "function variable %{id}"),
+        }
+    }
+}
+
+impl Mem {
+    /// An initialised object (a buffer, the push constants).
+    fn initialised(bytes: Vec<u8>, name: MemName) -> Self {
+        Mem {
+            bytes,
+            init: Vec::new(),
+            uninit: 0,
+            name,
+        }
+    }
+}
+
+/// Reads the little-endian value of up to 8 bytes.
+fn read_le(bytes: &[u8]) -> u64 {
+    match bytes.len() {
+        4 => u64::from(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+        8 => u64::from_le_bytes([
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+        ]),
+        _ => bytes
+            .iter()
+            .enumerate()
+            .fold(0, |v, (k, b)| v | u64::from(*b) << (8 * k)),
+    }
+}
+
+/// Writes the low `bytes.len()` bytes of `v`, little-endian.
+fn write_le(bytes: &mut [u8], v: u64) {
+    match bytes.len() {
+        4 => bytes.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => bytes.copy_from_slice(&v.to_le_bytes()),
+        _ => {
+            for (k, byte) in bytes.iter_mut().enumerate() {
+                *byte = (v >> (8 * k)) as u8;
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -54,6 +122,8 @@ struct Frame {
     pending: Vec<(u32, u128)>,
     cur: Option<(u32, u32, u128)>,
     ret: Option<u32>,
+    /// The memory objects of this call's Function variables, freed when it returns.
+    locals: Vec<usize>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -70,6 +140,10 @@ pub struct Sg {
     pub regs: Vec<u64>,
     frames: Vec<Frame>,
     state: State,
+    /// The lanes that exist (invocations of the workgroup in this subgroup).
+    exists: u128,
+    /// The workgroup barrier this subgroup waits at, if any.
+    waiting_at: Option<Location>,
 }
 
 /// The machine running one dispatch.
@@ -80,6 +154,14 @@ pub struct Machine<'p> {
     pub lanes: u32,
     /// Memory objects (buffers first).
     pub mems: Vec<Mem>,
+    /// Objects of returned calls' Function variables, reused by the next allocations.
+    free: Vec<usize>,
+    /// Scratch rows for phis (kept to avoid an allocation per branch).
+    phi_rows: Vec<u64>,
+    /// Scratch leaves of a loaded or stored value.
+    pub scratch: Vec<u64>,
+    /// Scratch steps of an access chain: (stride or offset, element count, index, dynamic).
+    pub chain: Vec<(u32, u64, (Src, &'p TypeInfo), bool)>,
     rng: u64,
     /// Whether undefined events are recorded.
     pub report: bool,
@@ -94,6 +176,9 @@ pub struct Machine<'p> {
     step_limit: u64,
     /// Location of the instruction running (for undefined reports).
     pub here: (u32, u32, u32),
+    /// With `Dispatch::trace_size`: the size-revealing instructions, and per function and
+    /// instruction how often each ran.
+    trace: Option<(crate::size_trace::Marks, Vec<Vec<u64>>)>,
 }
 
 impl std::fmt::Debug for Machine<'_> {
@@ -215,11 +300,8 @@ impl<'p> Machine<'p> {
                 ))));
             }
             let (a, b) = (at as usize, (at + n) as usize);
-            let uninit = m.init.as_ref().is_some_and(|i| i[a..b].iter().any(|x| !x));
-            let mut v = 0u64;
-            for (k, byte) in m.bytes[a..b].iter().enumerate() {
-                v |= u64::from(*byte) << (8 * k);
-            }
+            let uninit = m.uninit > 0 && m.init.get(a..b).is_some_and(|i| i.contains(&false));
+            let mut v = read_le(&m.bytes[a..b]);
             if uninit {
                 let name = format!("uninitialised memory of {}", self.mems[obj].name);
                 v = self.undefined(&name, s);
@@ -227,6 +309,66 @@ impl<'p> Machine<'p> {
                 v = u64::from(v != 0);
             }
             out.push(v);
+        }
+        Ok(())
+    }
+
+    /// Reads the scalar `s` at byte `o` of what `ptr` points to (`load` of a one-leaf type).
+    pub fn load_scalar(&mut self, ptr: u64, o: u32, s: Scalar) -> Result<u64> {
+        let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
+        let Some(m) = self.mems.get(obj) else {
+            return Err(Error::new(ErrorKind::OutOfBounds(
+                "a pointer to no memory (undefined pointer)".into(),
+            )));
+        };
+        let at = u64::from(off) + u64::from(o);
+        let n = u64::from(s.bytes());
+        let (a, b) = (at as usize, (at + n) as usize);
+        let Some(bytes) = m.bytes.get(a..b).filter(|_| at + n <= m.bytes.len() as u64) else {
+            return Err(Error::new(ErrorKind::OutOfBounds(format!(
+                "reading {n} bytes at offset {at} of {} ({} bytes)",
+                m.name,
+                m.bytes.len()
+            ))));
+        };
+        let v = read_le(bytes);
+        if m.uninit > 0 && m.init.get(a..b).is_some_and(|i| i.contains(&false)) {
+            let name = format!("uninitialised memory of {}", m.name);
+            return Ok(self.undefined(&name, s));
+        }
+        Ok(if s == Scalar::Bool {
+            u64::from(v != 0)
+        } else {
+            v
+        })
+    }
+
+    /// Writes the scalar `s` at byte `o` of what `ptr` points to (`store` of a one-leaf type).
+    pub fn store_scalar(&mut self, ptr: u64, o: u32, s: Scalar, v: u64) -> Result<()> {
+        let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
+        let Some(m) = self.mems.get_mut(obj) else {
+            return Err(Error::new(ErrorKind::OutOfBounds(
+                "a pointer to no memory (undefined pointer)".into(),
+            )));
+        };
+        let at = u64::from(off) + u64::from(o);
+        let n = u64::from(s.bytes());
+        let (a, b) = (at as usize, (at + n) as usize);
+        let len = m.bytes.len();
+        let Some(bytes) = m.bytes.get_mut(a..b).filter(|_| at + n <= len as u64) else {
+            return Err(Error::new(ErrorKind::OutOfBounds(format!(
+                "writing {n} bytes at offset {at} of {} ({len} bytes)",
+                m.name
+            ))));
+        };
+        write_le(bytes, v);
+        if m.uninit > 0 {
+            for x in m.init.get_mut(a..b).unwrap_or(&mut []) {
+                if !*x {
+                    *x = true;
+                    m.uninit -= 1;
+                }
+            }
         }
         Ok(())
     }
@@ -250,25 +392,50 @@ impl<'p> Machine<'p> {
                 ))));
             }
             let (a, b) = (at as usize, (at + n) as usize);
-            for (k, byte) in m.bytes[a..b].iter_mut().enumerate() {
-                *byte = (v >> (8 * k)) as u8;
-            }
-            if let Some(i) = m.init.as_mut() {
-                i[a..b].iter_mut().for_each(|x| *x = true);
+            write_le(&mut m.bytes[a..b], *v);
+            if m.uninit > 0 {
+                for x in m.init.get_mut(a..b).unwrap_or(&mut []) {
+                    if !*x {
+                        *x = true;
+                        m.uninit -= 1;
+                    }
+                }
             }
         }
         Ok(())
     }
 
-    /// A new memory object; returns its pointer.
-    pub fn alloc(&mut self, size: u32, name: String) -> u64 {
+    /// A new uninitialised memory object (reusing a freed one's storage); returns its pointer.
+    pub fn alloc(&mut self, size: u32, name: MemName) -> u64 {
+        let size = size as usize;
+        if let Some(obj) = self.free.pop() {
+            if let Some(m) = self.mems.get_mut(obj) {
+                m.bytes.clear();
+                m.bytes.resize(size, 0);
+                m.init.clear();
+                m.init.resize(size, false);
+                m.uninit = size;
+                m.name = name;
+                return (obj as u64) << 32;
+            }
+        }
         let obj = self.mems.len() as u64;
         self.mems.push(Mem {
-            bytes: vec![0; size as usize],
-            init: Some(vec![false; size as usize]),
+            bytes: vec![0; size],
+            init: vec![false; size],
+            uninit: size,
             name,
         });
         obj << 32
+    }
+
+    /// Allocates a Function variable of the running call (freed when the call returns).
+    pub fn alloc_local(&mut self, sg: &mut Sg, size: u32, id: u32) -> u64 {
+        let ptr = self.alloc(size, MemName::Function(id));
+        if let Some(f) = sg.frames.last_mut() {
+            f.locals.push((ptr >> 32) as usize);
+        }
+        ptr
     }
 
     fn write(&self, sg: &mut Sg, res: u32, c: u32, lane: u32, v: u64) {
@@ -290,7 +457,11 @@ impl<'p> Machine<'p> {
             .blocks
             .get(to as usize)
             .ok_or_else(|| malformed("branch to a missing block"))?;
-        let mut staged = Vec::new();
+        // Every phi reads its input before any phi of the block is written (they are parallel
+        // copies): whole rows are staged, then written for the lanes of `mask`.
+        let n = self.lanes as usize;
+        let mut staged = std::mem::take(&mut self.phi_rows);
+        staged.clear();
         for phi in &blk.phis {
             let src = phi
                 .incoming
@@ -305,16 +476,41 @@ impl<'p> Machine<'p> {
                     .at(&Location::at(phi.word, spirv::Op::Phi as u32, None))
                 })?;
             let ti = self.phi_type(phi.res, phi.leaves);
-            for lane in lanes(mask) {
-                for c in 0..phi.leaves {
-                    let v = self.get(sg, (src, ti), c, lane);
-                    staged.push((phi.res, c, lane, v));
+            for c in 0..phi.leaves {
+                match src {
+                    Src::Reg(r) => {
+                        let at = (r as usize + c as usize) * n;
+                        match sg.regs.get(at..at + n) {
+                            Some(row) => staged.extend_from_slice(row),
+                            None => staged.resize(staged.len() + n, 0),
+                        }
+                    }
+                    _ => {
+                        let base = staged.len();
+                        staged.resize(base + n, 0);
+                        for lane in lanes(mask) {
+                            let v = self.get(sg, (src, ti), c, lane);
+                            if let Some(x) = staged.get_mut(base + lane as usize) {
+                                *x = v;
+                            }
+                        }
+                    }
                 }
             }
         }
-        for (res, c, lane, v) in staged {
-            self.write(sg, res, c, lane, v);
+        let mut rows = staged.chunks_exact(n.max(1));
+        for phi in &blk.phis {
+            for c in 0..phi.leaves {
+                let (Some(row), Some(dst)) = (rows.next(), {
+                    let at = (phi.res as usize + c as usize) * n;
+                    sg.regs.get_mut(at..at + n)
+                }) else {
+                    continue;
+                };
+                copy_lanes(dst, row, mask, self.full_mask());
+            }
         }
+        self.phi_rows = staged;
         let frame = sg.frames.last_mut().ok_or_else(|| malformed("no frame"))?;
         match frame.pending.iter_mut().find(|(b, _)| *b == to) {
             Some(e) => e.1 |= mask,
@@ -346,7 +542,12 @@ impl<'p> Machine<'p> {
                     .min_by_key(|(_, (b, _))| *b)
                     .map(|x| x.0)
                 else {
-                    sg.frames.pop();
+                    // The call returned: its Function variables are free for the next ones, so
+                    // memory stays bounded however many calls run (a dangling pointer to one
+                    // is undefined behaviour in SPIR-V; it reads whatever the next user wrote).
+                    if let Some(done) = sg.frames.pop() {
+                        self.free.extend(done.locals);
+                    }
                     continue;
                 };
                 let (b, m) = frame.pending.swap_remove(k);
@@ -370,6 +571,18 @@ impl<'p> Machine<'p> {
                 return Err(Error::new(ErrorKind::StepLimit(self.step_limit)).at(&inst.location()));
             }
             self.here = (inst.word, inst.op, inst.id);
+            if let Some((marks, counts)) = self.trace.as_mut() {
+                let (f, i) = (frame.func as usize, pc as usize);
+                if marks
+                    .get(f)
+                    .and_then(|m| m.get(i))
+                    .is_some_and(Option::is_some)
+                {
+                    if let Some(c) = counts.get_mut(f).and_then(|c| c.get_mut(i)) {
+                        *c += 1;
+                    }
+                }
+            }
             self.exec(sg, inst, block, mask)
                 .map_err(|e| e.at(&inst.location()))?;
         }
@@ -378,7 +591,9 @@ impl<'p> Machine<'p> {
 
     fn exec(&mut self, sg: &mut Sg, inst: &'p Inst, block: u32, mask: u128) -> Result<()> {
         use spirv::Op as O;
-        let op = O::from_u32(inst.op).ok_or_else(|| unsupported("an unknown opcode"))?;
+        let op = inst
+            .decoded
+            .ok_or_else(|| unsupported("an unknown opcode"))?;
         let arg = |k: usize| {
             inst.args
                 .get(k)
@@ -395,8 +610,17 @@ impl<'p> Machine<'p> {
                 let c = self.val(arg(0)?)?;
                 let (t, f) = (self.block(arg(1)?)?, self.block(arg(2)?)?);
                 let mut tm = 0u128;
+                let n = self.lanes as usize;
                 for l in lanes(mask) {
-                    if self.get(sg, c, 0, l) != 0 {
+                    let x = match c.0 {
+                        Src::Reg(r) => sg
+                            .regs
+                            .get(r as usize * n + l as usize)
+                            .copied()
+                            .unwrap_or(0),
+                        _ => self.get(sg, c, 0, l),
+                    };
+                    if x != 0 {
                         tm |= 1 << l;
                     }
                 }
@@ -481,12 +705,26 @@ impl<'p> Machine<'p> {
                     pending: vec![(0, mask)],
                     cur: None,
                     ret: (inst.res != u32::MAX).then_some(inst.res),
+                    locals: Vec::new(),
                 });
             }
             O::ControlBarrier => {
                 let scope = self.constant(arg(0)?)?;
                 if scope == spirv::Scope::Workgroup as u64 {
+                    // Every invocation of the workgroup must execute the same dynamic instance
+                    // of a workgroup barrier (SPIR-V, OpControlBarrier): one reached by some lanes
+                    // of a subgroup only is undefined behaviour, reported rather than run.
+                    if mask != sg.exists {
+                        return Err(unsupported(format!(
+                            "OpControlBarrier with Workgroup scope in non-uniform control flow: \
+                             lanes {:#x} of this subgroup are here, lanes {:#x} are not \
+                             (undefined behaviour)",
+                            mask,
+                            sg.exists & !mask
+                        )));
+                    }
                     sg.state = State::Barrier;
+                    sg.waiting_at = Some(inst.location());
                 } else if scope != spirv::Scope::Subgroup as u64
                     && scope != spirv::Scope::Invocation as u64
                 {
@@ -514,10 +752,32 @@ impl<'p> Machine<'p> {
         }
     }
 
+    /// Every lane of the subgroup.
+    pub fn full_mask(&self) -> u128 {
+        if self.lanes >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << self.lanes) - 1
+        }
+    }
+
     /// Writes a result for one lane.
     pub fn put(&self, sg: &mut Sg, inst: &Inst, c: u32, lane: u32, v: u64) {
         if inst.res != u32::MAX {
             self.write(sg, inst.res, c, lane, v);
+        }
+    }
+}
+
+/// Copies the lanes of `mask` from `src` to `dst` (the whole row when every lane is active).
+pub fn copy_lanes(dst: &mut [u64], src: &[u64], mask: u128, full: u128) {
+    if mask == full && dst.len() == src.len() {
+        dst.copy_from_slice(src);
+    } else {
+        for l in lanes(mask) {
+            if let (Some(d), Some(s)) = (dst.get_mut(l as usize), src.get(l as usize)) {
+                *d = *s;
+            }
         }
     }
 }
@@ -528,7 +788,7 @@ fn slot(r: u32, c: u32, lanes: u32, lane: u32) -> usize {
 }
 
 /// A stand-in type for values whose type the executor does not track (phi inputs that are undefined).
-static UNKNOWN: TypeInfo = TypeInfo {
+pub static UNKNOWN: TypeInfo = TypeInfo {
     shape: Shape::Void,
     leaves: 0,
     size: 0,
@@ -581,6 +841,10 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
         p,
         lanes,
         mems: Vec::new(),
+        free: Vec::new(),
+        phi_rows: Vec::new(),
+        scratch: Vec::new(),
+        chain: Vec::new(),
         rng: d.seed ^ 0x5eed,
         report: d.report_undefined,
         undefined: Vec::new(),
@@ -589,6 +853,11 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
         lane_steps: 0,
         step_limit: d.step_limit,
         here: (0, 0, 0),
+        trace: d.trace_size.then(|| {
+            let marks = crate::size_trace::marks(p);
+            let counts = marks.iter().map(|m| vec![0; m.len()]).collect();
+            (marks, counts)
+        }),
     };
     // Buffers and push constants: fixed objects.
     let mut buffer_objs: Vec<((u32, u32), usize)> = Vec::new();
@@ -601,33 +870,29 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
             if !buffer_objs.iter().any(|x| x.0 == b) {
                 let bytes = d.buffers.get(&b).cloned().unwrap_or_default();
                 buffer_objs.push((b, m.mems.len()));
-                m.mems.push(Mem {
-                    bytes,
-                    init: None,
-                    name: format!("buffer {}.{}", b.0, b.1),
-                });
+                m.mems
+                    .push(Mem::initialised(bytes, MemName::Buffer(b.0, b.1)));
             }
         }
     }
     let push_obj = m.mems.len();
-    m.mems.push(Mem {
-        bytes: d.push_constants.clone(),
-        init: None,
-        name: "push constants".into(),
-    });
+    m.mems
+        .push(Mem::initialised(d.push_constants.clone(), MemName::Push));
     let fixed = m.mems.len();
     let sgs_per_wg = total.div_ceil(u64::from(lanes)) as u32;
     for wz in 0..d.workgroups[2] {
         for wy in 0..d.workgroups[1] {
             for wx in 0..d.workgroups[0] {
-                m.mems.truncate(fixed);
+                // The previous workgroup's objects are all free: their storage is reused.
+                m.free.clear();
+                m.free.extend((fixed..m.mems.len()).rev());
                 let wg = [wx, wy, wz];
                 // Workgroup variables: one object each.
                 let mut wg_ptrs = Vec::new();
                 for g in &p.globals {
                     if g.class == spirv::StorageClass::Workgroup as u32 {
                         let size = m.ty(g.pointee)?.size;
-                        wg_ptrs.push(m.alloc(size, format!("workgroup variable %{}", g.id)));
+                        wg_ptrs.push(m.alloc(size, MemName::Workgroup(g.id)));
                     }
                 }
                 let mut sgs = Vec::new();
@@ -643,6 +908,8 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
                         regs: vec![0; p.nregs as usize * lanes as usize],
                         frames: Vec::new(),
                         state: State::Running,
+                        exists,
+                        waiting_at: None,
                     };
                     let mut wgk = 0;
                     for g in &p.globals {
@@ -686,6 +953,7 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
                         pending: vec![(0, exists)],
                         cur: None,
                         ret: None,
+                        locals: Vec::new(),
                     });
                     sgs.push(sg);
                 }
@@ -696,9 +964,23 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
                     if sgs.iter().all(|s| s.state == State::Done) {
                         break;
                     }
+                    // Some subgroups wait at a barrier that others finished without reaching.
+                    if let Some(done) = sgs.iter().position(|s| s.state == State::Done) {
+                        let at = sgs.iter().find_map(|s| s.waiting_at.clone());
+                        let e = unsupported(format!(
+                            "OpControlBarrier with Workgroup scope in non-uniform control flow: \
+                             subgroup {done} of workgroup {wg:?} finished without reaching it \
+                             (undefined behaviour)"
+                        ));
+                        return Err(match at {
+                            Some(at) => e.at(&at),
+                            None => e,
+                        });
+                    }
                     for sg in sgs.iter_mut() {
                         if sg.state == State::Barrier {
                             sg.state = State::Running;
+                            sg.waiting_at = None;
                         }
                     }
                 }
@@ -712,12 +994,29 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
     for (b, bytes) in &d.buffers {
         buffers.entry(*b).or_insert_with(|| bytes.clone());
     }
+    let mut size_reads = Vec::new();
+    if let Some((marks, counts)) = &m.trace {
+        for (f, (fm, fc)) in p.funcs.iter().zip(marks.iter().zip(counts)) {
+            for ((inst, mark), &count) in f.insts.iter().zip(fm).zip(fc) {
+                if let (Some(what), true) = (mark, count > 0) {
+                    size_reads.push(crate::SizeRead {
+                        what: what.clone(),
+                        location: inst.location(),
+                        count,
+                    });
+                }
+            }
+        }
+        size_reads.sort_by_key(|r| r.location.word);
+    }
     Ok(Outcome {
+        size_reads,
         buffers,
         undefined: m.undefined,
         undefined_total: m.undefined_total,
         steps: m.steps,
         lane_steps: m.lane_steps,
+        memory_objects: m.mems.len(),
     })
 }
 
@@ -736,7 +1035,7 @@ impl Machine<'_> {
         nwg: [u32; 3],
     ) -> Result<u64> {
         let t = self.ty(g.pointee)?;
-        let ptr = self.alloc(t.size, format!("variable %{}", g.id));
+        let ptr = self.alloc(t.size, MemName::Variable(g.id));
         if g.class == spirv::StorageClass::Input as u32 {
             use spirv::BuiltIn as B;
             let lid = [

@@ -473,58 +473,109 @@ impl Machine<'_> {
                     } else {
                         None
                     };
+                if !matches!(gop, 0..=3 | 6..=8) {
+                    return Err(unsupported(format!("group operation {gop}")));
+                }
+                // Partitioned operations: each lane's subset, from its ballot operand. A ballot
+                // without the lane's own bit is no partition: the result is undefined.
+                let mut subsets = [0u128; crate::vector::MAX_LANES];
+                if let Some(b) = ballot {
+                    for l in lanes(mask) {
+                        subsets[l as usize] = self.ballot_of(sg, b, l) & mask;
+                    }
+                }
                 let n = v.1.leaves;
-                let vals: Vec<Vec<u64>> = (0..self.lanes)
-                    .map(|l| {
-                        if mask >> l & 1 != 0 {
-                            (0..n).map(|c| self.get(sg, v, c, l)).collect()
-                        } else {
-                            Vec::new()
-                        }
-                    })
-                    .collect();
-                for l in lanes(mask) {
-                    let upto = if l == 127 {
-                        u128::MAX
-                    } else {
-                        (1u128 << (l + 1)) - 1
-                    };
-                    let below = (1u128 << l) - 1;
-                    let set = match gop {
-                        0 => mask,
-                        1 => mask & upto,
-                        2 => mask & below,
-                        3 => {
-                            let base = l / cluster * cluster;
-                            let cm = if cluster == 128 {
-                                u128::MAX
-                            } else {
-                                ((1u128 << cluster) - 1) << base
-                            };
-                            mask & cm
-                        }
-                        6..=8 => {
-                            let b = self.ballot_of(sg, ballot.unwrap_or((Src::None, rt)), l) & mask;
-                            match gop {
-                                6 => b,
-                                7 => b & upto,
-                                _ => b & below,
-                            }
-                        }
-                        g => return Err(unsupported(format!("group operation {g}"))),
-                    };
-                    for c in 0..n {
-                        let s = v.1.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
+                let mut row = [0u64; crate::vector::MAX_LANES];
+                let mut res = [0u64; crate::vector::MAX_LANES];
+                for c in 0..n {
+                    let s = v.1.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
+                    for l in lanes(mask) {
+                        row[l as usize] = self.get(sg, v, c, l);
+                    }
+                    // Folds the lanes of `set` in ascending order (the order every lane of a
+                    // real subgroup would see is unspecified; this one is fixed).
+                    let fold = |set: u128| {
                         let mut acc: Option<u64> = None;
                         for k in lanes(set) {
-                            let x = vals[k as usize][c as usize];
+                            let x = row[k as usize];
                             acc = Some(match acc {
                                 None => x,
                                 Some(a) => combine(bop, s, a, x),
                             });
                         }
-                        let r = acc.unwrap_or_else(|| identity(bop, s));
-                        self.put(sg, inst, c, l, r);
+                        acc.unwrap_or_else(|| identity(bop, s))
+                    };
+                    match gop {
+                        // Reduce: one fold, shared by every lane.
+                        0 => {
+                            let r = fold(mask);
+                            for l in lanes(mask) {
+                                res[l as usize] = r;
+                            }
+                        }
+                        // Inclusive and exclusive scans: one pass over the active lanes in
+                        // order, the same fold as each lane's own prefix.
+                        1 | 2 => {
+                            let mut acc: Option<u64> = None;
+                            for l in lanes(mask) {
+                                let x = row[l as usize];
+                                let before = acc;
+                                acc = Some(match acc {
+                                    None => x,
+                                    Some(a) => combine(bop, s, a, x),
+                                });
+                                let r = if gop == 1 { acc } else { before };
+                                res[l as usize] = r.unwrap_or_else(|| identity(bop, s));
+                            }
+                        }
+                        // Clustered: one fold per cluster.
+                        3 => {
+                            let mut base = 0;
+                            while base < self.lanes {
+                                let cm = if cluster >= 128 {
+                                    u128::MAX
+                                } else {
+                                    ((1u128 << cluster) - 1) << base
+                                };
+                                let set = mask & cm;
+                                if set != 0 {
+                                    let r = fold(set);
+                                    for l in lanes(set) {
+                                        res[l as usize] = r;
+                                    }
+                                }
+                                base += cluster.max(1);
+                            }
+                        }
+                        _ => {
+                            for l in lanes(mask) {
+                                let b = subsets[l as usize];
+                                let upto = if l == 127 {
+                                    u128::MAX
+                                } else {
+                                    (1u128 << (l + 1)) - 1
+                                };
+                                let set = match gop {
+                                    6 => b,
+                                    7 => b & upto,
+                                    _ => b & ((1u128 << l) - 1),
+                                };
+                                res[l as usize] = if b >> l & 1 == 0 {
+                                    self.undefined(
+                                        &format!(
+                                            "{} of a ballot without the invocation's own bit (lane {l})",
+                                            crate::error::op_name(inst.op)
+                                        ),
+                                        s,
+                                    )
+                                } else {
+                                    fold(set)
+                                };
+                            }
+                        }
+                    }
+                    for l in lanes(mask) {
+                        self.put(sg, inst, c, l, res[l as usize]);
                     }
                 }
             }

@@ -19,8 +19,10 @@ mod glsl;
 mod group;
 mod num;
 mod ops;
+mod size_trace;
 mod translate;
 mod types;
+mod vector;
 
 use std::collections::BTreeMap;
 
@@ -57,6 +59,9 @@ pub struct Dispatch {
     pub report_undefined: bool,
     /// Most instructions to execute before stopping with [`ErrorKind::StepLimit`].
     pub step_limit: u64,
+    /// Count the executed instructions whose results depend on the subgroup size
+    /// ([`Outcome::size_reads`]).
+    pub trace_size: bool,
 }
 
 impl Default for Dispatch {
@@ -70,6 +75,7 @@ impl Default for Dispatch {
             seed: 0,
             report_undefined: false,
             step_limit: DEFAULT_STEP_LIMIT,
+            trace_size: false,
         }
     }
 }
@@ -128,6 +134,13 @@ impl Dispatch {
         self.step_limit = steps;
         self
     }
+
+    /// Counts the instructions whose results depend on the subgroup size
+    /// ([`Dispatch::trace_size`]).
+    pub fn with_trace_size(mut self, trace: bool) -> Self {
+        self.trace_size = trace;
+        self
+    }
 }
 
 /// An undefined value that was produced.
@@ -154,6 +167,24 @@ pub struct Outcome {
     pub steps: u64,
     /// Instructions executed times active lanes.
     pub lane_steps: u64,
+    /// The most memory objects (buffers, variables) that existed at once in a workgroup: the
+    /// storage of returned calls' Function variables is reused, so this stays bounded.
+    pub memory_objects: usize,
+    /// With [`Dispatch::trace_size`]: the executed instructions whose results depend on the
+    /// subgroup size (loads of `SubgroupSize`, `SubgroupLocalInvocationId`, `SubgroupId`,
+    /// `NumSubgroups` and the masks; every subgroup instruction), in module order.
+    pub size_reads: Vec<SizeRead>,
+}
+
+/// An executed instruction whose result depends on the subgroup size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SizeRead {
+    /// What it reads (`reads BuiltIn SubgroupSize`, `subgroup operation OpGroupNonUniformIAdd`).
+    pub what: String,
+    /// The instruction.
+    pub location: Location,
+    /// How many times it ran (once per subgroup per execution).
+    pub count: u64,
 }
 
 impl Module {

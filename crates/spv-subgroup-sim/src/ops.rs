@@ -37,7 +37,7 @@ impl<'p> Machine<'p> {
                 };
                 let init = inst.args.get(1).map(|id| self.val(*id)).transpose()?;
                 for l in lanes(mask) {
-                    let ptr = self.alloc(t.size, format!("function variable %{}", inst.id));
+                    let ptr = self.alloc_local(sg, t.size, inst.id);
                     if let Some(v) = init {
                         let vals: Vec<u64> = (0..t.leaves).map(|c| self.get(sg, v, c, l)).collect();
                         self.store(ptr, t, &vals)?;
@@ -48,28 +48,71 @@ impl<'p> Machine<'p> {
             O::Load => {
                 let p = self.val(arg(0)?)?;
                 let t = rty.ok_or_else(|| malformed("load without a type"))?;
-                let mut buf = Vec::with_capacity(t.leaves as usize);
+                // A scalar through a register pointer: straight from the pointer row into the
+                // result row, no buffer between.
+                if let (Src::Reg(r), [(o, s)], true) =
+                    (p.0, t.layout.as_slice(), inst.res != u32::MAX)
+                {
+                    let n = self.lanes as usize;
+                    let (prow, orow) = (r as usize * n, inst.res as usize * n);
+                    for l in lanes(mask) {
+                        let l = l as usize;
+                        let ptr = sg.regs.get(prow + l).copied().unwrap_or(0);
+                        let v = self.load_scalar(ptr, *o, *s)?;
+                        if let Some(x) = sg.regs.get_mut(orow + l) {
+                            *x = v;
+                        }
+                    }
+                    return Ok(());
+                }
+                let mut buf = std::mem::take(&mut self.scratch);
                 for l in lanes(mask) {
                     buf.clear();
                     let ptr = self.get(sg, p, 0, l);
-                    self.load(ptr, t, &mut buf)?;
+                    if let Err(e) = self.load(ptr, t, &mut buf) {
+                        self.scratch = buf;
+                        return Err(e);
+                    }
                     for (c, v) in buf.iter().enumerate() {
                         self.put(sg, inst, c as u32, l, *v);
                     }
                 }
+                self.scratch = buf;
             }
             O::Store => {
                 let p = self.val(arg(0)?)?;
                 let v = self.val(arg(1)?)?;
-                let mut buf = Vec::with_capacity(v.1.leaves as usize);
+                // A scalar through a register pointer: each lane's value straight from its row.
+                if let (Src::Reg(r), [(o, s)]) = (p.0, v.1.layout.as_slice()) {
+                    let n = self.lanes as usize;
+                    let prow = r as usize * n;
+                    for l in lanes(mask) {
+                        let ptr = sg.regs.get(prow + l as usize).copied().unwrap_or(0);
+                        let x = match v.0 {
+                            Src::Reg(vr) => sg
+                                .regs
+                                .get(vr as usize * n + l as usize)
+                                .copied()
+                                .unwrap_or(0),
+                            _ => self.get(sg, v, 0, l),
+                        };
+                        self.store_scalar(ptr, *o, *s, x)?;
+                    }
+                    return Ok(());
+                }
+                let mut buf = std::mem::take(&mut self.scratch);
                 for l in lanes(mask) {
                     buf.clear();
                     for c in 0..v.1.leaves {
                         buf.push(self.get(sg, v, c, l));
                     }
                     let ptr = self.get(sg, p, 0, l);
-                    self.store(ptr, v.1, &buf)?;
+                    if let Err(e) = self.store(ptr, v.1, &buf) {
+                        self.scratch = buf;
+                        return Err(e);
+                    }
                 }
+                self.scratch = buf;
             }
             O::CopyMemory => {
                 let (dst, src) = (self.val(arg(0)?)?, self.val(arg(1)?)?);
@@ -91,8 +134,8 @@ impl<'p> Machine<'p> {
                     Shape::Pointer { pointee, .. } => self.ty(*pointee)?,
                     _ => return Err(malformed("access chain into a non-pointer")),
                 };
-                let mut steps: Vec<(u32, u64, (crate::translate::Src, &TypeInfo), bool)> =
-                    Vec::new();
+                let mut steps = std::mem::take(&mut self.chain);
+                steps.clear();
                 for &id in inst.args.get(1..).unwrap_or(&[]) {
                     let idx = self.val(id)?;
                     match &t.shape {
@@ -126,25 +169,65 @@ impl<'p> Machine<'p> {
                         _ => return Err(malformed("access chain index into a scalar")),
                     }
                 }
-                for l in lanes(mask) {
-                    let ptr = self.get(sg, base, 0, l);
-                    let mut off = u64::from(ptr as u32);
-                    for &(stride, n, idx, dynamic) in &steps {
-                        if dynamic {
-                            let w = idx.1.scalar_of().map_or(32, Scalar::width);
-                            let i = crate::num::sext(w, self.get(sg, idx, 0, l));
-                            if i < 0 || (i as u64) >= n {
-                                off = u64::from(u32::MAX);
-                                break;
-                            }
-                            off = off.saturating_add((i as u64).saturating_mul(u64::from(stride)));
-                        } else {
-                            off = off.saturating_add(u64::from(stride));
+                // Struct members and constant indices add the same offset in every lane: summed
+                // once (a constant index out of range sends every lane out of range, as before);
+                // only indices held in registers are read per lane.
+                let mut fixed = 0u64;
+                let mut all_out = false;
+                steps.retain(|&(stride, n, idx, dynamic)| {
+                    let konst = match idx.0 {
+                        Src::Const(k) if dynamic => self.p.consts.get(k as usize).copied(),
+                        _ => None,
+                    };
+                    match (dynamic, konst) {
+                        (false, _) => {
+                            fixed = fixed.saturating_add(u64::from(stride));
+                            false
                         }
+                        (true, Some(x)) => {
+                            let w = idx.1.scalar_of().map_or(32, Scalar::width);
+                            let i = crate::num::sext(w, x);
+                            if i < 0 || (i as u64) >= n {
+                                all_out = true;
+                            } else {
+                                fixed = fixed
+                                    .saturating_add((i as u64).saturating_mul(u64::from(stride)));
+                            }
+                            false
+                        }
+                        (true, None) => true,
+                    }
+                });
+                let nl = self.lanes as usize;
+                for l in lanes(mask) {
+                    let ptr = match base.0 {
+                        Src::Reg(r) => sg
+                            .regs
+                            .get(r as usize * nl + l as usize)
+                            .copied()
+                            .unwrap_or(0),
+                        _ => self.get(sg, base, 0, l),
+                    };
+                    let mut off = u64::from(ptr as u32).saturating_add(fixed);
+                    if all_out {
+                        off = u64::from(u32::MAX);
+                    }
+                    for &(stride, n, idx, _) in &steps {
+                        if all_out {
+                            break;
+                        }
+                        let w = idx.1.scalar_of().map_or(32, Scalar::width);
+                        let i = crate::num::sext(w, self.get(sg, idx, 0, l));
+                        if i < 0 || (i as u64) >= n {
+                            off = u64::from(u32::MAX);
+                            break;
+                        }
+                        off = off.saturating_add((i as u64).saturating_mul(u64::from(stride)));
                     }
                     let off = off.min(u64::from(u32::MAX));
                     self.put(sg, inst, 0, l, (ptr & !0xffff_ffff) | off);
                 }
+                self.chain = steps;
             }
             O::ArrayLength => {
                 let p = self.val(arg(0)?)?;
@@ -395,13 +478,14 @@ impl<'p> Machine<'p> {
             | O::AtomicAnd
             | O::AtomicOr
             | O::AtomicXor => self.atomic(sg, inst, op, mask)?,
-            _ if crate::group::is_group(op) => self.group(sg, inst, op, mask)?,
+            _ if inst.group => self.group(sg, inst, op, mask)?,
             _ => self.elementwise(sg, inst, op, mask)?,
         }
         Ok(())
     }
 
-    /// Copies leaf ranges of values, in order, into the result.
+    /// Copies leaf ranges of values, in order, into the result: row by row for registers and
+    /// constants, lane by lane only for `OpUndef` (fresh bits per lane).
     fn copy_leaves(
         &mut self,
         sg: &mut Sg,
@@ -409,14 +493,43 @@ impl<'p> Machine<'p> {
         mask: u128,
         parts: &[((crate::translate::Src, &TypeInfo), u32, u32)],
     ) -> Result<()> {
-        for l in lanes(mask) {
-            let mut c = 0;
-            for &(v, start, n) in parts {
-                for k in 0..n {
-                    let x = self.get(sg, v, start + k, l);
-                    self.put(sg, inst, c, l, x);
-                    c += 1;
+        if inst.res == u32::MAX {
+            return Ok(());
+        }
+        let n = self.lanes as usize;
+        let full = self.full_mask();
+        let mut row = [0u64; crate::vector::MAX_LANES];
+        let mut c = 0u32;
+        for &(v, start, count) in parts {
+            for k in 0..count {
+                let leaf = start + k;
+                match v.0 {
+                    Src::Reg(r) => {
+                        let at = (r as usize + leaf as usize) * n;
+                        match sg.regs.get(at..at + n) {
+                            Some(src) => row[..n].copy_from_slice(src),
+                            None => row[..n].fill(0),
+                        }
+                    }
+                    Src::Const(i) => row[..n].fill(
+                        self.p
+                            .consts
+                            .get(i as usize + leaf as usize)
+                            .copied()
+                            .unwrap_or(0),
+                    ),
+                    Src::Undef => {
+                        for l in lanes(mask) {
+                            row[l as usize] = self.get(sg, v, leaf, l);
+                        }
+                    }
+                    Src::None => row[..n].fill(0),
                 }
+                let at = (inst.res as usize + c as usize) * n;
+                if let Some(dst) = sg.regs.get_mut(at..at + n) {
+                    crate::exec::copy_lanes(dst, &row[..n], mask, full);
+                }
+                c += 1;
             }
         }
         Ok(())
@@ -424,18 +537,20 @@ impl<'p> Machine<'p> {
 
     fn elementwise(&mut self, sg: &mut Sg, inst: &Inst, op: spirv::Op, mask: u128) -> Result<()> {
         let rt = self.ty(inst.ty)?;
-        let vals: Vec<_> = inst
-            .args
-            .iter()
-            .map(|id| self.val(*id))
-            .collect::<Result<_>>()?;
-        if vals.len() > MAX_ELEMENTWISE_ARGS {
+        if inst.args.len() > MAX_ELEMENTWISE_ARGS {
             return Err(unsupported(format!(
                 "instruction {}",
                 crate::error::op_name(inst.op)
             )));
         }
+        let nargs = inst.args.len();
+        let mut vals = [(Src::None, &crate::exec::UNKNOWN); MAX_ELEMENTWISE_ARGS];
+        for (k, id) in inst.args.iter().enumerate() {
+            vals[k] = self.val(*id)?;
+        }
+        let vals = &vals[..nargs];
         let lanes_n = self.lanes as usize;
+        let full = self.full_mask();
         // Component outermost, lanes innermost: each operand's source is resolved once per
         // component (a register row, a constant or `OpUndef`), not once per lane, and the lanes
         // of a register row are adjacent in `Sg::regs`.
@@ -467,8 +582,55 @@ impl<'p> Machine<'p> {
             }
             let rs = rt.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
             let out = (inst.res as usize + c as usize) * lanes_n;
+            // The whole row at once where the operation is always defined and no operand is
+            // `OpUndef` (whose bits are drawn per lane).
+            if nargs >= 1
+                && inst.res != u32::MAX
+                && !srcs[..nargs].iter().any(|x| matches!(x.0, Leaf::Undef(_)))
+            {
+                let (sa, sb) = (srcs[0].1, srcs[if nargs > 1 { 1 } else { 0 }].1);
+                let row_of = |k: usize| match srcs[k.min(nargs - 1)].0 {
+                    Leaf::Row(b) => Ok(b),
+                    Leaf::Const(x) => Err(x),
+                    Leaf::Undef(_) => Err(0),
+                };
+                let (ra, rb) = (row_of(0), row_of(1));
+                // Constant operands as rows of their value (only built where needed).
+                let (ca, cb): (
+                    [u64; crate::vector::MAX_LANES],
+                    [u64; crate::vector::MAX_LANES],
+                );
+                if nargs <= 2 {
+                    if let Some((dst, [a, b])) =
+                        crate::vector::split_rows(&mut sg.regs, out, [ra.ok(), rb.ok()], lanes_n)
+                    {
+                        let a = match (a, ra) {
+                            (Some(a), _) => a,
+                            (None, Err(x)) => {
+                                ca = [x; crate::vector::MAX_LANES];
+                                &ca[..lanes_n]
+                            }
+                            (None, Ok(_)) => &[],
+                        };
+                        let b = match (b, rb) {
+                            (Some(b), _) => b,
+                            (None, Err(x)) => {
+                                cb = [x; crate::vector::MAX_LANES];
+                                &cb[..lanes_n]
+                            }
+                            (None, Ok(_)) => &[],
+                        };
+                        if a.len() == lanes_n
+                            && b.len() == lanes_n
+                            && crate::vector::row(op, rs, sa, sb, a, b, dst, mask, full)
+                        {
+                            continue;
+                        }
+                    }
+                }
+            }
             for l in lanes(mask) {
-                for (k, &(leaf, s)) in srcs[..vals.len()].iter().enumerate() {
+                for (k, &(leaf, s)) in srcs[..nargs].iter().enumerate() {
                     let x = match leaf {
                         Leaf::Row(b) => sg.regs.get(b + l as usize).copied().unwrap_or(0),
                         Leaf::Const(x) => x,
@@ -476,7 +638,7 @@ impl<'p> Machine<'p> {
                     };
                     xs[k] = (x, s);
                 }
-                let r = match alu::eval(op, rs, &xs[..vals.len()]) {
+                let r = match alu::eval(op, rs, &xs[..nargs]) {
                     Ok(Some(r)) => r,
                     Ok(None) => {
                         let what = format!("the result of {} (division by zero, shift too wide, conversion out of range)", crate::error::op_name(inst.op));

@@ -46,6 +46,10 @@ pub enum IdKind {
 pub struct Inst {
     /// Opcode number.
     pub op: u32,
+    /// The opcode, decoded once here rather than at every step (None: unknown to `spirv`).
+    pub decoded: Option<spirv::Op>,
+    /// Whether it is a subgroup instruction (`crate::group`), decided once here.
+    pub group: bool,
     /// Word offset in the module.
     pub word: u32,
     /// Result id (0 if none).
@@ -886,6 +890,8 @@ impl Builder<'_> {
                             .ok_or_else(|| malformed("instruction outside a block"))?;
                         f.insts.push(Inst {
                             op,
+                            decoded: spirv::Op::from_u32(op),
+                            group: spirv::Op::from_u32(op).is_some_and(crate::group::is_group),
                             word,
                             id,
                             ty,

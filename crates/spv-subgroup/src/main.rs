@@ -17,6 +17,7 @@ mod parallel;
 mod run;
 mod sarif;
 mod signals;
+mod size_compare;
 mod suggest;
 mod targets;
 mod validate;

@@ -1,5 +1,6 @@
 //! Integration tests of `spv-subgroup run`: buffers in and out, the exit-status contract
-//! (0 completed, 1 step limit / out of bounds / malformed, 2 usage or IO), `--report-undefined`.
+//! (0 completed, 1 step limit / out of bounds / malformed, 2 usage or IO, 4 results depend on the
+//! subgroup size), `--report-undefined`, several sizes and `--report-size-dependence`.
 
 mod common;
 
@@ -148,4 +149,158 @@ fn exit_status_contract() {
         "1",
     ]);
     assert_eq!(code(&o), 1);
+}
+
+/// Sums each block of 32 values assuming a subgroup of 32 lanes (the docs/cli.md example).
+const ASSUMES_32: &str = r#"#version 450
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_basic : require
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer In { uint vin[]; };
+layout(set = 0, binding = 1) buffer Out { uint sums[]; };
+void main() {
+    uint s = subgroupAdd(vin[gl_GlobalInvocationID.x]);
+    if (gl_SubgroupInvocationID == 0u) {
+        sums[gl_GlobalInvocationID.x / 32u] = s;
+    }
+}
+"#;
+
+/// The same sums at any size: one atomicAdd per subgroup.
+const PORTABLE: &str = r#"#version 450
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_basic : require
+layout(local_size_x = 32) in;
+layout(set = 0, binding = 0) buffer In { uint vin[]; };
+layout(set = 0, binding = 1) buffer Out { uint sums[]; };
+void main() {
+    uint s = subgroupAdd(vin[gl_GlobalInvocationID.x]);
+    if (subgroupElect()) {
+        atomicAdd(sums[gl_WorkGroupID.x], s);
+    }
+}
+"#;
+
+/// Equal at every size except the top lane of each subgroup, which reads an undefined value.
+const UNDEFINED_ONLY: &str = r#"#version 450
+#extension GL_KHR_shader_subgroup_shuffle_relative : require
+#extension GL_KHR_shader_subgroup_basic : require
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) buffer In { uint vin[]; };
+layout(set = 0, binding = 1) buffer Out { uint o[]; };
+void main() {
+    uint g = gl_GlobalInvocationID.x;
+    uint d = subgroupShuffleDown(vin[g], 1u);
+    o[g] = gl_SubgroupInvocationID == gl_SubgroupSize - 1u ? d : 7u;
+}
+"#;
+
+fn compile_source(dir: &Path, name: &str, glsl: &str) -> String {
+    let src = dir.join(format!("{name}.comp"));
+    std::fs::write(&src, glsl).expect("write");
+    let words = tools::compile_glsl(&src, "vulkan1.1").expect("compiles");
+    let spv = dir.join(format!("{name}.spv"));
+    std::fs::write(&spv, to_bytes(&words)).expect("write");
+    spv.display().to_string()
+}
+
+#[test]
+fn several_sizes_find_the_size_dependence_of_a_shader_that_assumes_32_lanes() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (inp, out) = (dir.path().join("in.bin"), dir.path().join("out.bin"));
+    write_words(&inp, &(1..=128).collect::<Vec<u32>>());
+    write_words(&out, &[0; 4]);
+    let bufs = [
+        format!("--buffer=0={}", inp.display()),
+        format!("--buffer=1={}", out.display()),
+    ];
+    let assumes = compile_source(dir.path(), "assumes32", ASSUMES_32);
+    let o = run(&[
+        &assumes,
+        "--subgroup-size",
+        "all",
+        "--workgroups",
+        "2",
+        &bufs[0],
+        &bufs[1],
+        "--report-size-dependence",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 4, "{stdout}{}", stderr(&o));
+    assert!(
+        stdout.contains("buffer 0.0: equal at subgroup sizes 1, 2, 4, 8, 16, 32, 64, 128"),
+        "{stdout}"
+    );
+    // sums[0] is 1 + ... + 32 = 528 at 32 lanes; at 64 the first subgroup sums 1 to 64.
+    assert!(
+        stdout.contains("buffer 0.1: depends on the subgroup size: first difference at byte offset 0: size 1: 0x00000020 (32)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("size 32: 0x00000210 (528)"), "{stdout}");
+    assert!(stdout.contains("size 64: 0x00000820 (2080)"), "{stdout}");
+    assert!(
+        stdout.contains("size-dependent: reads BuiltIn SubgroupLocalInvocationId at OpLoad"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("size-dependent: subgroup operation OpGroupNonUniformIAdd"),
+        "{stdout}"
+    );
+    // The same sums computed portably: equal at every size, exit 0.
+    let portable = compile_source(dir.path(), "portable", PORTABLE);
+    let o = run(&[
+        &portable,
+        "--subgroup-size",
+        "8,16,32,64,128",
+        "--workgroups",
+        "4",
+        &bufs[0],
+        &bufs[1],
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 0, "{stdout}{}", stderr(&o));
+    assert!(
+        stdout.contains("buffer 0.1: equal at subgroup sizes 8, 16, 32, 64, 128"),
+        "{stdout}"
+    );
+    // Differences that only undefined values cause are reported as such, not as size dependence.
+    let undefined = compile_source(dir.path(), "undefined", UNDEFINED_ONLY);
+    write_words(&out, &[0; 64]);
+    let o = run(&[
+        &undefined,
+        "--subgroup-size",
+        "8,16,32",
+        "--workgroups",
+        "1",
+        &bufs[0],
+        &bufs[1],
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 0, "{stdout}{}", stderr(&o));
+    assert!(
+        stdout.contains("buffer 0.1: equal at subgroup sizes 8, 16, 32"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("words depend on undefined values (first at byte offset 28)"),
+        "{stdout}"
+    );
+    // Usage errors: --save with several sizes, a repeated size, a size out of range.
+    let save = format!("--save=1={}", dir.path().join("s.bin").display());
+    for sizes in ["8,16", "8,8", "0,4", "256", "some"] {
+        let mut args = vec![
+            portable.as_str(),
+            "--subgroup-size",
+            sizes,
+            "--workgroups",
+            "1",
+            &bufs[0],
+            &bufs[1],
+        ];
+        if sizes == "8,16" {
+            args.push(&save);
+        }
+        let o = run(&args);
+        assert_eq!(code(&o), 2, "{sizes}: {}", stderr(&o));
+    }
 }

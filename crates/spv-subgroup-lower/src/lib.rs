@@ -102,6 +102,8 @@ mod elide;
 mod emit;
 mod hygiene;
 mod loader;
+#[cfg(feature = "naga")]
+pub mod naga_judge;
 mod outline;
 mod rewrite;
 mod stages;

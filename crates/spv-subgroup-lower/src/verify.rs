@@ -12,6 +12,8 @@
 
 use std::collections::HashMap;
 
+#[cfg(feature = "naga")]
+use spirv::Op;
 use spv_subgroup_validate::{
     validate, Diagnostic, Kind, ParseError, Report, Severity, ValidateOptions,
 };
@@ -164,7 +166,7 @@ pub fn verify_lowered(
         }
     };
     if !out_report.has_errors() {
-        return Ok(());
+        return judge_by_consumer(input, output, changed, opts);
     }
     // An input with errors of its own, without any target, is to blame whatever rule its lowered
     // form breaks: a rewrite can turn one rule's violation into another's (a partitioned `UMin`
@@ -188,13 +190,229 @@ pub fn verify_lowered(
     let new_errors = errors_not_in(&out_report, &input_report);
     if new_errors.diagnostics.is_empty() {
         Err(VerifyError::Input {
-            errors: errors_only(&input_report),
+            errors: kept_errors(&input_report, &out_report),
         })
     } else {
         Err(VerifyError::Internal {
             errors: new_errors,
             unreadable: None,
         })
+    }
+}
+
+/// For a target whose consumer is naga (`restrictions.naga_module`), naga's own judgement of an
+/// output our validator accepts ([`crate::naga_judge`]); what it refuses is blamed on the input
+/// when the input brings it (see [`naga_blames_input`]), else on the lowering.
+#[cfg(feature = "naga")]
+fn judge_by_consumer(
+    input: &[u32],
+    output: &[u32],
+    changed: bool,
+    opts: &LowerOptions,
+) -> Result<(), VerifyError> {
+    if !opts.target.restrictions.naga_module {
+        return Ok(());
+    }
+    let Err(refusal) = crate::naga_judge::judge(output) else {
+        return Ok(());
+    };
+    let mut notes = Vec::new();
+    let input_side = !changed || naga_blames_input(input, &refusal, &mut notes);
+    let d = Diagnostic {
+        rule: spv_subgroup_validate::Rule::TargetRestriction,
+        severity: Severity::Error,
+        message: format!("target `{}`: {refusal}", opts.target.name),
+        location: Default::default(),
+        notes,
+        disassembly: None,
+    };
+    let errors = Report {
+        diagnostics: vec![d],
+    };
+    if input_side {
+        Err(VerifyError::Input { errors })
+    } else {
+        Err(VerifyError::Internal {
+            errors,
+            unreadable: None,
+        })
+    }
+}
+
+/// Without the `naga` feature the naga target is judged by our validator alone.
+#[cfg(not(feature = "naga"))]
+fn judge_by_consumer(
+    _input: &[u32],
+    _output: &[u32],
+    _changed: bool,
+    _opts: &LowerOptions,
+) -> Result<(), VerifyError> {
+    Ok(())
+}
+
+/// Whether naga's refusal of the lowered module is the input's doing (a note saying why is
+/// pushed): the front end refuses something the lowering never emits (a stage, an image
+/// format, a type width, an extended instruction set) or a capability, extension or
+/// instruction the input has itself; the validator refuses a subgroup built-in in a
+/// multi-dimensional workgroup (the input's entry point's shape: the rewrite needs the lane id,
+/// which naga then refuses); or naga refuses the input itself in the same words.
+#[cfg(feature = "naga")]
+fn naga_blames_input(
+    input: &[u32],
+    refusal: &crate::naga_judge::NagaRefusal,
+    notes: &mut Vec<String>,
+) -> bool {
+    use naga::front::spv::Error as E;
+    let brought = match &refusal.front_end {
+        Some(E::UnsupportedCapability(c)) => has_operand_word(input, Op::Capability, *c as u32),
+        Some(E::UnsupportedInstruction(_, op)) => has_opcode(input, *op),
+        Some(E::UnsupportedExtension(name)) => has_extension(input, name),
+        Some(
+            E::UnsupportedExecutionModel(_)
+            | E::UnsupportedExecutionMode(_)
+            | E::UnsupportedStorageClass(_)
+            | E::UnsupportedImageDim(_)
+            | E::UnsupportedImageFormat(_)
+            | E::UnsupportedExtSet(_)
+            | E::UnsupportedExtInstSet(_)
+            | E::UnsupportedExtInst(_)
+            | E::UnknownCapability(_)
+            | E::InvalidTypeWidth(_)
+            | E::UnsupportedRuntimeArrayStorageClass
+            | E::UnsupportedMatrixStride { .. }
+            | E::InvalidStorageImageWithoutFormat
+            | E::InvalidImageDepthStorage,
+        ) => true,
+        _ => false,
+    };
+    if brought {
+        notes.push("the input has it; the lowering does not rewrite it".to_owned());
+        return true;
+    }
+    if let Some(width) = refused_scalar_width(&refusal.message) {
+        if has_type_of_width(input, width) {
+            notes.push(format!(
+                "the input declares {width}-bit types, which naga does not take"
+            ));
+            return true;
+        }
+    }
+    if refusal.message.contains("relational function")
+        && [Op::IsNan, Op::IsInf, Op::IsFinite, Op::IsNormal]
+            .iter()
+            .any(|&op| has_opcode(input, op))
+    {
+        notes.push("the input tests a float with `OpIsNan`/`OpIsInf`, which naga's WGSL writer cannot spell; the lowering never emits them".to_owned());
+        return true;
+    }
+    if refusal.multi_dimensional_subgroup_builtin {
+        notes.push("the rewrite reads the lane id (`SubgroupLocalInvocationId`), which naga takes only in a one-dimensional workgroup (y = z = 1)".to_owned());
+        return true;
+    }
+    match crate::naga_judge::judge(input) {
+        Err(r) if r.stage == refusal.stage && same_words(&r.message, &refusal.message) => {
+            notes.push("naga refuses the input in the same words".to_owned());
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The bit width of naga's validator's "The Sint scalar width 1 is not supported" (in bytes).
+#[cfg(feature = "naga")]
+fn refused_scalar_width(message: &str) -> Option<u32> {
+    let rest = &message[message.find("scalar width ")? + "scalar width ".len()..];
+    let bytes: u32 = rest.split(' ').next()?.parse().ok()?;
+    rest.contains("is not supported").then_some(bytes * 8)
+}
+
+/// Whether the module declares an integer or float type of `width` bits.
+#[cfg(feature = "naga")]
+fn has_type_of_width(words: &[u32], width: u32) -> bool {
+    instructions(words).any(|(o, rest)| {
+        (o == Op::TypeInt as u32 || o == Op::TypeFloat as u32) && rest.get(1) == Some(&width)
+    })
+}
+
+/// Two naga messages equal but for numbers (expression handles and ids move in a rewrite).
+#[cfg(feature = "naga")]
+fn same_words(a: &str, b: &str) -> bool {
+    let strip = |s: &str| -> String {
+        s.chars()
+            .map(|c| if c.is_ascii_digit() { '#' } else { c })
+            .collect()
+    };
+    strip(a) == strip(b)
+}
+
+/// The instructions of a module's words as (opcode, operand words); stops at a malformed one.
+#[cfg(feature = "naga")]
+fn instructions(words: &[u32]) -> impl Iterator<Item = (u32, &[u32])> {
+    let mut at = 5;
+    std::iter::from_fn(move || {
+        let first = *words.get(at)?;
+        let count = (first >> 16) as usize;
+        let inst = words.get(at..at + count).filter(|_| count > 0)?;
+        at += count;
+        Some((first & 0xffff, &inst[1..]))
+    })
+}
+
+#[cfg(feature = "naga")]
+fn has_opcode(words: &[u32], op: Op) -> bool {
+    instructions(words).any(|(o, _)| o == op as u32)
+}
+
+#[cfg(feature = "naga")]
+fn has_operand_word(words: &[u32], op: Op, first: u32) -> bool {
+    instructions(words).any(|(o, rest)| o == op as u32 && rest.first() == Some(&first))
+}
+
+#[cfg(feature = "naga")]
+fn has_extension(words: &[u32], name: &str) -> bool {
+    instructions(words).any(|(o, rest)| {
+        o == Op::Extension as u32 && {
+            let bytes: Vec<u8> = rest.iter().flat_map(|w| w.to_le_bytes()).collect();
+            bytes.split(|&b| b == 0).next() == Some(name.as_bytes())
+        }
+    })
+}
+
+/// The input's errors that its lowered form still has: what the lowering rewrote (an 8-bit
+/// reduce, a partition) is no reason, and naming it first would mislead. A finding is kept when
+/// the output has one of the same rule and message (messages name no ids); when none matches
+/// so (a rewrite changed the wording), every error of a rule the output breaks; when none of
+/// those either, all of the input's errors.
+fn kept_errors(input: &Report, output: &Report) -> Report {
+    let all = errors_only(input);
+    let out = errors_only(output);
+    let by_message: Vec<Diagnostic> = all
+        .diagnostics
+        .iter()
+        .filter(|d| {
+            out.diagnostics
+                .iter()
+                .any(|o| o.rule == d.rule && o.message == d.message)
+        })
+        .cloned()
+        .collect();
+    if !by_message.is_empty() {
+        return Report {
+            diagnostics: by_message,
+        };
+    }
+    let by_rule: Vec<Diagnostic> = all
+        .diagnostics
+        .iter()
+        .filter(|d| out.diagnostics.iter().any(|o| o.rule == d.rule))
+        .cloned()
+        .collect();
+    if by_rule.is_empty() {
+        all
+    } else {
+        Report {
+            diagnostics: by_rule,
+        }
     }
 }
 

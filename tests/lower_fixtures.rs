@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use lower_common::{build, lower, misfits, presets, test_targets, wants, PATTERN};
 use spv_subgroup_lower::LowerError;
 use spv_subgroup_tests::tools;
-use spv_subgroup_validate::{validate, Kind, Severity, ValidateOptions};
+use spv_subgroup_validate::{validate, Severity, ValidateOptions};
 
 /// Targets whose lowered disassembly is snapshotted in full.
 const DISASSEMBLED: [&str; 2] = ["vulkan1.1", "naga"];
@@ -73,26 +73,10 @@ fn lower_fixtures() {
                 target_env: None,
             };
             let findings = validate(&out, &opts).expect("output parses");
-            // A consumer restriction the input itself breaks, and no rewrite removes (glslang's
-            // resizing bitcasts in the 8/16-bit fixtures, for naga), stays in the output: the
-            // input's, as `lower`'s verification blames it (tests/lower_naga.rs checks those
-            // refusals). Everything else must be clean.
-            let input_has: Vec<(&str, String)> = validate(&input, &opts)
-                .expect("input parses")
-                .diagnostics
-                .into_iter()
-                .filter(|d| d.rule.kind() == Kind::Unsupported)
-                .map(|d| (d.rule.code(), d.message))
-                .collect();
             let errors: Vec<String> = findings
                 .diagnostics
                 .iter()
                 .filter(|d| d.severity == Severity::Error)
-                .filter(|d| {
-                    !input_has
-                        .iter()
-                        .any(|(code, m)| *code == d.rule.code() && *m == d.message)
-                })
                 .map(|d| format!("{}: {}", d.rule.code(), d.message))
                 .collect();
             assert!(

@@ -143,19 +143,16 @@ const NAGA_REFUSES: [(&str, &str); 8] = [
     ),
     (
         "lower/naga/resizing_bitcast.spvasm",
-        "bitcasts that change the component count",
+        "an `OpBitcast` that changes the component count",
     ),
-    (
-        "lower/stages/geometry.geom",
-        "does not accept the Geometry stage",
-    ),
+    ("lower/stages/geometry.geom", "the Geometry stage"),
     (
         "lower/stages/tessellation.tesc",
-        "does not accept the TessellationControl stage",
+        "the TessellationControl stage",
     ),
     (
         "lower/stages/tessellation.tese",
-        "does not accept the TessellationEvaluation stage",
+        "the TessellationEvaluation stage",
     ),
     ("lower/mixed/spec_constant_swizzle.comp", "SpecConstantOp"),
 ];
@@ -209,7 +206,9 @@ fn naga_target_exits_0_only_on_what_naga_takes() {
                     spv_subgroup_lower::VerifyError::Input { errors } => errors
                         .diagnostics
                         .iter()
-                        .map(spv_subgroup_lower::describe)
+                        .map(|d| {
+                            format!("{} {}", spv_subgroup_lower::describe(d), d.notes.join(" "))
+                        })
                         .collect::<Vec<_>>()
                         .join("\n"),
                     e => e.to_string(),

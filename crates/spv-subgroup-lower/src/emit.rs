@@ -1135,6 +1135,13 @@ impl<'e, 't> Code<'e, 't> {
         } else {
             return Err(self.missing("the SubgroupLocalInvocationId built-in"));
         }
+        if self.em.target.restrictions.naga_module && !self.em.size_builtin_ok {
+            // naga's validator gives SubgroupInvocationId to the stages it gives SubgroupSize
+            // (every one but vertex), so where SubgroupSize is refused the lane id is too.
+            return Err(self.missing(
+                "the lane id (SubgroupLocalInvocationId) in a function a vertex entry point reaches, which naga's validator refuses there, and the rewrite needs it",
+            ));
+        }
         if !self.em.lane_id_ok {
             return Err(self.missing(
                 "the lane id (SubgroupLocalInvocationId) in a workgroup of more than one dimension, which naga's validator refuses, and the rewrite needs it",

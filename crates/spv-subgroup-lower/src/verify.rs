@@ -297,6 +297,13 @@ fn naga_blames_input(
             return true;
         }
     }
+    if (refusal.message.contains("Float literal is NaN")
+        || refusal.message.contains("Float literal is infinite"))
+        && has_non_finite_float_constant(input)
+    {
+        notes.push("the input has a NaN or infinite float constant, which naga's validator refuses; the lowering makes its own infinities at run time".to_owned());
+        return true;
+    }
     if refusal.message.contains("relational function")
         && [Op::IsNan, Op::IsInf, Op::IsFinite, Op::IsNormal]
             .iter()
@@ -304,6 +311,12 @@ fn naga_blames_input(
     {
         notes.push("the input tests a float with `OpIsNan`/`OpIsInf`, which naga's WGSL writer cannot spell; the lowering never emits them".to_owned());
         return true;
+    }
+    if refusal.stage == "validator" {
+        if let Some(at) = resizing_bitcast(input) {
+            notes.push(format!("the input has an `OpBitcast` that changes the component count (word {at}), whose result naga's IR types as its operand's vector, so the code that uses it fails naga's type checks"));
+            return true;
+        }
     }
     if refusal.multi_dimensional_subgroup_builtin {
         notes.push("the rewrite reads the lane id (`SubgroupLocalInvocationId`), which naga takes only in a one-dimensional workgroup (y = z = 1)".to_owned());
@@ -332,6 +345,72 @@ fn has_type_of_width(words: &[u32], width: u32) -> bool {
     instructions(words).any(|(o, rest)| {
         (o == Op::TypeInt as u32 || o == Op::TypeFloat as u32) && rest.get(1) == Some(&width)
     })
+}
+
+/// Whether the module has an `OpConstant`/`OpSpecConstant` of a float type whose bits are an
+/// infinity or a NaN.
+#[cfg(feature = "naga")]
+fn has_non_finite_float_constant(words: &[u32]) -> bool {
+    let floats: HashMap<u32, u32> = instructions(words)
+        .filter(|(o, _)| *o == Op::TypeFloat as u32)
+        .filter_map(|(_, rest)| Some((*rest.first()?, *rest.get(1)?)))
+        .collect();
+    instructions(words).any(|(o, rest)| {
+        if o != Op::Constant as u32 && o != Op::SpecConstant as u32 {
+            return false;
+        }
+        let (Some(ty), Some(&low)) = (rest.first(), rest.get(2)) else {
+            return false;
+        };
+        match floats.get(ty) {
+            Some(16) => low & 0x7c00 == 0x7c00,
+            Some(32) => low & 0x7f80_0000 == 0x7f80_0000,
+            Some(64) => rest
+                .get(3)
+                .is_some_and(|&high| high & 0x7ff0_0000 == 0x7ff0_0000),
+            _ => false,
+        }
+    })
+}
+
+/// The word offset of the module's first `OpBitcast` whose result and operand have different
+/// component counts (naga 30's IR keeps a bitcast's vector size), if it has one.
+#[cfg(feature = "naga")]
+fn resizing_bitcast(words: &[u32]) -> Option<usize> {
+    // Component counts of the scalar and vector types, and the type of every result.
+    let mut components: HashMap<u32, u32> = HashMap::new();
+    let mut type_of: HashMap<u32, u32> = HashMap::new();
+    let mut at = 5;
+    for (o, rest) in instructions(words) {
+        let here = at;
+        at += rest.len() + 1;
+        match o {
+            o if o == Op::TypeInt as u32 || o == Op::TypeFloat as u32 => {
+                components.insert(*rest.first()?, 1);
+            }
+            o if o == Op::TypeVector as u32 => {
+                components.insert(*rest.first()?, *rest.get(2)?);
+            }
+            o if o == Op::Bitcast as u32 => {
+                let (to, from) = (rest.first()?, type_of.get(rest.get(2)?));
+                if let (Some(a), Some(b)) =
+                    (components.get(to), from.and_then(|t| components.get(t)))
+                {
+                    if a != b {
+                        return Some(here);
+                    }
+                }
+            }
+            _ => {}
+        }
+        // Every instruction with a result type: the grammar puts it first, the id second.
+        if let (Some(&ty), Some(&id)) = (rest.first(), rest.get(1)) {
+            if components.contains_key(&ty) {
+                type_of.insert(id, ty);
+            }
+        }
+    }
+    None
 }
 
 /// Two naga messages equal but for numbers (expression handles and ids move in a rewrite).

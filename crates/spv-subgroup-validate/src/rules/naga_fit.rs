@@ -1,5 +1,5 @@
-//! Target fit for naga 30 (SG0704, with `restrictions.naga_module` or `no_resizing_bitcast`):
-//! what the input itself brings that naga refuses and no lowering rewrites.
+//! Target fit for naga 30 (SG0704, with `restrictions.naga_module`): what the input itself brings
+//! that naga refuses and no lowering rewrites.
 //!
 //! - an entry point of a stage naga's front end has no IR for (geometry, tessellation, ray
 //!   tracing, NV mesh): it reads vertex, fragment, compute and EXT task/mesh shaders only;
@@ -10,10 +10,12 @@
 //!   in a stage naga's validator does not give it (`SubgroupSize` and
 //!   `SubgroupLocalInvocationId` in a vertex shader, `SubgroupId` and `NumSubgroups` outside
 //!   compute, task and mesh shaders);
-//! - (`no_resizing_bitcast`) an `OpBitcast` between types of different component counts (naga's
-//!   IR keeps a bitcast's vector size; its validator refuses the expression that uses it). A
-//!   16-bit float constant is not reported: naga 30 reads it (`Literal::F16`) and its validator
-//!   takes it with `SHADER_FLOAT16`, whatever the preset's older description said.
+//!
+//! An `OpBitcast` that changes the component count is not reported although naga's IR keeps a
+//! bitcast's vector size: naga 30 takes some (a `uvec2` through a `uint64_t` and back, as glslang
+//! writes for a ballot, runs correctly through wgpu: tests/wgpu_conformance.rs) and refuses
+//! others by a type error where the value is used, so `lower`'s verification lets naga decide
+//! per module. Nor is a 16-bit float constant: naga 30 reads it (`Literal::F16`).
 //!
 //! `lower --target naga` refuses such an input by the same finding (its output keeps them), and
 //! its verification runs naga itself on the output for everything else.
@@ -40,7 +42,7 @@ fn stage_read(model: u32) -> bool {
 pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
     let Some(t) = cx.target else { return };
     let r = t.restrictions;
-    if !r.naga_module && !r.no_resizing_bitcast {
+    if !r.naga_module {
         return;
     }
     let m = &cx.m;
@@ -149,32 +151,6 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
                         ),
                         vec!["naga's validator takes SubgroupId and SubgroupLocalInvocationId only where the LocalSize is (x, 1, 1); flatten the workgroup and compute the 2D index from LocalInvocationIndex".into()],
                     );
-                }
-            }
-        }
-    }
-    if r.no_resizing_bitcast {
-        for i in 0..n {
-            let o = m.opcode(i);
-            if o == Op::Bitcast as u32 {
-                let to = m.word(i, 1).and_then(|t| m.scalar_or_vector(t));
-                let from = m
-                    .word(i, 3)
-                    .and_then(|v| m.type_of(v))
-                    .and_then(|t| m.scalar_or_vector(t));
-                if let (Some((_, a)), Some((_, b))) = (to, from) {
-                    if a != b {
-                        out.emit(
-                            cx,
-                            Rule::TargetRestriction,
-                            i,
-                            format!(
-                                "`OpBitcast` from {b} to {a} components: target `{}` does not accept bitcasts that change the component count",
-                                t.name
-                            ),
-                            vec!["naga's IR keeps a bitcast's vector size; move the value through an integer of its own width instead".into()],
-                        );
-                    }
                 }
             }
         }
@@ -292,23 +268,15 @@ OpEntryPoint {model} %main \"main\" %b\n{modes}OpDecorate %b BuiltIn {builtin}\n
     }
 
     #[test]
-    fn resizing_bitcasts() {
+    fn resizing_bitcasts_are_left_to_naga() {
         let src = shader(
             "OpCapability Float64",
-            "%d = OpBitcast %double %v2uint_c\n%w = OpBitcast %v2uint %d\n%f = OpBitcast %float %uint_1",
+            "%d = OpBitcast %double %v2uint_c\n%w = OpBitcast %v2uint %d",
         )
         .replace(
             "%arr = OpTypeArray %uint %uint_2\n",
             "%arr = OpTypeArray %uint %uint_2\n%double = OpTypeFloat 64\n%v2uint_c = OpConstantComposite %v2uint %uint_1 %uint_0\n",
         );
-        let found = restrictions(&src, "naga");
-        assert_eq!(
-            found.len(),
-            2,
-            "the two resizing bitcasts, not the 1:1 one: {found:?}"
-        );
-        assert!(found[0].contains("from 2 to 1 components"), "{found:?}");
-        assert!(found[1].contains("from 1 to 2 components"), "{found:?}");
-        assert!(restrictions(&src, "vulkan1.1").is_empty());
+        assert!(restrictions(&src, "naga").is_empty());
     }
 }

@@ -16,6 +16,7 @@
 //! | quad ops, `ShuffleUp/Down`, `Shuffle/Xor`, `Broadcast`, `RotateKHR` (any type) | their own capability (clustered rotates too) | `lane_read` |
 //! | broadcasts, shuffles, quad ops, rotates, KHR reads of 8/16/64-bit values | extended types | `wide_move` |
 //! | reduce/scans of 8/16/64-bit values, clustered reduce | extended types, `clustered` | `wide_arith` |
+//! | `LogicalAnd/Or/Xor` reduce and clustered reduce | logical ops (naga) | `wide_arith` (scans: `scan`) |
 //!
 //! What the target lacks for an instruction comes from one table, [`fit::missing`], which the
 //! validator's target-fit rules read too: an instruction needs a rewrite exactly when the

@@ -47,38 +47,27 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
     }
     let m = &cx.m;
     let n = m.insts.len();
-    // Variables decorated SubgroupId / SubgroupLocalInvocationId, and each entry point's
-    // LocalSize (function id -> (y, z)).
+    // Variables decorated with a subgroup built-in, and each entry point's LocalSize
+    // (function id, y, z).
+    const BUILTINS: [BuiltIn; 4] = [
+        BuiltIn::SubgroupId,
+        BuiltIn::SubgroupLocalInvocationId,
+        BuiltIn::SubgroupSize,
+        BuiltIn::NumSubgroups,
+    ];
     let mut subgroup_vars: Vec<(u32, BuiltIn)> = Vec::new();
     let mut local_size: Vec<(u32, u32, u32)> = Vec::new();
     for i in 0..n {
-        match m.opcode(i) {
-            o if o == Op::Decorate as u32 => {
-                if m.word(i, 2) == Some(Decoration::BuiltIn as u32) {
-                    let b = m.word(i, 3);
-                    for builtin in [
-                        BuiltIn::SubgroupId,
-                        BuiltIn::SubgroupLocalInvocationId,
-                        BuiltIn::SubgroupSize,
-                        BuiltIn::NumSubgroups,
-                    ] {
-                        if b == Some(builtin as u32) {
-                            if let Some(id) = m.word(i, 1) {
-                                subgroup_vars.push((id, builtin));
-                            }
-                        }
-                    }
-                }
+        let (op, w1, w2, w3) = (m.opcode(i), m.word(i, 1), m.word(i, 2), m.word(i, 3));
+        if op == Op::Decorate as u32 && w2 == Some(Decoration::BuiltIn as u32) {
+            let builtin = BUILTINS.iter().find(|&&b| w3 == Some(b as u32));
+            if let (Some(&b), Some(id)) = (builtin, w1) {
+                subgroup_vars.push((id, b));
             }
-            o if o == Op::ExecutionMode as u32 => {
-                if m.word(i, 2) == Some(ExecutionMode::LocalSize as u32) {
-                    if let (Some(f), Some(y), Some(z)) = (m.word(i, 1), m.word(i, 4), m.word(i, 5))
-                    {
-                        local_size.push((f, y, z));
-                    }
-                }
+        } else if op == Op::ExecutionMode as u32 && w2 == Some(ExecutionMode::LocalSize as u32) {
+            if let (Some(f), Some(y), Some(z)) = (w1, m.word(i, 4), m.word(i, 5)) {
+                local_size.push((f, y, z));
             }
-            _ => {}
         }
     }
     if r.naga_module {

@@ -128,7 +128,7 @@ fn naga_target_outputs_go_through_naga() {
 /// refuses and no rewrite removes), with a phrase of the reason. Every other fixture, whatever
 /// presets its `targets:` line names, must either lower to a module naga takes or be refused as
 /// the input's fault; none may be blamed on the lowering.
-const NAGA_REFUSES: [(&str, &str); 8] = [
+const NAGA_REFUSES: [(&str, &str); 7] = [
     (
         "lower/naga/lane_id_2d.comp",
         "in a workgroup of more than one dimension",
@@ -136,10 +136,6 @@ const NAGA_REFUSES: [(&str, &str); 8] = [
     (
         "lower/naga/partition_2d.comp",
         "the lane id (SubgroupLocalInvocationId) in a workgroup of more than one dimension",
-    ),
-    (
-        "lower/naga/isnan_partition.comp",
-        "Unsupported relational function: IsNan",
     ),
     (
         "lower/naga/resizing_bitcast.spvasm",

@@ -482,7 +482,7 @@ operations (BallotBitExtract/BitCount/FindLSB/FindMSB/InverseBallot), no OpGroup
 OpGroupNonUniformAllEqual, no shuffles or broadcasts of bool values, no SubgroupEq/Ge/Gt/Le/LtMask \
 built-ins, inclusive and exclusive scans of Add and Mul only, bitwise group operations on 32-bit \
 values only, and no LogicalAnd/Or/Xor (its validator takes bool operands only in All and Any); \
-`spv-subgroup lower` rewrites all of these. What the input brings that naga refuses and no \
+its WGSL writer cannot write out OpIsNan and OpIsInf. `spv-subgroup lower` rewrites all of these. What the input brings that naga refuses and no \
 lowering rewrites is reported too: an entry point of a stage naga's front end does not read \
 (geometry, tessellation, ray tracing), SubgroupId or SubgroupLocalInvocationId in an entry point \
 whose LocalSize has more than one dimension or a stage where naga's validator does not give it \

@@ -10,6 +10,8 @@
 //!   in a stage naga's validator does not give it (`SubgroupSize` and
 //!   `SubgroupLocalInvocationId` in a vertex shader, `SubgroupId` and `NumSubgroups` outside
 //!   compute, task and mesh shaders);
+//! - `OpIsNan` and `OpIsInf`, which naga's WGSL writer cannot write out (the lowering rewrites
+//!   them as tests on the float's bits, `rewrite/float_class.rs`);
 //!
 //! An `OpBitcast` that changes the component count is not reported although naga's IR keeps a
 //! bitcast's vector size: naga 30 takes some (a `uvec2` through a `uint64_t` and back, as glslang
@@ -68,6 +70,22 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
             if let (Some(f), Some(y), Some(z)) = (w1, m.word(i, 4), m.word(i, 5)) {
                 local_size.push((f, y, z));
             }
+        } else if op == Op::IsNan as u32 || op == Op::IsInf as u32 {
+            let name = if op == Op::IsNan as u32 {
+                "IsNan"
+            } else {
+                "IsInf"
+            };
+            out.emit(
+                cx,
+                Rule::TargetRestriction,
+                i,
+                format!(
+                    "`Op{name}`: target `{}` does not accept it (naga's WGSL writer cannot write it out)",
+                    t.name
+                ),
+                vec!["run `spv-subgroup lower` to rewrite it as a test on the float's bits".into()],
+            );
         }
     }
     if r.naga_module {
@@ -254,6 +272,21 @@ OpEntryPoint {model} %main \"main\" %b\n{modes}OpDecorate %b BuiltIn {builtin}\n
         let frag = |b| stage_with("Fragment", "", "OpExecutionMode %main OriginUpperLeft\n", b);
         assert!(restrictions(&frag("SubgroupLocalInvocationId"), "naga").is_empty());
         assert_eq!(restrictions(&frag("NumSubgroups"), "naga").len(), 1);
+    }
+
+    #[test]
+    fn float_class_tests() {
+        let src = shader(
+            "",
+            "%n = OpIsNan %bool %float_1\n%i = OpIsInf %bool %float_1\n%f = OpIsFinite %bool %float_1",
+        );
+        let found = restrictions(&src, "naga");
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[0].contains("OpIsNan") && found[1].contains("OpIsInf"),
+            "{found:?}"
+        );
+        assert!(restrictions(&src, "vulkan1.1").is_empty());
     }
 
     #[test]

@@ -128,7 +128,7 @@ fn naga_target_outputs_go_through_naga() {
 /// refuses and no rewrite removes), with a phrase of the reason. Every other fixture, whatever
 /// presets its `targets:` line names, must either lower to a module naga takes or be refused as
 /// the input's fault; none may be blamed on the lowering.
-const NAGA_REFUSES: [(&str, &str); 7] = [
+const NAGA_REFUSES: [(&str, &str); 8] = [
     (
         "lower/naga/lane_id_2d.comp",
         "in a workgroup of more than one dimension",
@@ -151,6 +151,10 @@ const NAGA_REFUSES: [(&str, &str); 7] = [
         "the TessellationEvaluation stage",
     ),
     ("lower/mixed/spec_constant_swizzle.comp", "SpecConstantOp"),
+    (
+        "lower/naga/vertex_without_position.vert",
+        "Vertex shaders must return a `@builtin(position)` output value",
+    ),
 ];
 
 /// Fixtures the naga preset must lower to a module naga takes although their `targets:` line

@@ -318,6 +318,14 @@ fn naga_blames_input(
             return true;
         }
     }
+    if refusal.stage == "validator"
+        && refusal.message.starts_with("Entry point")
+        && !refusal.message.to_lowercase().contains("subgroup")
+    {
+        // The lowering adds nothing to an entry point's interface but subgroup built-ins.
+        notes.push("naga refuses the entry point's interface (its outputs, bindings or inputs), which the lowering does not change".to_owned());
+        return true;
+    }
     if refusal.multi_dimensional_subgroup_builtin {
         notes.push("the rewrite reads the lane id (`SubgroupLocalInvocationId`), which naga takes only in a one-dimensional workgroup (y = z = 1)".to_owned());
         return true;
@@ -416,10 +424,17 @@ fn resizing_bitcast(words: &[u32]) -> Option<usize> {
 /// Two naga messages equal but for numbers (expression handles and ids move in a rewrite).
 #[cfg(feature = "naga")]
 fn same_words(a: &str, b: &str) -> bool {
+    // Every run of digits becomes one `#`.
     let strip = |s: &str| -> String {
-        s.chars()
-            .map(|c| if c.is_ascii_digit() { '#' } else { c })
-            .collect()
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            if !c.is_ascii_digit() {
+                out.push(c);
+            } else if !out.ends_with('#') {
+                out.push('#');
+            }
+        }
+        out
     };
     strip(a) == strip(b)
 }
@@ -541,6 +556,72 @@ mod tests {
             matches!(err, VerifyError::Lower(_) | VerifyError::Binary(_)),
             "{err:?}"
         );
+    }
+
+    /// A module's words from instructions given as (opcode, operands).
+    #[cfg(feature = "naga")]
+    fn module(insts: &[(Op, &[u32])]) -> Vec<u32> {
+        let mut w = vec![0x0723_0203, 0x0001_0300, 0, 100, 0];
+        for (op, operands) in insts {
+            w.push(((operands.len() as u32 + 1) << 16) | *op as u32);
+            w.extend_from_slice(operands);
+        }
+        w
+    }
+
+    #[cfg(feature = "naga")]
+    #[test]
+    fn naga_words_name_what_the_input_brings() {
+        assert_eq!(
+            refused_scalar_width(
+                "Type [12] '' is invalid: The Sint scalar width 1 is not supported"
+            ),
+            Some(8)
+        );
+        assert_eq!(refused_scalar_width("Expression [3] is invalid"), None);
+        assert!(same_words(
+            "Expression [14] is invalid: [11] and [13]",
+            "Expression [140] is invalid: [7] and [2]"
+        ));
+        assert!(!same_words(
+            "Expression [1] is invalid",
+            "Type [1] is invalid"
+        ));
+        // %1 = float 32, %2 = double; constants %3 = +inf (32), %4 = 1.0 (32), %5 = NaN (64).
+        let finite = module(&[
+            (Op::TypeFloat, &[1, 32]),
+            (Op::Constant, &[1, 4, 0x3f80_0000]),
+        ]);
+        assert!(!has_non_finite_float_constant(&finite));
+        let inf = module(&[
+            (Op::TypeFloat, &[1, 32]),
+            (Op::Constant, &[1, 3, 0xff80_0000]),
+        ]);
+        assert!(has_non_finite_float_constant(&inf));
+        let nan64 = module(&[
+            (Op::TypeFloat, &[2, 64]),
+            (Op::Constant, &[2, 5, 1, 0x7ff0_0000]),
+        ]);
+        assert!(has_non_finite_float_constant(&nan64));
+        // An integer with infinity's bits is no float constant.
+        let int = module(&[
+            (Op::TypeInt, &[1, 32, 0]),
+            (Op::Constant, &[1, 3, 0x7f80_0000]),
+        ]);
+        assert!(!has_non_finite_float_constant(&int));
+        // %1 uint, %2 uvec2, %3 double, %4 a uvec2 constant; %5 = bitcast double of it.
+        let types: [(Op, &[u32]); 4] = [
+            (Op::TypeInt, &[1, 32, 0]),
+            (Op::TypeVector, &[2, 1, 2]),
+            (Op::TypeFloat, &[3, 64]),
+            (Op::ConstantNull, &[2, 4]),
+        ];
+        let mut resized = types.to_vec();
+        resized.push((Op::Bitcast, &[3, 5, 4]));
+        assert_eq!(resizing_bitcast(&module(&resized)), Some(5 + 4 + 4 + 3 + 3));
+        let mut same = types.to_vec();
+        same.push((Op::Bitcast, &[2, 5, 4]));
+        assert_eq!(resizing_bitcast(&module(&same)), None);
     }
 
     #[test]

@@ -38,6 +38,15 @@ impl std::fmt::Display for NagaRefusal {
     }
 }
 
+/// A `fmt::Write` that keeps nothing: only whether the WGSL writer can write the module counts.
+struct Discard;
+
+impl std::fmt::Write for Discard {
+    fn write_str(&mut self, _: &str) -> std::fmt::Result {
+        Ok(())
+    }
+}
+
 /// The capabilities [`judge`] validates with (see the module doc).
 pub fn capabilities() -> Capabilities {
     Capabilities::all()
@@ -83,16 +92,18 @@ fn guarded<T>(
 
 /// Runs `words` through naga's front end, validator and WGSL writer.
 pub fn judge(words: &[u32]) -> Result<(), NagaRefusal> {
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    // The words go to the front end as they are (no byte copy), and the WGSL text to a sink that
+    // keeps none of it: naga's IR is the only large thing held.
     let module = guarded("front end", || {
-        naga::front::spv::parse_u8_slice(&bytes, &naga::front::spv::Options::default()).map_err(
-            |e| NagaRefusal {
+        let options = naga::front::spv::Options::default();
+        naga::front::spv::Frontend::new(words.iter().copied(), &options)
+            .parse()
+            .map_err(|e| NagaRefusal {
                 stage: "front end",
                 message: chain(&e),
                 front_end: Some(e),
                 multi_dimensional_subgroup_builtin: false,
-            },
-        )
+            })
     })?;
     let info = guarded("validator", || {
         Validator::new(ValidationFlags::all(), capabilities())
@@ -110,7 +121,8 @@ pub fn judge(words: &[u32]) -> Result<(), NagaRefusal> {
             })
     })?;
     guarded("WGSL writer", || {
-        naga::back::wgsl::write_string(&module, &info, naga::back::wgsl::WriterFlags::empty())
+        naga::back::wgsl::Writer::new(Discard, naga::back::wgsl::WriterFlags::empty())
+            .write(&module, &info)
             .map_err(|e| NagaRefusal {
                 stage: "WGSL writer",
                 message: chain(&e),

@@ -4,7 +4,7 @@
 //! spirv-val and our validator accept modules that naga refuses (a stage naga has no IR for,
 //! `SubgroupLocalInvocationId` in a workgroup of more than one dimension, an `OpIsNan` its WGSL
 //! writer cannot spell), so for a target with `restrictions.naga_module` the verification
-//! ([`crate::verify`]) also runs the module through naga and exits 0 only when every stage
+//! ([`crate::lower_and_verify`]) also runs the module through naga and exits 0 only when every stage
 //! accepts it. Only with the `naga` cargo feature (on by default).
 //!
 //! **Capabilities.** What wgpu 30 grants a device with `Features::SUBGROUP`,

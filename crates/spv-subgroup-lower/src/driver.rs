@@ -239,6 +239,7 @@ pub(crate) fn check_output_bound(bound: u32, target: &crate::Target) -> Result<(
 
 /// Refuses a module of a SPIR-V version past the target's (asked once something needs doing).
 pub(crate) fn check_version(module: &Module, target: &crate::Target) -> Result<(), LowerError> {
+    check_stages(module, target)?;
     if let Some(h) = module.header.as_ref() {
         let (major, minor) = h.version();
         if (major, minor) > target.spirv_version {
@@ -252,6 +253,40 @@ pub(crate) fn check_version(module: &Module, target: &crate::Target) -> Result<(
                     target.spirv_version.0, target.spirv_version.1
                 ),
             });
+        }
+    }
+    Ok(())
+}
+
+/// The execution models naga 30's SPIR-V front end reads.
+const NAGA_STAGES: [spirv::ExecutionModel; 5] = [
+    spirv::ExecutionModel::Vertex,
+    spirv::ExecutionModel::Fragment,
+    spirv::ExecutionModel::GLCompute,
+    spirv::ExecutionModel::TaskEXT,
+    spirv::ExecutionModel::MeshEXT,
+];
+
+/// For a naga-like consumer (`restrictions.naga_module`), an entry point of a stage naga's front
+/// end has no IR for is refused before any rewrite, naming the stage (the rewrites would
+/// otherwise fail on something that stage's code needs, such as the lane id, and say less).
+fn check_stages(module: &Module, target: &crate::Target) -> Result<(), LowerError> {
+    if !target.restrictions.naga_module {
+        return Ok(());
+    }
+    for ep in &module.entry_points {
+        if let Some(Operand::ExecutionModel(m)) = ep.operands.first() {
+            if !NAGA_STAGES.contains(m) {
+                return Err(LowerError::Unsupported {
+                    result_id: 0,
+                    opcode: "OpEntryPoint".to_owned(),
+                    word_offset: 0,
+                    target: target.name.clone(),
+                    missing: format!(
+                        "the {m:?} stage (naga's SPIR-V front end reads vertex, fragment, compute, task and mesh shaders only)"
+                    ),
+                });
+            }
         }
     }
     Ok(())
@@ -280,6 +315,11 @@ fn with_word_offset(err: LowerError, words: &[u32]) -> LowerError {
                         find_instruction(words, |op, _| op == spirv::Op::MemoryModel as u32)
                             .unwrap_or(word_offset)
                     }
+                    "OpEntryPoint" => find_instruction(words, |op, w| {
+                        op == spirv::Op::EntryPoint as u32
+                            && !NAGA_STAGES.iter().any(|&m| w.get(1) == Some(&(m as u32)))
+                    })
+                    .unwrap_or(word_offset),
                     "OpExecutionMode" => find_instruction(words, |op, w| {
                         op == spirv::Op::ExecutionMode as u32
                             && DEVICE_MODES

@@ -188,8 +188,12 @@ pub(crate) fn keep(inst: &Instruction, watched: &HashSet<u32>) -> bool {
     // A block split by a rewrite keeps its tail (selection merge and terminator included) in
     // order in its last piece, and phis naming the block are renamed (`driver`): only a loop
     // header's merge moves on its own.
-    matches!(op, Op::Label | Op::LoopMerge | Op::FunctionCall)
-        || fit::is_subgroup_op(op)
+    // `OpIsNan`/`OpIsInf` are rewritten for naga (`rewrite/float_class.rs`); rare enough to keep
+    // for every target.
+    matches!(
+        op,
+        Op::Label | Op::LoopMerge | Op::FunctionCall | Op::IsNan | Op::IsInf
+    ) || fit::is_subgroup_op(op)
         || memory_scope_operand(inst).is_some()
         || inst
             .operands

@@ -250,6 +250,22 @@ pub(crate) struct Emitter<'t> {
     /// Whether the function being lowered may load the `SubgroupSize` built-in (set by the
     /// driver: false in functions that stages of a naga-like consumer reach where naga refuses it).
     pub size_builtin_ok: bool,
+    /// Whether the lane id (`SubgroupLocalInvocationId`) may be loaded: false for a naga-like
+    /// consumer (`restrictions.naga_module`) when an entry point's `LocalSize` has more than one
+    /// dimension, where naga's validator refuses the built-in (decided for the whole module).
+    lane_id_ok: bool,
+}
+
+/// Whether an entry point's `LocalSize` has more than one dimension (naga reads the workgroup
+/// size from `LocalSize` alone).
+fn multi_dimensional_workgroup(module: &rspirv::dr::Module) -> bool {
+    module.execution_modes.iter().any(|m| {
+        matches!(
+            m.operands.as_slice(),
+            [_, Operand::ExecutionMode(spirv::ExecutionMode::LocalSize), _, Operand::LiteralBit32(y), Operand::LiteralBit32(z)]
+                if *y > 1 || *z > 1
+        )
+    })
 }
 
 /// How many instructions the module has (each defines at most one id).
@@ -310,6 +326,7 @@ impl<'t> Emitter<'t> {
             partition_form: PartitionForm::default(),
             in_size_choice: false,
             size_builtin_ok: true,
+            lane_id_ok: !(target.restrictions.naga_module && multi_dimensional_workgroup(module)),
             int64_words: target.restrictions.no_resizing_bitcast
                 || module.capabilities.iter().any(|c| {
                     matches!(
@@ -1131,6 +1148,18 @@ impl<'e, 't> Code<'e, 't> {
             self.em.exts.insert("SPV_KHR_shader_ballot");
         } else {
             return Err(self.missing("the SubgroupLocalInvocationId built-in"));
+        }
+        if self.em.target.restrictions.naga_module && !self.em.size_builtin_ok {
+            // naga's validator gives SubgroupInvocationId to the stages it gives SubgroupSize
+            // (every one but vertex), so where SubgroupSize is refused the lane id is too.
+            return Err(self.missing(
+                "the lane id (SubgroupLocalInvocationId) in a function a vertex entry point reaches, which naga's validator refuses there, and the rewrite needs it",
+            ));
+        }
+        if !self.em.lane_id_ok {
+            return Err(self.missing(
+                "the lane id (SubgroupLocalInvocationId) in a workgroup of more than one dimension, which naga's validator refuses, and the rewrite needs it",
+            ));
         }
         Ok(self.load_builtin(BuiltIn::SubgroupLocalInvocationId, Ty::U32))
     }

@@ -5,7 +5,9 @@
 //! `OpGroupNonUniformPartitionNV/EXT` becomes a match sequence, and partitioned reduce/scan
 //! becomes pointer-jumping shuffles. [`lower_words`] is the same over SPIR-V words.
 //! [`lower_and_verify`] also validates the output for the target and blames a failure on the
-//! input or on the pass, as the CLI and the C interface report it.
+//! input or on the pass, as the CLI and the C interface report it; for a target whose consumer
+//! is naga (`restrictions.naga_module`) it runs naga 30 itself on the output too, with the `naga`
+//! cargo feature (on by default; [`naga_judge`]).
 //! The pass never prints, never does IO and never panics on any input.
 #![deny(missing_docs)]
 
@@ -148,6 +150,8 @@ mod elide;
 mod emit;
 mod hygiene;
 mod loader;
+#[cfg(feature = "naga")]
+pub mod naga_judge;
 mod outline;
 mod rewrite;
 mod stages;

@@ -12,6 +12,8 @@
 
 use std::collections::HashMap;
 
+#[cfg(feature = "naga")]
+use spirv::Op;
 use spv_subgroup_validate::{
     validate, Diagnostic, Kind, ParseError, Report, Severity, ValidateOptions,
 };
@@ -211,7 +213,7 @@ pub fn verify_lowered(
         }
     };
     if !out_report.has_errors() {
-        return Ok(());
+        return judge_by_consumer(input, output, changed, opts);
     }
     // An input with errors of its own, without any target, is to blame whatever rule its lowered
     // form breaks: a rewrite can turn one rule's violation into another's (a partitioned `UMin`
@@ -233,13 +235,316 @@ pub fn verify_lowered(
     let new_errors = errors_not_in(&out_report, &input_report);
     if new_errors.diagnostics.is_empty() {
         Err(VerifyError::Input {
-            errors: errors_only(&input_report),
+            errors: kept_errors(&input_report, &out_report),
         })
     } else {
         Err(VerifyError::Internal {
             errors: new_errors,
             unreadable: None,
         })
+    }
+}
+
+/// For a target whose consumer is naga (`restrictions.naga_module`), naga's own judgement of an
+/// output our validator accepts ([`crate::naga_judge`]); what it refuses is blamed on the input
+/// when the input brings it (see [`naga_blames_input`]), else on the lowering.
+#[cfg(feature = "naga")]
+fn judge_by_consumer(
+    input: &[u32],
+    output: &[u32],
+    changed: bool,
+    opts: &LowerOptions,
+) -> Result<(), VerifyError> {
+    if !opts.target.restrictions.naga_module {
+        return Ok(());
+    }
+    let Err(refusal) = crate::naga_judge::judge(output) else {
+        return Ok(());
+    };
+    let mut notes = Vec::new();
+    let input_side = !changed || naga_blames_input(input, &refusal, &mut notes);
+    let mut d = Diagnostic::new(
+        spv_subgroup_validate::Rule::TargetRestriction,
+        format!("target `{}`: {refusal}", opts.target.name),
+        Default::default(),
+    );
+    d.severity = Severity::Error;
+    d.notes = notes;
+    let errors = Report::from(vec![d]);
+    if input_side {
+        Err(VerifyError::Input { errors })
+    } else {
+        Err(VerifyError::Internal {
+            errors,
+            unreadable: None,
+        })
+    }
+}
+
+/// Without the `naga` feature the naga target is judged by our validator alone.
+#[cfg(not(feature = "naga"))]
+fn judge_by_consumer(
+    _input: &[u32],
+    _output: &[u32],
+    _changed: bool,
+    _opts: &LowerOptions,
+) -> Result<(), VerifyError> {
+    Ok(())
+}
+
+/// Whether naga's refusal of the lowered module is the input's doing (a note saying why is
+/// pushed): the front end refuses something the lowering never emits (a stage, an image
+/// format, a type width, an extended instruction set) or a capability, extension or
+/// instruction the input has itself; the validator refuses a subgroup built-in in a
+/// multi-dimensional workgroup (the input's entry point's shape: the rewrite needs the lane id,
+/// which naga then refuses); or naga refuses the input itself in the same words.
+#[cfg(feature = "naga")]
+fn naga_blames_input(
+    input: &[u32],
+    refusal: &crate::naga_judge::NagaRefusal,
+    notes: &mut Vec<String>,
+) -> bool {
+    use naga::front::spv::Error as E;
+    let brought = match &refusal.front_end {
+        Some(E::UnsupportedCapability(c)) => has_operand_word(input, Op::Capability, *c as u32),
+        Some(E::UnsupportedInstruction(_, op)) => has_opcode(input, *op),
+        Some(E::UnsupportedExtension(name)) => has_extension(input, name),
+        Some(
+            E::UnsupportedExecutionModel(_)
+            | E::UnsupportedExecutionMode(_)
+            | E::UnsupportedStorageClass(_)
+            | E::UnsupportedImageDim(_)
+            | E::UnsupportedImageFormat(_)
+            | E::UnsupportedExtSet(_)
+            | E::UnsupportedExtInstSet(_)
+            | E::UnsupportedExtInst(_)
+            | E::UnknownCapability(_)
+            | E::InvalidTypeWidth(_)
+            | E::UnsupportedRuntimeArrayStorageClass
+            | E::UnsupportedMatrixStride { .. }
+            | E::InvalidStorageImageWithoutFormat
+            | E::InvalidImageDepthStorage,
+        ) => true,
+        _ => false,
+    };
+    if brought {
+        notes.push("the input has it; the lowering does not rewrite it".to_owned());
+        return true;
+    }
+    if let Some(width) = refused_scalar_width(&refusal.message) {
+        if has_type_of_width(input, width) {
+            notes.push(format!(
+                "the input declares {width}-bit types, which naga does not take"
+            ));
+            return true;
+        }
+    }
+    if (refusal.message.contains("Float literal is NaN")
+        || refusal.message.contains("Float literal is infinite"))
+        && has_non_finite_float_constant(input)
+    {
+        notes.push("the input has a NaN or infinite float constant, which naga's validator refuses; the lowering makes its own infinities at run time".to_owned());
+        return true;
+    }
+    if refusal.message.contains("relational function")
+        && [Op::IsNan, Op::IsInf, Op::IsFinite, Op::IsNormal]
+            .iter()
+            .any(|&op| has_opcode(input, op))
+    {
+        notes.push("the input tests a float with `OpIsNan`/`OpIsInf`, which naga's WGSL writer cannot spell; the lowering never emits them".to_owned());
+        return true;
+    }
+    if refusal.stage == "validator" {
+        if let Some(at) = resizing_bitcast(input) {
+            notes.push(format!("the input has an `OpBitcast` that changes the component count (word {at}), whose result naga's IR types as its operand's vector, so the code that uses it fails naga's type checks"));
+            return true;
+        }
+    }
+    if refusal.stage == "validator"
+        && refusal.message.starts_with("Entry point")
+        && !refusal.message.to_lowercase().contains("subgroup")
+    {
+        // The lowering adds nothing to an entry point's interface but subgroup built-ins.
+        notes.push("naga refuses the entry point's interface (its outputs, bindings or inputs), which the lowering does not change".to_owned());
+        return true;
+    }
+    if refusal.multi_dimensional_subgroup_builtin {
+        notes.push("the rewrite reads the lane id (`SubgroupLocalInvocationId`), which naga takes only in a one-dimensional workgroup (y = z = 1)".to_owned());
+        return true;
+    }
+    match crate::naga_judge::judge(input) {
+        Err(r) if r.stage == refusal.stage && same_words(&r.message, &refusal.message) => {
+            notes.push("naga refuses the input in the same words".to_owned());
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The bit width of naga's validator's "The Sint scalar width 1 is not supported" (in bytes).
+#[cfg(feature = "naga")]
+fn refused_scalar_width(message: &str) -> Option<u32> {
+    let rest = &message[message.find("scalar width ")? + "scalar width ".len()..];
+    let bytes: u32 = rest.split(' ').next()?.parse().ok()?;
+    rest.contains("is not supported").then_some(bytes * 8)
+}
+
+/// Whether the module declares an integer or float type of `width` bits.
+#[cfg(feature = "naga")]
+fn has_type_of_width(words: &[u32], width: u32) -> bool {
+    instructions(words).any(|(o, rest)| {
+        (o == Op::TypeInt as u32 || o == Op::TypeFloat as u32) && rest.get(1) == Some(&width)
+    })
+}
+
+/// Whether the module has an `OpConstant`/`OpSpecConstant` of a float type whose bits are an
+/// infinity or a NaN.
+#[cfg(feature = "naga")]
+fn has_non_finite_float_constant(words: &[u32]) -> bool {
+    let floats: HashMap<u32, u32> = instructions(words)
+        .filter(|(o, _)| *o == Op::TypeFloat as u32)
+        .filter_map(|(_, rest)| Some((*rest.first()?, *rest.get(1)?)))
+        .collect();
+    instructions(words).any(|(o, rest)| {
+        if o != Op::Constant as u32 && o != Op::SpecConstant as u32 {
+            return false;
+        }
+        let (Some(ty), Some(&low)) = (rest.first(), rest.get(2)) else {
+            return false;
+        };
+        match floats.get(ty) {
+            Some(16) => low & 0x7c00 == 0x7c00,
+            Some(32) => low & 0x7f80_0000 == 0x7f80_0000,
+            Some(64) => rest
+                .get(3)
+                .is_some_and(|&high| high & 0x7ff0_0000 == 0x7ff0_0000),
+            _ => false,
+        }
+    })
+}
+
+/// The word offset of the module's first `OpBitcast` whose result and operand have different
+/// component counts (naga 30's IR keeps a bitcast's vector size), if it has one.
+#[cfg(feature = "naga")]
+fn resizing_bitcast(words: &[u32]) -> Option<usize> {
+    // Component counts of the scalar and vector types, and the type of every result.
+    let mut components: HashMap<u32, u32> = HashMap::new();
+    let mut type_of: HashMap<u32, u32> = HashMap::new();
+    let mut at = 5;
+    for (o, rest) in instructions(words) {
+        let here = at;
+        at += rest.len() + 1;
+        match o {
+            o if o == Op::TypeInt as u32 || o == Op::TypeFloat as u32 => {
+                components.insert(*rest.first()?, 1);
+            }
+            o if o == Op::TypeVector as u32 => {
+                components.insert(*rest.first()?, *rest.get(2)?);
+            }
+            o if o == Op::Bitcast as u32 => {
+                let (to, from) = (rest.first()?, type_of.get(rest.get(2)?));
+                if let (Some(a), Some(b)) =
+                    (components.get(to), from.and_then(|t| components.get(t)))
+                {
+                    if a != b {
+                        return Some(here);
+                    }
+                }
+            }
+            _ => {}
+        }
+        // Every instruction with a result type: the grammar puts it first, the id second.
+        if let (Some(&ty), Some(&id)) = (rest.first(), rest.get(1)) {
+            if components.contains_key(&ty) {
+                type_of.insert(id, ty);
+            }
+        }
+    }
+    None
+}
+
+/// Two naga messages equal but for numbers (expression handles and ids move in a rewrite).
+#[cfg(feature = "naga")]
+fn same_words(a: &str, b: &str) -> bool {
+    // Every run of digits becomes one `#`.
+    let strip = |s: &str| -> String {
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            if !c.is_ascii_digit() {
+                out.push(c);
+            } else if !out.ends_with('#') {
+                out.push('#');
+            }
+        }
+        out
+    };
+    strip(a) == strip(b)
+}
+
+/// The instructions of a module's words as (opcode, operand words); stops at a malformed one.
+#[cfg(feature = "naga")]
+fn instructions(words: &[u32]) -> impl Iterator<Item = (u32, &[u32])> {
+    let mut at = 5;
+    std::iter::from_fn(move || {
+        let first = *words.get(at)?;
+        let count = (first >> 16) as usize;
+        let inst = words.get(at..at + count).filter(|_| count > 0)?;
+        at += count;
+        Some((first & 0xffff, &inst[1..]))
+    })
+}
+
+#[cfg(feature = "naga")]
+fn has_opcode(words: &[u32], op: Op) -> bool {
+    instructions(words).any(|(o, _)| o == op as u32)
+}
+
+#[cfg(feature = "naga")]
+fn has_operand_word(words: &[u32], op: Op, first: u32) -> bool {
+    instructions(words).any(|(o, rest)| o == op as u32 && rest.first() == Some(&first))
+}
+
+#[cfg(feature = "naga")]
+fn has_extension(words: &[u32], name: &str) -> bool {
+    instructions(words).any(|(o, rest)| {
+        o == Op::Extension as u32 && {
+            let bytes: Vec<u8> = rest.iter().flat_map(|w| w.to_le_bytes()).collect();
+            bytes.split(|&b| b == 0).next() == Some(name.as_bytes())
+        }
+    })
+}
+
+/// The input's errors that its lowered form still has: what the lowering rewrote (an 8-bit
+/// reduce, a partition) is no reason, and naming it first would mislead. A finding is kept when
+/// the output has one of the same rule and message (messages name no ids); when none matches
+/// so (a rewrite changed the wording), every error of a rule the output breaks; when none of
+/// those either, all of the input's errors.
+fn kept_errors(input: &Report, output: &Report) -> Report {
+    let all = errors_only(input);
+    let out = errors_only(output);
+    let by_message: Vec<Diagnostic> = all
+        .diagnostics
+        .iter()
+        .filter(|d| {
+            out.diagnostics
+                .iter()
+                .any(|o| o.rule == d.rule && o.message == d.message)
+        })
+        .cloned()
+        .collect();
+    if !by_message.is_empty() {
+        return Report::from(by_message);
+    }
+    let by_rule: Vec<Diagnostic> = all
+        .diagnostics
+        .iter()
+        .filter(|d| out.diagnostics.iter().any(|o| o.rule == d.rule))
+        .cloned()
+        .collect();
+    if by_rule.is_empty() {
+        all
+    } else {
+        Report::from(by_rule)
     }
 }
 
@@ -288,6 +593,72 @@ mod tests {
             matches!(err, VerifyError::Lower(_) | VerifyError::Binary(_)),
             "{err:?}"
         );
+    }
+
+    /// A module's words from instructions given as (opcode, operands).
+    #[cfg(feature = "naga")]
+    fn module(insts: &[(Op, &[u32])]) -> Vec<u32> {
+        let mut w = vec![0x0723_0203, 0x0001_0300, 0, 100, 0];
+        for (op, operands) in insts {
+            w.push(((operands.len() as u32 + 1) << 16) | *op as u32);
+            w.extend_from_slice(operands);
+        }
+        w
+    }
+
+    #[cfg(feature = "naga")]
+    #[test]
+    fn naga_words_name_what_the_input_brings() {
+        assert_eq!(
+            refused_scalar_width(
+                "Type [12] '' is invalid: The Sint scalar width 1 is not supported"
+            ),
+            Some(8)
+        );
+        assert_eq!(refused_scalar_width("Expression [3] is invalid"), None);
+        assert!(same_words(
+            "Expression [14] is invalid: [11] and [13]",
+            "Expression [140] is invalid: [7] and [2]"
+        ));
+        assert!(!same_words(
+            "Expression [1] is invalid",
+            "Type [1] is invalid"
+        ));
+        // %1 = float 32, %2 = double; constants %3 = +inf (32), %4 = 1.0 (32), %5 = NaN (64).
+        let finite = module(&[
+            (Op::TypeFloat, &[1, 32]),
+            (Op::Constant, &[1, 4, 0x3f80_0000]),
+        ]);
+        assert!(!has_non_finite_float_constant(&finite));
+        let inf = module(&[
+            (Op::TypeFloat, &[1, 32]),
+            (Op::Constant, &[1, 3, 0xff80_0000]),
+        ]);
+        assert!(has_non_finite_float_constant(&inf));
+        let nan64 = module(&[
+            (Op::TypeFloat, &[2, 64]),
+            (Op::Constant, &[2, 5, 1, 0x7ff0_0000]),
+        ]);
+        assert!(has_non_finite_float_constant(&nan64));
+        // An integer with infinity's bits is no float constant.
+        let int = module(&[
+            (Op::TypeInt, &[1, 32, 0]),
+            (Op::Constant, &[1, 3, 0x7f80_0000]),
+        ]);
+        assert!(!has_non_finite_float_constant(&int));
+        // %1 uint, %2 uvec2, %3 double, %4 a uvec2 constant; %5 = bitcast double of it.
+        let types: [(Op, &[u32]); 4] = [
+            (Op::TypeInt, &[1, 32, 0]),
+            (Op::TypeVector, &[2, 1, 2]),
+            (Op::TypeFloat, &[3, 64]),
+            (Op::ConstantNull, &[2, 4]),
+        ];
+        let mut resized = types.to_vec();
+        resized.push((Op::Bitcast, &[3, 5, 4]));
+        assert_eq!(resizing_bitcast(&module(&resized)), Some(5 + 4 + 4 + 3 + 3));
+        let mut same = types.to_vec();
+        same.push((Op::Bitcast, &[2, 5, 4]));
+        assert_eq!(resizing_bitcast(&module(&same)), None);
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub enum Restriction {
     NarrowBitwise,
     /// The mask built-ins (`SubgroupEqMask`..`SubgroupLtMask`).
     MaskBuiltin(BuiltIn),
+    /// `OpGroupNonUniformLogicalAnd/Or/Xor` (naga's validator takes bool operands only in `All`
+    /// and `Any`).
+    LogicalOp,
 }
 
 impl Restriction {
@@ -84,6 +87,9 @@ impl Restriction {
                 "bitwise group operations on values narrower than 32 bits".into()
             }
             Restriction::MaskBuiltin(b) => format!("the built-in `{b:?}`"),
+            Restriction::LogicalOp => {
+                "group operations on bool values other than All and Any".into()
+            }
         }
     }
 }
@@ -397,7 +403,15 @@ fn restriction(t: &Target, inst: &InstFit) -> Option<Restriction> {
             let narrow = inst
                 .result
                 .is_some_and(|v| matches!(v.kind, Kind::Int { .. }) && v.width < 32);
-            if r.scans_add_mul_only && scan && !add_mul {
+            let logical = matches!(
+                op,
+                O::GroupNonUniformLogicalAnd
+                    | O::GroupNonUniformLogicalOr
+                    | O::GroupNonUniformLogicalXor
+            );
+            if r.no_logical_ops && logical {
+                Some(Restriction::LogicalOp)
+            } else if r.scans_add_mul_only && scan && !add_mul {
                 Some(Restriction::ScanOp)
             } else if r.bitwise_32_bit_only && bitwise && narrow {
                 Some(Restriction::NarrowBitwise)
@@ -521,6 +535,26 @@ mod tests {
             vec![Missing::Restriction(Restriction::ScanOp)]
         );
         assert!(missing(&preset("vulkan1.1"), &inst).is_empty());
+        // Logical ops on bools: naga's validator takes bool operands in All and Any only, so
+        // every group operation of LogicalAnd/Or/Xor, reduces included, is refused.
+        for (opcode, group_op) in [
+            (Op::GroupNonUniformLogicalAnd, 0),
+            (Op::GroupNonUniformLogicalOr, 0),
+            (Op::GroupNonUniformLogicalXor, 1),
+        ] {
+            let inst = InstFit {
+                opcode,
+                group_op: Some(group_op),
+                value: None,
+                result: None,
+            };
+            assert_eq!(
+                missing(&preset("naga"), &inst),
+                vec![Missing::Restriction(Restriction::LogicalOp)],
+                "{opcode:?}"
+            );
+            assert!(missing(&preset("vulkan1.1"), &inst).is_empty());
+        }
         assert!(missing_builtin(&preset("naga"), BuiltIn::SubgroupLtMask as u32).is_some());
         assert!(missing_builtin(&preset("naga"), BuiltIn::SubgroupSize as u32).is_none());
         assert!(missing_builtin(&preset("vulkan1.1"), BuiltIn::SubgroupLtMask as u32).is_none());

@@ -560,9 +560,15 @@ values. Convert the value to 32 bits around the operation, or let `spv-subgroup 
         explain: "Some consumers accept only part of core SPIR-V: naga's SPIR-V front end has no ballot bit \
 operations (BallotBitExtract/BitCount/FindLSB/FindMSB/InverseBallot), no OpGroupNonUniformElect, no \
 OpGroupNonUniformAllEqual, no shuffles or broadcasts of bool values, no SubgroupEq/Ge/Gt/Le/LtMask \
-built-ins, inclusive and exclusive scans of Add and Mul only, and bitwise group operations on 32-bit \
-values only. The target's \
-`restrictions` (docs/targets.md) list them.";
+built-ins, inclusive and exclusive scans of Add and Mul only, bitwise group operations on 32-bit \
+values only, and no LogicalAnd/Or/Xor (its validator takes bool operands only in All and Any); \
+its WGSL writer cannot write out OpIsNan and OpIsInf. `spv-subgroup lower` rewrites all of these. What the input brings that naga refuses and no \
+lowering rewrites is reported too: an entry point of a stage naga's front end does not read \
+(geometry, tessellation, ray tracing), SubgroupId or SubgroupLocalInvocationId in an entry point \
+whose LocalSize has more than one dimension or a stage where naga's validator does not give it \
+(SubgroupSize in a vertex shader), and an OpBitcast that changes the component count. `spv-subgroup lower --target naga` refuses such an input, and also runs \
+naga's front end, validator and WGSL writer on its output, reporting naga's refusal under this \
+rule. The target's `restrictions` (docs/targets.md) list them.";
 }
 
 impl Rule {

@@ -102,6 +102,14 @@ pub struct Restrictions {
     /// lowering moves 64-bit values as 64-bit integers (`Int64`) and halves as 16-bit integers
     /// (`Int16`) instead of as 32-bit 2-vectors.
     pub no_resizing_bitcast: bool,
+    /// No `OpGroupNonUniformLogicalAnd/Or/Xor` (naga's validator takes bool operands only in
+    /// `All` and `Any`): the lowering computes them from ballots.
+    pub no_logical_ops: bool,
+    /// The consumer is naga 30: entry points of the vertex, fragment, compute, task and mesh
+    /// stages only, and `SubgroupId`/`SubgroupLocalInvocationId` only where the workgroup is
+    /// one-dimensional (naga's validator); `lower`'s verification also runs naga's front end,
+    /// validator and WGSL writer on the output.
+    pub naga_module: bool,
 }
 
 fn default_env() -> String {
@@ -429,6 +437,8 @@ impl Target {
                     scans_add_mul_only: true,
                     bitwise_32_bit_only: true,
                     no_resizing_bitcast: true,
+                    no_logical_ops: true,
+                    naga_module: true,
                 },
                 ..base
             },

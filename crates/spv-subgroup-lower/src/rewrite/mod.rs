@@ -17,6 +17,8 @@
 //! | quad ops, `ShuffleUp/Down`, `Shuffle/Xor`, `Broadcast`, `RotateKHR` (any type) | their own capability (clustered rotates too) | `lane_read` |
 //! | broadcasts, shuffles, quad ops, rotates, KHR reads of 8/16/64-bit values | extended types | `wide_move` |
 //! | reduce/scans of 8/16/64-bit values, clustered reduce | extended types, `clustered` | `wide_arith` |
+//! | `LogicalAnd/Or/Xor` reduce and clustered reduce | logical ops (naga) | `wide_arith` (scans: `scan`) |
+//! | `OpIsNan`, `OpIsInf` (not subgroup ops) | naga's WGSL writer (`naga_module`) | `float_class` |
 //!
 //! What the target lacks for an instruction comes from one table, [`fit::missing`], which the
 //! validator's target-fit rules read too: an instruction needs a rewrite exactly when the
@@ -38,6 +40,7 @@ use crate::{LowerError, Target};
 mod amd_ballot;
 mod ballot_bits;
 mod bool_move;
+mod float_class;
 mod groups;
 mod khr_ballot;
 mod lane_read;
@@ -179,9 +182,11 @@ pub(crate) fn missing(inst: &Instruction, em: &Emitter) -> Vec<Missing> {
 }
 
 /// Whether `inst` uses something the target of `em` lacks (then [`lower_inst`] rewrites or
-/// refuses it): a subgroup op with an entry in the fit table, or a load of a mask built-in.
+/// refuses it): a subgroup op with an entry in the fit table, a load of a mask built-in, or an
+/// `OpIsNan`/`OpIsInf` naga cannot write out.
 pub(crate) fn needs_rewrite(inst: &Instruction, em: &Emitter) -> bool {
     masks::needs(inst, em)
+        || float_class::needs(inst, em.target)
         || (fit::is_subgroup_op(inst.class.opcode) && !missing(inst, em).is_empty())
         || amd_ballot::needs(inst, em)
 }
@@ -196,6 +201,7 @@ pub(crate) fn lower_inst(code: &mut Code, inst: &Instruction) -> Result<Id, Lowe
     let result = inst.result_type.and_then(|t| code.em.ty_of_id(t));
     let lacks = missing(inst, code.em);
     match inst.class.opcode {
+        _ if float_class::needs(inst, target) => float_class::lower(code, inst),
         op if is_khr_vote(op) => vote::lower(code, inst),
         _ if amd_ballot::needs(inst, code.em) => amd_ballot::lower(code, inst),
         op if quad_vote::is_quad_vote(op) => quad_vote::lower(code, inst),

@@ -1,7 +1,9 @@
 //! Reduce, scans and clustered reduce the target lacks: on 8-, 16- and 64-bit values without
 //! subgroup extended types (`vulkan1.1`, `naga`), clustered reduce without
-//! `GroupNonUniformClustered` (`lavapipe`, `naga`), and bitwise ops on 8/16-bit values where
-//! the consumer takes only 32 bits (`naga`).
+//! `GroupNonUniformClustered` (`lavapipe`, `naga`), bitwise ops on 8/16-bit values where
+//! the consumer takes only 32 bits (`naga`), and every `LogicalAnd/Or/Xor` where the consumer
+//! takes bool operands only in `All` and `Any` (`naga`: its validator refuses the rest, "Subgroup
+//! operand type Bool"; the partitioned logical op is one ballot per component, no shuffle).
 //!
 //! Each is the partitioned operation ([`super::partitioned_arith`]) over one subset:
 //! the active set for reduce and scans (`Ballot(true)`), and for a clustered reduce the active
@@ -26,7 +28,8 @@ use crate::emit::{Code, Id, Ty};
 use crate::LowerError;
 
 /// Whether `inst` is a reduce, scan or clustered reduce that this family rewrites: it lacks the
-/// clustered capability, extended types or naga's bitwise width or scan set, and nothing else.
+/// clustered capability, extended types or naga's bitwise width, scan set or logical ops, and
+/// nothing else.
 pub(crate) fn needs(inst: &Instruction, missing: &[Missing]) -> bool {
     let group = matches!(
         inst.operands.get(1),
@@ -45,7 +48,9 @@ pub(crate) fn needs(inst: &Instruction, missing: &[Missing]) -> bool {
                 m,
                 Missing::ExtendedTypes { .. }
                     | Missing::Capability(spirv::Capability::GroupNonUniformClustered)
-                    | Missing::Restriction(Restriction::NarrowBitwise | Restriction::ScanOp)
+                    | Missing::Restriction(
+                        Restriction::NarrowBitwise | Restriction::ScanOp | Restriction::LogicalOp
+                    )
             )
         })
 }

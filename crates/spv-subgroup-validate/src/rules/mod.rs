@@ -31,6 +31,7 @@ pub(crate) mod capability_uses;
 pub(crate) mod common;
 pub(crate) mod core;
 pub(crate) mod khr_ballot;
+pub(crate) mod naga_fit;
 pub(crate) mod partition;
 pub(crate) mod partitioned_arith;
 pub(crate) mod provenance;
@@ -161,6 +162,7 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
     core::check_module(cx, out);
     ray_volatile::check_module(cx, out);
     target_fit::check_module(cx, out);
+    naga_fit::check_module(cx, out);
 }
 
 #[cfg(test)]

@@ -97,19 +97,21 @@ pub enum LowerError {
     },
 }
 
-mod driver;
 mod elide;
 mod emit;
+mod entry;
 mod hygiene;
 mod loader;
 mod outline;
+mod pipeline;
 mod rewrite;
 mod stages;
 mod stream;
 mod verify;
 
-pub use driver::{lower, lower_words, MAX_ID_BOUND};
+pub use entry::{lower, lower_words};
 pub use loader::{assemble, load, Loaded};
+pub use pipeline::MAX_ID_BOUND;
 pub use verify::{describe, lower_and_verify, verify_lowered, VerifyError};
 
 /// How an error names what it is about: `instruction %7 (OpFoo)`, or just `the module header`

@@ -2,7 +2,8 @@
 //! consumers without them (naga's front end: `no_mask_builtins`), computed from
 //! `SubgroupLocalInvocationId` and `SubgroupSize`.
 //!
-//! Three steps, driven from `driver.rs` (or, one function at a time, from `stream.rs`):
+//! Three steps, driven from `pipeline` (step 1 on a held module at once, or one function at a
+//! time for `lower_words`):
 //!
 //! 1. [`normalize`] (before anything else): a component read through an access chain,
 //!    `%c = OpAccessChain %ptr %mask %i; %x = OpLoad %uint %c`, becomes
@@ -287,23 +288,6 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
     Ok(code.widen_mask(m))
 }
 
-/// Step 3: drops the mask variables no instruction uses any more; returns whether it did.
-pub(crate) fn remove_unused(module: &mut Module, target: &Target) -> bool {
-    let Some(vars) = removable_vars(module, target) else {
-        return false;
-    };
-    let mut used = BTreeSet::new();
-    for inst in module
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-    {
-        record_uses(inst, &vars, &mut used);
-    }
-    remove_unused_given(module, &vars, &used)
-}
-
 /// The mask variables step 3 may remove (`None`: none, or the target has the masks).
 pub(crate) fn removable_vars(module: &Module, target: &Target) -> Option<BTreeSet<Id>> {
     if !target.restrictions.no_mask_builtins {
@@ -324,13 +308,10 @@ pub(crate) fn record_uses(inst: &Instruction, vars: &BTreeSet<Id>, used: &mut BT
     }
 }
 
-/// Step 3 when the functions are not held (`stream`): `used` are the variables of `vars`
-/// ([`removable_vars`]) that their instructions refer to.
-pub(crate) fn remove_unused_given(
-    module: &mut Module,
-    vars: &BTreeSet<Id>,
-    used: &BTreeSet<Id>,
-) -> bool {
+/// Step 3: drops the mask variables no instruction uses any more; returns whether it did.
+/// `used` are the variables of `vars` ([`removable_vars`]) that the functions' instructions
+/// refer to ([`record_uses`]).
+pub(crate) fn remove_unused(module: &mut Module, vars: &BTreeSet<Id>, used: &BTreeSet<Id>) -> bool {
     let gone: BTreeSet<Id> = vars.difference(used).copied().collect();
     if gone.is_empty() {
         return false;

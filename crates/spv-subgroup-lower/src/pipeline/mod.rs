@@ -87,10 +87,11 @@ impl Sink for Held {
 
 /// Where the functions come from, as the start of the pass needs to know.
 pub(crate) enum Source<'w> {
-    /// A module that holds its functions (the emitter indexes their values).
+    /// A module that holds its functions (the emitter indexes their values at the start).
     Held,
     /// The words of a module whose functions come one at a time (`stream.rs`): the emitter
-    /// learns their values as they come, step 1 of `masks` counts its whole loads here.
+    /// learns their values as they come, and step 1 of `masks` reads its access chains and
+    /// counts its whole loads in the words.
     Words(&'w [u32]),
 }
 
@@ -120,7 +121,7 @@ pub(crate) struct Pass<'t> {
     khr_ballot_left: bool,
     /// Whether a barrier or atomic has a Subgroup memory scope.
     subgroup_memory_scope: bool,
-    /// Step 1 of `masks` (reads of mask built-ins through access chains become whole loads)
+    /// Step 1 of `masks` (reads of mask built-ins through access chains become whole loads),
     /// done function by function, with the id after the last whole load's, which the
     /// emitter's ids start from.
     normalize: Option<(masks::Normalize, Id)>,
@@ -146,40 +147,35 @@ impl<'t> Pass<'t> {
             .subgroup_size
             .unwrap_or(target.max_subgroup_size)
             .clamp(1, 128);
-        let removable_globals = rewrite::has_removable_globals(module, target);
-        let removable = removable_globals || hygiene::has_removable(module, target);
+        let removable = rewrite::has_removable_globals(module, target)
+            || hygiene::has_removable(module, target);
         let version_refused = check_version(module, target).err();
         if removable {
             if let Some(e) = version_refused {
                 return Err(e);
             }
         }
+        // Step 1 of `masks`: its whole loads take the ids after the input's, before the
+        // emitter's, so they are counted first.
         let (normalize, types) = match source {
-            Source::Held => {
-                // Step 1 of `masks` on every function at once: the whole loads take the ids
-                // after the input's, before the emitter starts.
-                if removable_globals {
-                    rewrite::prepare(module, target);
-                }
-                (None, None)
-            }
+            Source::Held => (masks::normalize_held(module, target), None),
             Source::Words(words) => {
-                // The whole loads of step 1 take the ids after the input's, as they are
-                // counted in the words.
-                let normalize =
-                    masks::normalize_streamed(module, target, words).map(|(n, loads)| {
-                        let end = n.next + loads;
-                        if let Some(h) = module.header.as_mut() {
-                            h.bound = end;
-                        }
-                        (n, end)
-                    });
                 // The value types of the elided instructions arrive function by function; the
                 // table starts at the size the sparse load gives it.
                 let bound = words.get(3).copied().unwrap_or(1) as usize;
-                (normalize, Some(vec![0; bound.min(words.len() / 2 + 1)]))
+                (
+                    masks::normalize_streamed(module, target, words),
+                    Some(vec![0; bound.min(words.len() / 2 + 1)]),
+                )
             }
         };
+        let normalize = normalize.map(|(n, loads)| {
+            let end = n.next + loads;
+            if let Some(h) = module.header.as_mut() {
+                h.bound = end;
+            }
+            (n, end)
+        });
         let index_values = types.is_some();
         let mut em = Emitter::new(module, target, max_lanes, types);
         em.float_partition = opts.float_partition;
@@ -235,7 +231,9 @@ impl<'t> Pass<'t> {
         for (id, ty) in elided_types.drain(..) {
             em.set_value_type(id, ty);
         }
-        if self.index_values {
+        // A held module's values were indexed when the emitter started, but not the whole
+        // loads of step 1, made since.
+        if self.index_values || self.normalize.is_some() {
             let kept = f
                 .parameters
                 .iter()
@@ -333,8 +331,8 @@ impl<'t> Pass<'t> {
                 return Err(LowerError::Invalid {
                     result_id: 0,
                     message: format!(
-                        "the whole loads of mask built-ins counted in the words end at id \
-                         {end}, those of the loaded functions at id {}",
+                        "the whole loads of mask built-ins counted at the start end at id \
+                         {end}, those made in the functions at id {}",
                         n.next
                     ),
                 });

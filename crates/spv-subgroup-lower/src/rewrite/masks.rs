@@ -2,10 +2,11 @@
 //! consumers without them (naga's front end: `no_mask_builtins`), computed from
 //! `SubgroupLocalInvocationId` and `SubgroupSize`.
 //!
-//! Three steps, driven from `pipeline` (step 1 on a held module at once, or one function at a
-//! time for `lower_words`):
+//! Three steps, driven from `pipeline` (steps 1 and 2 one function at a time, as the pass is
+//! fed; step 3 at its end):
 //!
-//! 1. [`normalize`] (before anything else): a component read through an access chain,
+//! 1. [`normalize_function`] (before anything else in a function; its tables from
+//!    [`normalize_held`] or [`normalize_streamed`]): a component read through an access chain,
 //!    `%c = OpAccessChain %ptr %mask %i; %x = OpLoad %uint %c`, becomes
 //!    `%t = OpLoad %v4uint %mask; %x = OpVectorExtractDynamic %uint %t %i`, and the chain goes,
 //!    so every read of a mask is one whole `OpLoad` of its variable.
@@ -101,19 +102,20 @@ fn mask_pointees(module: &Module, target: &Target) -> Option<(BTreeSet<Id>, BTre
     Some((vars, pointee))
 }
 
-/// Step 1: turns component reads through access chains into whole loads and extracts.
-pub(crate) fn normalize(module: &mut Module, target: &Target) {
-    let Some((vars, pointee)) = mask_pointees(module, target) else {
-        return;
+/// Step 1's tables for a module that holds its functions (`lower`): as [`normalize_streamed`],
+/// with the access chains and the loads through them read from the functions.
+pub(crate) fn normalize_held(module: &Module, target: &Target) -> Option<(Normalize, u32)> {
+    let (vars, pointee) = mask_pointees(module, target)?;
+    let insts = || {
+        module
+            .functions
+            .iter()
+            .flat_map(|f| &f.blocks)
+            .flat_map(|b| &b.instructions)
     };
     // Single-index access chains into a mask: chain id -> (variable, index id).
     let mut chains = BTreeMap::new();
-    for inst in module
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-    {
+    for inst in insts() {
         if let (Op::AccessChain | Op::InBoundsAccessChain, Some(id)) =
             (inst.class.opcode, inst.result_id)
         {
@@ -125,19 +127,24 @@ pub(crate) fn normalize(module: &mut Module, target: &Target) {
         }
     }
     if chains.is_empty() {
-        return;
+        return None;
     }
-    let mut n = Normalize {
-        pointee,
-        chains,
-        next: module.header.as_ref().map_or(1, |h| h.bound),
-    };
-    for f in &mut module.functions {
-        normalize_function(f, &mut n);
-    }
-    if let Some(h) = module.header.as_mut() {
-        h.bound = n.next;
-    }
+    let loads = insts()
+        .filter(|i| {
+            i.class.opcode == Op::Load
+                && matches!(i.operands.first(), Some(Operand::IdRef(p))
+                    if chains.get(p).is_some_and(|c| pointee.contains_key(&c.0)))
+        })
+        .count();
+    let next = module.header.as_ref().map_or(1, |h| h.bound);
+    Some((
+        Normalize {
+            pointee,
+            chains,
+            next,
+        },
+        u32::try_from(loads).ok()?,
+    ))
 }
 
 /// Step 1 for a module whose functions come one at a time (`stream`): the tables from the

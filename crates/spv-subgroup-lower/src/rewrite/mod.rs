@@ -75,12 +75,6 @@ pub(crate) fn is_partitioned(inst: &Instruction) -> bool {
     inst.class.opcode == Op::GroupNonUniformPartitionEXT || partitioned_group_op(inst).is_some()
 }
 
-/// Module-level preparation before any rewrite: reads of mask built-ins through access chains
-/// become whole loads (see `masks`).
-pub(crate) fn prepare(module: &mut Module, target: &Target) {
-    masks::normalize(module, target);
-}
-
 /// Whether the module has a declaration (not an instruction) the target lacks and the pass
 /// removes: a mask built-in variable, or the `SubgroupBallotKHR` capability.
 pub(crate) fn has_removable_globals(module: &Module, target: &Target) -> bool {

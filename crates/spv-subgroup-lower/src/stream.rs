@@ -21,9 +21,9 @@
 //! rewritten function and appended, every id renamed through `elide::Renames`.
 //!
 //! Where a naga-like target lacks the mask built-ins, step 1 of `masks` (reads through access
-//! chains become whole loads) runs on each function as it comes, the whole loads' ids counted
-//! from the words before the load (they come before the emitter's, as in the whole-module
-//! pass), and step 3 removes the variables no recorded instruction uses.
+//! chains become whole loads) runs in the pass on each function as it comes, its tables read
+//! and its whole loads counted from the words before the load (their ids come before the
+//! emitter's), and step 3 removes the variables no recorded instruction uses.
 //!
 //! Inputs of 2^31 words or more are loaded whole (`entry`; placeholders hold 31-bit offsets).
 

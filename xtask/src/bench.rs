@@ -17,8 +17,11 @@
 //! the child. The table, the goals and the machine are printed and written into the
 //! `## CPU benchmarks` section of `docs/PERFORMANCE.md` (other sections, and hand-written
 //! `### ... (notes)` subsections of this one, are left untouched).
+//!
+//! This file measures; `bench_model.rs` holds what it measured (options, samples, results),
+//! `bench_env.rs` the run's environment (root, tools, machine, revision), and `bench_report.rs`
+//! renders the report and rewrites the docs' section.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -27,62 +30,24 @@ use anyhow::{bail, Context, Result};
 use spirv::Op;
 
 // main.rs (the lead's) declares only `mod bench`; the generator is a child module in its own file.
+#[path = "bench_env.rs"]
+mod bench_env;
 #[path = "bench_gen.rs"]
 mod bench_gen;
+#[path = "bench_model.rs"]
+mod bench_model;
 #[path = "bench_phases.rs"]
 mod bench_phases;
+#[path = "bench_report.rs"]
+mod bench_report;
 #[path = "bench_sim.rs"]
 mod bench_sim;
 #[path = "bench_tree.rs"]
 mod bench_tree;
 
-const SECTION: &str = "## CPU benchmarks";
-/// Subsections of the CPU section whose heading ends with this are hand-written and kept as they are.
-const NOTES_SUFFIX: &str = "(notes)";
-const MB: f64 = 1024.0 * 1024.0;
-
-#[derive(Debug)]
-struct Opts {
-    sizes: Vec<f64>,
-    runs: usize,
-    val_runs: usize,
-    only: Option<String>,
-    seed: u64,
-    body: usize,
-    extras: bool,
-    docs: bool,
-}
-
-/// One measured command: all wall times, the peak RSS (max over runs) and the last exit status.
-#[derive(Debug, Clone)]
-struct Sample {
-    times: Vec<f64>,
-    /// User + system CPU seconds of each run (GNU time `%U + %S`, 10 ms resolution).
-    cpu: Vec<f64>,
-    rss_kib: u64,
-    ok: bool,
-    note: String,
-    /// Size of the file the command wrote, if it writes one.
-    out_bytes: Option<u64>,
-}
-
-fn median_of(v: &[f64]) -> f64 {
-    let mut t = v.to_vec();
-    t.sort_by(|a, b| a.total_cmp(b));
-    if t.is_empty() {
-        return f64::NAN;
-    }
-    t[t.len() / 2]
-}
-
-impl Sample {
-    fn median(&self) -> f64 {
-        median_of(&self.times)
-    }
-    fn best(&self) -> f64 {
-        self.times.iter().copied().fold(f64::INFINITY, f64::min)
-    }
-}
+use bench_env::{machine, revision, root, tool, tool_version};
+use bench_model::{Opts, Sample, SizeResult, MB};
+use bench_report::{render, write_section, write_section_named, SECTION};
 
 /// One run of a child under GNU time.
 #[derive(Debug)]
@@ -92,18 +57,6 @@ struct Run {
     rss_kib: u64,
     ok: bool,
     tail: String,
-}
-
-#[derive(Debug)]
-struct SizeResult {
-    label: String,
-    bytes: u64,
-    ours_val: Option<Sample>,
-    spirv_val: Option<Sample>,
-    ours_lower: Option<Sample>,
-    spirv_opt: Option<Sample>,
-    extras: Vec<(String, Sample)>,
-    lowered_check: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Opts> {
@@ -145,13 +98,6 @@ fn parse(args: &[String]) -> Result<Opts> {
         bail!("--runs and --val-runs must be at least 1");
     }
     Ok(o)
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// Builds the CLI in release (what every benchmark times) and returns its path.
@@ -356,83 +302,6 @@ fn count_lowerable(path: &Path) -> Option<usize> {
     Some(n)
 }
 
-fn tool(name: &str) -> Result<PathBuf> {
-    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-        let p = Path::new(dir).join(name);
-        if p.is_file() {
-            return Ok(p);
-        }
-    }
-    bail!("{name} not found on PATH (cargo xtask install-deps installs spirv-tools)")
-}
-
-fn tool_version(path: &Path) -> String {
-    Command::new(path)
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| {
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
-            text.lines()
-                .find(|l| l.contains("SPIRV-Tools"))
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| "unknown version".into())
-}
-
-fn machine() -> String {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|k| k.parse::<f64>().ok())
-        })
-        .map(|k| format!(", {:.1} GiB RAM", k / MB))
-        .unwrap_or_default();
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().map(str::to_string))
-        .map(|l| format!(", load average {l} at the end of the run"))
-        .unwrap_or_default();
-    format!("{model}, nproc {cpus}{mem}{load}")
-}
-
-/// The commit the binaries were built from, and whether the crates had uncommitted changes.
-fn revision(root: &Path) -> String {
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .args(args)
-            .current_dir(root)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    let head = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
-    let dirty = git(&["status", "--porcelain", "--", "crates"]).is_some_and(|s| !s.is_empty());
-    if dirty {
-        format!("{head} + uncommitted changes in crates/")
-    } else {
-        head
-    }
-}
-
 fn size_label(mb: f64) -> String {
     if mb.fract() == 0.0 {
         format!("{}mb", mb as u64)
@@ -589,357 +458,4 @@ pub fn run(args: &[String]) -> Result<()> {
         eprintln!("updated docs/PERFORMANCE.md ({SECTION})");
     }
     Ok(())
-}
-
-fn secs(s: &Option<Sample>) -> Option<f64> {
-    s.as_ref().filter(|s| s.ok).map(Sample::median)
-}
-
-/// CPU times come from GNU time with 10 ms resolution: below that, say so.
-fn fmt_cpu(t: f64) -> String {
-    if t < 0.01 {
-        "< 10 ms".into()
-    } else {
-        fmt_time(t)
-    }
-}
-
-fn fmt_time(t: f64) -> String {
-    if t < 1.0 {
-        format!("{:.1} ms", t * 1000.0)
-    } else {
-        format!("{t:.2} s")
-    }
-}
-
-fn row(out: &mut String, cmd: &str, r: &SizeResult, s: &Option<Sample>) {
-    let Some(s) = s else { return };
-    let mb = r.bytes as f64 / MB;
-    if !s.ok {
-        let _ = writeln!(
-            out,
-            "| {} | `{cmd}` | failed | | | | | {} | |",
-            r.label,
-            s.note.replace('|', "/")
-        );
-        return;
-    }
-    let t = s.median();
-    let _ = writeln!(
-        out,
-        "| {} ({:.2} MB) | `{cmd}` | {} | {} | {} | {} | {:.1} MiB | {} | {} |",
-        r.label,
-        mb,
-        fmt_time(t),
-        fmt_time(s.best()),
-        fmt_cpu(median_of(&s.cpu)),
-        fmt_time(t / mb),
-        s.rss_kib as f64 / 1024.0,
-        s.out_bytes
-            .map_or("".into(), |b| format!("{:.2} MB", b as f64 / MB)),
-        s.times.len()
-    );
-}
-
-fn goal(out: &mut String, ok: Option<bool>, text: String) {
-    let mark = match ok {
-        Some(true) => "met",
-        Some(false) => "**missed**",
-        None => "not measured",
-    };
-    let _ = writeln!(out, "- {mark}: {text}");
-}
-
-fn render(
-    opts: &Opts,
-    results: &[SizeResult],
-    cmd: &str,
-    ours: &Path,
-    spirv_val: &Path,
-    spirv_opt: &Path,
-) -> String {
-    let mut o = String::new();
-    let _ = writeln!(o, "{SECTION}\n");
-    let _ = writeln!(
-        o,
-        "Generated by `{cmd}` (xtask/src/bench.rs; modules from xtask/src/bench_gen.rs, seed {}: \
-         a compute and a fragment entry point calling thousands of functions that use \
-         `OpSubgroup{{All,Any,AllEqual}}KHR`, `OpGroupNonUniformPartitionNV` on int/float/bool/vector keys and \
-         partitioned reduce/inclusive/exclusive arithmetic inside divergent if/else and loops, plus filler; \
-         every module passes `spirv-val --target-env vulkan1.1`).\n",
-        opts.seed
-    );
-    let _ = writeln!(o, "- machine: {}", machine());
-    let _ = writeln!(
-        o,
-        "- tools: {} ({}), {} ({}), `{}` (release build of {})",
-        spirv_val.display(),
-        tool_version(spirv_val),
-        spirv_opt.display(),
-        tool_version(spirv_opt),
-        ours.file_name()
-            .map(|f| f.to_string_lossy())
-            .unwrap_or_default(),
-        revision(&root())
-    );
-    let _ = writeln!(
-        o,
-        "- wall time: median of the runs (column `runs`); best wall: the fastest run; CPU time: median user + system time \
-         (GNU time `%U`+`%S`, 10 ms resolution; less sensitive than wall time to other load on the \
-         machine); peak RSS: maximum resident set of the child (GNU time `%M`); per MB: wall time / \
-         input size in MiB; output: size of the written module. MB = MiB.\n"
-    );
-    let _ = writeln!(
-        o,
-        "| module | command | wall time | best wall | CPU time | wall per MB | peak RSS | output | runs |\n\
-         |---|---|---|---|---|---|---|---|---|"
-    );
-    for r in results {
-        row(&mut o, "spv-subgroup validate big.spv", r, &r.ours_val);
-        row(
-            &mut o,
-            "spirv-val --target-env vulkan1.1 big.spv",
-            r,
-            &r.spirv_val,
-        );
-        row(
-            &mut o,
-            "spv-subgroup lower big.spv -o out.spv",
-            r,
-            &r.ours_lower,
-        );
-        row(
-            &mut o,
-            "spirv-opt --skip-validation --strip-debug big.spv -o out2.spv",
-            r,
-            &r.spirv_opt,
-        );
-        for (cmd, s) in &r.extras {
-            row(&mut o, cmd, r, &Some(s.clone()));
-        }
-    }
-    let _ = writeln!(o);
-
-    // Ratios: wall time (CPU time in parentheses) and peak RSS.
-    let _ = writeln!(
-        o,
-        "| module | validate: spirv-val / ours, wall (CPU) | validate: RSS ours / spirv-val | \
-         lower: spirv-opt / ours, wall (CPU) | lower: RSS ours / spirv-opt |\n|---|---|---|---|---|"
-    );
-    for r in results {
-        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
-            _ => "-".into(),
-        };
-        let cpu = |s: &Option<Sample>| {
-            s.as_ref()
-                .filter(|s| s.ok)
-                .map(|s| median_of(&s.cpu))
-                .filter(|&t| t >= 0.01)
-        };
-        let both = |a: &Option<Sample>, b: &Option<Sample>| {
-            format!("{} ({})", ratio(secs(a), secs(b)), ratio(cpu(a), cpu(b)))
-        };
-        let rss = |s: &Option<Sample>| s.as_ref().filter(|s| s.ok).map(|s| s.rss_kib as f64);
-        let _ = writeln!(
-            o,
-            "| {} | {} | {} | {} | {} |",
-            r.label,
-            both(&r.spirv_val, &r.ours_val),
-            ratio(rss(&r.ours_val), rss(&r.spirv_val)),
-            both(&r.spirv_opt, &r.ours_lower),
-            ratio(rss(&r.ours_lower), rss(&r.spirv_opt)),
-        );
-    }
-    let _ = writeln!(o);
-    for r in results {
-        if let Some(c) = &r.lowered_check {
-            let _ = writeln!(o, "Check: {c}.\n");
-        }
-    }
-
-    // Goals, judged on the smallest and the largest size.
-    let _ = writeln!(o, "Goals (issue 2 and 3), smallest vs largest module:\n");
-    let small = results.iter().min_by(|a, b| a.bytes.cmp(&b.bytes));
-    let large = results.iter().max_by(|a, b| a.bytes.cmp(&b.bytes));
-    let per_mb = |r: &SizeResult, s: &Option<Sample>| secs(s).map(|t| t / (r.bytes as f64 / MB));
-    if let (Some(sm), Some(lg)) = (small, large) {
-        let distinct = sm.bytes != lg.bytes;
-        let lin = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) if distinct && a > 0.0 => Some(b / a),
-            _ => None,
-        };
-        let cpu_mb = |r: &SizeResult, s: &Option<Sample>| {
-            s.as_ref()
-                .filter(|s| s.ok)
-                .map(|s| median_of(&s.cpu))
-                // 10 ms ticks: too coarse below 50 ms to compare rates.
-                .filter(|&t| t >= 0.05)
-                .map(|t| t / (r.bytes as f64 / MB))
-        };
-        let x = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}x"));
-        let best_mb = |r: &SizeResult, s: &Option<Sample>| {
-            s.as_ref()
-                .filter(|s| s.ok)
-                .map(|s| s.best() / (r.bytes as f64 / MB))
-        };
-        let v_lin = lin(per_mb(sm, &sm.ours_val), per_mb(lg, &lg.ours_val));
-        let v_lin_best = lin(best_mb(sm, &sm.ours_val), best_mb(lg, &lg.ours_val));
-        let v_lin_cpu = lin(cpu_mb(sm, &sm.ours_val), cpu_mb(lg, &lg.ours_val));
-        goal(
-            &mut o,
-            v_lin.map(|x| x <= 1.5),
-            format!(
-                "validate linear: wall time per MB at {} is {} that at {} (best runs: {}; CPU time: {}; \
-                 goal <= 1.5x)",
-                lg.label,
-                x(v_lin),
-                sm.label,
-                x(v_lin_best),
-                x(v_lin_cpu)
-            ),
-        );
-        let v_abs = secs(&lg.ours_val);
-        goal(
-            &mut o,
-            v_abs
-                .filter(|_| lg.bytes as f64 >= 9.5 * MB)
-                .map(|t| t < 1.0),
-            format!(
-                "validate under 1 s for 10 MB: {} on {} ",
-                v_abs.map_or("-".into(), fmt_time),
-                lg.label
-            ),
-        );
-        let v_ratio = match (secs(&lg.spirv_val), v_abs) {
-            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-            _ => None,
-        };
-        goal(
-            &mut o,
-            v_ratio
-                .filter(|_| lg.bytes as f64 >= 9.5 * MB)
-                .map(|x| x >= 50.0),
-            format!(
-                "validate at least 50x faster than spirv-val on {}: {}",
-                lg.label,
-                v_ratio.map_or("-".into(), |x| format!("{x:.0}x"))
-            ),
-        );
-        let l_lin = lin(per_mb(sm, &sm.ours_lower), per_mb(lg, &lg.ours_lower));
-        let l_lin_best = lin(best_mb(sm, &sm.ours_lower), best_mb(lg, &lg.ours_lower));
-        let o_lin = lin(per_mb(sm, &sm.spirv_opt), per_mb(lg, &lg.spirv_opt));
-        let l_lin_cpu = lin(cpu_mb(sm, &sm.ours_lower), cpu_mb(lg, &lg.ours_lower));
-        goal(
-            &mut o,
-            l_lin.map(|x| x <= 1.5),
-            format!(
-                "lower linear: wall time per MB at {} is {} that at {} (best runs: {}; CPU time: {}; \
-                 spirv-opt on the same modules: {}; goal <= 1.5x)",
-                lg.label,
-                x(l_lin),
-                sm.label,
-                x(l_lin_best),
-                x(l_lin_cpu),
-                x(o_lin)
-            ),
-        );
-        for r in [sm, lg] {
-            let faster = match (secs(&r.ours_lower), secs(&r.spirv_opt)) {
-                (Some(a), Some(b)) => Some((
-                    a < b,
-                    format!(
-                        "wall {} vs {} (CPU {} vs {})",
-                        fmt_time(a),
-                        fmt_time(b),
-                        fmt_time(
-                            r.ours_lower
-                                .as_ref()
-                                .map_or(f64::NAN, |s| median_of(&s.cpu))
-                        ),
-                        fmt_time(r.spirv_opt.as_ref().map_or(f64::NAN, |s| median_of(&s.cpu)))
-                    ),
-                )),
-                _ => None,
-            };
-            goal(
-                &mut o,
-                faster.as_ref().map(|f| f.0),
-                format!(
-                    "lower faster than spirv-opt on {}: {}",
-                    r.label,
-                    faster.map_or("-".into(), |f| f.1)
-                ),
-            );
-            let mem = match (&r.ours_lower, &r.spirv_opt) {
-                (Some(a), Some(b)) if a.ok && b.ok => Some((
-                    a.rss_kib < b.rss_kib,
-                    format!(
-                        "{:.1} MiB vs {:.1} MiB",
-                        a.rss_kib as f64 / 1024.0,
-                        b.rss_kib as f64 / 1024.0
-                    ),
-                )),
-                _ => None,
-            };
-            goal(
-                &mut o,
-                mem.as_ref().map(|m| m.0),
-                format!(
-                    "lower uses less peak memory than spirv-opt on {}: {}",
-                    r.label,
-                    mem.map_or("-".into(), |m| m.1)
-                ),
-            );
-            if !distinct {
-                break;
-            }
-        }
-    }
-    o
-}
-
-/// Replaces (or appends) the `## CPU benchmarks` section, up to the next `## ` heading, keeping its
-/// hand-written `### ... (notes)` subsections after the generated text.
-fn write_section(path: &Path, section: &str) -> Result<()> {
-    write_section_named(path, SECTION, section)
-}
-
-/// [`write_section`] for the section headed `heading`.
-fn write_section_named(path: &Path, heading: &str, section: &str) -> Result<()> {
-    let old = std::fs::read_to_string(path).unwrap_or_else(|_| "# Performance\n\n".into());
-    let mut out = String::new();
-    let mut lines = old.lines().peekable();
-    let mut replaced = false;
-    while let Some(l) = lines.next() {
-        if l.trim_end() == heading {
-            out.push_str(section.trim_end());
-            out.push_str("\n\n");
-            // Hand-written notes (`### ... (notes)` subsections) survive a regeneration.
-            let mut keep = false;
-            while lines.peek().is_some_and(|n| !n.starts_with("## ")) {
-                let n = lines.next().unwrap_or_default();
-                if n.starts_with("### ") {
-                    keep = n.trim_end().ends_with(NOTES_SUFFIX);
-                }
-                if keep {
-                    out.push_str(n);
-                    out.push('\n');
-                }
-            }
-            replaced = true;
-        } else {
-            out.push_str(l);
-            out.push('\n');
-        }
-    }
-    if !replaced {
-        if !out.ends_with("\n\n") {
-            out.push('\n');
-        }
-        out.push_str(section.trim_end());
-        out.push('\n');
-    }
-    std::fs::write(path, out.trim_end().to_string() + "\n")
-        .with_context(|| format!("writing {}", path.display()))
 }

@@ -45,7 +45,7 @@ pub(crate) fn placeholder(offset: usize, count: usize, phis: bool) -> Instructio
 const PHIS: u64 = 1 << 31;
 
 /// Offset, count and the phi flag in one 64-bit operand. Offsets and counts fit in 31 bits:
-/// placeholders are only made for inputs of fewer than 2^31 words (see `driver::lower_words`).
+/// placeholders are only made for inputs of fewer than 2^31 words (see `entry::lower_words`).
 fn pack(offset: usize, count: usize, phis: bool) -> u64 {
     ((offset as u64) << 32) | (count as u64 & (PHIS - 1)) | if phis { PHIS } else { 0 }
 }
@@ -186,7 +186,7 @@ pub(crate) fn push(insts: &mut Vec<Instruction>, offset: usize, count: usize, ph
 pub(crate) fn keep(inst: &Instruction, watched: &HashSet<u32>) -> bool {
     let op = inst.class.opcode;
     // A block split by a rewrite keeps its tail (selection merge and terminator included) in
-    // order in its last piece, and phis naming the block are renamed (`driver`): only a loop
+    // order in its last piece, and phis naming the block are renamed (`pipeline::function`): only a loop
     // header's merge moves on its own.
     // `OpIsNan`/`OpIsInf` are rewritten for naga (`rewrite/float_class.rs`); rare enough to keep
     // for every target.

@@ -52,38 +52,6 @@ fn ext_capability(s: &str) -> Option<Capability> {
 /// SPIR-V 1.3, the first version with the core `GroupNonUniform` instructions.
 const V1_3: u32 = 0x0001_0300;
 
-/// Whether the input's capabilities allow a Subgroup memory scope that a barrier or atomic of
-/// it uses in a Vulkan environment (VUID-StandaloneSpirv-SubgroupVoteKHR-07951): asked before
-/// any capability is dropped, so [`fix_requirements`] can keep the scope allowed.
-pub(crate) fn subgroup_scope_needs_capability(
-    module: &Module,
-    em: &Emitter,
-    target: &Target,
-) -> bool {
-    target.target_env.starts_with("vulkan")
-        && provides_subgroup_scope(module)
-        && has_subgroup_memory_scope(module, em)
-}
-
-/// Adds what the new code needs, drops what nothing uses any more, raises the version if needed.
-/// `scope_needs_cap` is [`subgroup_scope_needs_capability`] of the input: when the dropped
-/// capabilities were what allowed its Subgroup memory scopes, `GroupNonUniform` is declared.
-pub(crate) fn fix_requirements(
-    module: &mut Module,
-    em: &Emitter,
-    opts: &LowerOptions,
-    scope_needs_cap: bool,
-) -> Result<(), LowerError> {
-    let used: Vec<Capability> = module
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .filter_map(required_capability)
-        .collect();
-    fix_requirements_with(module, em, opts, scope_needs_cap, used)
-}
-
 /// The subgroup capability `inst` needs, if any ([`fit::required_capability`]).
 pub(crate) fn required_capability(inst: &Instruction) -> Option<Capability> {
     let group_op = inst.operands.iter().find_map(|o| match o {
@@ -93,9 +61,13 @@ pub(crate) fn required_capability(inst: &Instruction) -> Option<Capability> {
     fit::required_capability(inst.class.opcode, group_op)
 }
 
-/// [`fix_requirements`] of a module whose functions are not held (`lower_words` streams them):
-/// `used` is [`required_capability`] of every instruction they hold, in any order.
-pub(crate) fn fix_requirements_with(
+/// Adds what the new code needs, drops what nothing uses any more, raises the version if needed.
+/// `used` is [`required_capability`] of every instruction the functions hold, in any order.
+/// `scope_needs_cap`: whether the input's capabilities allowed a Subgroup memory scope that a
+/// barrier or atomic of it uses in a Vulkan environment
+/// (VUID-StandaloneSpirv-SubgroupVoteKHR-07951), asked before any capability is dropped: when
+/// the dropped capabilities were what allowed it, `GroupNonUniform` is declared.
+pub(crate) fn fix_requirements(
     module: &mut Module,
     em: &Emitter,
     opts: &LowerOptions,
@@ -207,18 +179,6 @@ fn scope_cap(cap: u32) -> bool {
 /// Whether the module declares a capability that allows a Subgroup memory scope.
 pub(crate) fn provides_subgroup_scope(module: &Module) -> bool {
     module.capabilities.iter().filter_map(cap_of).any(scope_cap)
-}
-
-/// Whether a barrier or atomic of the module has a Subgroup memory scope (a constant 3, as the
-/// emitter's index of scope constants reads it). The sparse load keeps these instructions
-/// ([`crate::elide::keep`]).
-fn has_subgroup_memory_scope(module: &Module, em: &Emitter) -> bool {
-    module
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-        .any(|i| has_subgroup_memory_scope_in(i, em))
 }
 
 /// Whether `inst` is a barrier or atomic with a Subgroup memory scope.

@@ -145,22 +145,24 @@ pub enum LowerError {
     },
 }
 
-mod driver;
 mod elide;
 mod emit;
+mod entry;
 mod hygiene;
 mod loader;
 #[cfg(feature = "naga")]
 pub mod naga_judge;
 mod outline;
+mod pipeline;
 mod rewrite;
 mod stages;
 mod stream;
 mod verdict;
 mod verify;
 
-pub use driver::{lower, lower_words, MAX_ID_BOUND};
+pub use entry::{lower, lower_words};
 pub use loader::{assemble, load, Loaded};
+pub use pipeline::MAX_ID_BOUND;
 pub use verdict::Verdict;
 pub use verify::{describe, lower_and_verify, verify_lowered, VerifyError};
 

@@ -20,22 +20,10 @@
 //! the workgroup is suspended at a barrier or finished, all resume.
 
 use crate::error::{malformed, unsupported, Error, ErrorKind, Location, Result};
+use crate::num::lanes;
 use crate::translate::{IdKind, Inst, Program, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 use crate::{Dispatch, Outcome, Undefined};
-
-/// The lanes of a mask, lowest first.
-pub fn lanes(mut m: u128) -> impl Iterator<Item = u32> {
-    std::iter::from_fn(move || {
-        if m == 0 {
-            None
-        } else {
-            let l = m.trailing_zeros();
-            m &= m - 1;
-            Some(l)
-        }
-    })
-}
 
 /// A memory object: a buffer, a variable of one invocation or workgroup.
 #[derive(Debug)]

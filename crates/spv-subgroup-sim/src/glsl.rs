@@ -1,7 +1,8 @@
 //! The GLSL.std.450 extended instructions, per component.
 
 use crate::error::{unsupported, Result};
-use crate::exec::{lanes, Machine, Sg};
+use crate::exec::{Machine, Sg};
+use crate::num::lanes;
 use crate::num::{fget, fput, sext};
 use crate::translate::Inst;
 use crate::types::Scalar;

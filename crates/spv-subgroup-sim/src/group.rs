@@ -6,85 +6,12 @@
 //! seeded random bits, reported.
 
 use crate::error::{malformed, unsupported, Result};
-use crate::exec::{lanes, split_wide, Machine, Sg};
+use crate::exec::{split_wide, Machine, Sg};
+use crate::num::lanes;
 use crate::num::{fget, fput, mask as wmask, sext};
+use crate::opclass::arith;
 use crate::translate::{Inst, Src};
 use crate::types::{Scalar, TypeInfo};
-
-/// Whether `op` is a subgroup instruction handled here.
-pub fn is_group(op: spirv::Op) -> bool {
-    use spirv::Op as O;
-    matches!(
-        op,
-        O::GroupNonUniformElect
-            | O::GroupNonUniformAll
-            | O::GroupNonUniformAny
-            | O::GroupNonUniformAllEqual
-            | O::GroupNonUniformBroadcast
-            | O::GroupAll
-            | O::GroupAny
-            | O::GroupBroadcast
-            | O::GroupNonUniformBroadcastFirst
-            | O::GroupNonUniformBallot
-            | O::GroupNonUniformInverseBallot
-            | O::GroupNonUniformBallotBitExtract
-            | O::GroupNonUniformBallotBitCount
-            | O::GroupNonUniformBallotFindLSB
-            | O::GroupNonUniformBallotFindMSB
-            | O::GroupNonUniformShuffle
-            | O::GroupNonUniformShuffleXor
-            | O::GroupNonUniformShuffleUp
-            | O::GroupNonUniformShuffleDown
-            | O::GroupNonUniformRotateKHR
-            | O::GroupNonUniformQuadBroadcast
-            | O::GroupNonUniformQuadSwap
-            | O::GroupNonUniformQuadAllKHR
-            | O::GroupNonUniformQuadAnyKHR
-            | O::GroupNonUniformPartitionEXT
-            | O::SubgroupBallotKHR
-            | O::SubgroupFirstInvocationKHR
-            | O::SubgroupAllKHR
-            | O::SubgroupAnyKHR
-            | O::SubgroupAllEqualKHR
-            | O::SubgroupReadInvocationKHR
-    ) || arith(op).is_some()
-}
-
-/// The binary operation of a subgroup arithmetic opcode (min/max named by their comparison).
-fn arith(op: spirv::Op) -> Option<spirv::Op> {
-    use spirv::Op as O;
-    Some(match op {
-        O::GroupNonUniformIAdd => O::IAdd,
-        O::GroupNonUniformFAdd => O::FAdd,
-        O::GroupNonUniformIMul => O::IMul,
-        O::GroupNonUniformFMul => O::FMul,
-        O::GroupNonUniformSMin => O::SLessThan,
-        O::GroupNonUniformUMin => O::ULessThan,
-        O::GroupNonUniformFMin => O::FOrdLessThan,
-        O::GroupNonUniformSMax => O::SGreaterThan,
-        O::GroupNonUniformUMax => O::UGreaterThan,
-        O::GroupNonUniformFMax => O::FOrdGreaterThan,
-        O::GroupNonUniformBitwiseAnd | O::GroupNonUniformLogicalAnd => O::BitwiseAnd,
-        O::GroupNonUniformBitwiseOr | O::GroupNonUniformLogicalOr => O::BitwiseOr,
-        O::GroupNonUniformBitwiseXor | O::GroupNonUniformLogicalXor => O::BitwiseXor,
-        // The `Groups` instructions (uniform, and AMD's non-uniform) and those of
-        // `SPV_KHR_uniform_group_instructions`, at Subgroup scope.
-        O::GroupIAdd | O::GroupIAddNonUniformAMD => O::IAdd,
-        O::GroupFAdd | O::GroupFAddNonUniformAMD => O::FAdd,
-        O::GroupIMulKHR => O::IMul,
-        O::GroupFMulKHR => O::FMul,
-        O::GroupSMin | O::GroupSMinNonUniformAMD => O::SLessThan,
-        O::GroupUMin | O::GroupUMinNonUniformAMD => O::ULessThan,
-        O::GroupFMin | O::GroupFMinNonUniformAMD => O::FOrdLessThan,
-        O::GroupSMax | O::GroupSMaxNonUniformAMD => O::SGreaterThan,
-        O::GroupUMax | O::GroupUMaxNonUniformAMD => O::UGreaterThan,
-        O::GroupFMax | O::GroupFMaxNonUniformAMD => O::FOrdGreaterThan,
-        O::GroupBitwiseAndKHR | O::GroupLogicalAndKHR => O::BitwiseAnd,
-        O::GroupBitwiseOrKHR | O::GroupLogicalOrKHR => O::BitwiseOr,
-        O::GroupBitwiseXorKHR | O::GroupLogicalXorKHR => O::BitwiseXor,
-        _ => return None,
-    })
-}
 
 /// `a op b` for subgroup arithmetic.
 fn combine(op: spirv::Op, s: Scalar, a: u64, b: u64) -> u64 {

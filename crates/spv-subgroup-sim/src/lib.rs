@@ -18,6 +18,7 @@ mod exec;
 mod glsl;
 mod group;
 mod num;
+mod opclass;
 mod ops;
 mod size_trace;
 mod translate;

@@ -105,6 +105,19 @@ pub fn fput(width: u32, x: f64) -> u64 {
     }
 }
 
+/// The lanes of a mask, lowest first.
+pub fn lanes(mut m: u128) -> impl Iterator<Item = u32> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            None
+        } else {
+            let l = m.trailing_zeros();
+            m &= m - 1;
+            Some(l)
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

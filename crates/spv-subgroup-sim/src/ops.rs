@@ -3,7 +3,8 @@
 
 use crate::alu;
 use crate::error::{malformed, unsupported, Error, ErrorKind, Result};
-use crate::exec::{lanes, Machine, Sg};
+use crate::exec::{Machine, Sg};
+use crate::num::lanes;
 use crate::translate::{IdKind, Inst, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 

@@ -67,7 +67,7 @@ pub fn marks(p: &Program) -> Marks {
                         .first()
                         .and_then(|ptr| reveals.get(ptr))
                         .map(|b| format!("reads BuiltIn {b}")),
-                    Some(op) if crate::group::is_group(op) => Some(format!(
+                    Some(op) if crate::opclass::is_group(op) => Some(format!(
                         "subgroup operation {}",
                         crate::error::op_name(inst.op)
                     )),

@@ -891,7 +891,7 @@ impl Builder<'_> {
                         f.insts.push(Inst {
                             op,
                             decoded: spirv::Op::from_u32(op),
-                            group: spirv::Op::from_u32(op).is_some_and(crate::group::is_group),
+                            group: spirv::Op::from_u32(op).is_some_and(crate::opclass::is_group),
                             word,
                             id,
                             ty,

@@ -5,7 +5,7 @@
 //! they stay in [`crate::alu::eval`]); each arm computes exactly what `alu::eval` computes, with
 //! the same helpers, so results are bit-for-bit the same.
 
-use crate::exec::lanes;
+use crate::num::lanes;
 use crate::num::{fget, fput, mask, sext};
 use crate::types::Scalar;
 

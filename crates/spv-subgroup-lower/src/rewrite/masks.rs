@@ -2,9 +2,11 @@
 //! consumers without them (naga's front end: `no_mask_builtins`), computed from
 //! `SubgroupLocalInvocationId` and `SubgroupSize`.
 //!
-//! Three steps, driven from `driver.rs` (or, one function at a time, from `stream.rs`):
+//! Three steps, driven from `pipeline` (steps 1 and 2 one function at a time, as the pass is
+//! fed; step 3 at its end):
 //!
-//! 1. [`normalize`] (before anything else): a component read through an access chain,
+//! 1. [`normalize_function`] (before anything else in a function; its tables from
+//!    [`normalize_held`] or [`normalize_streamed`]): a component read through an access chain,
 //!    `%c = OpAccessChain %ptr %mask %i; %x = OpLoad %uint %c`, becomes
 //!    `%t = OpLoad %v4uint %mask; %x = OpVectorExtractDynamic %uint %t %i`, and the chain goes,
 //!    so every read of a mask is one whole `OpLoad` of its variable.
@@ -100,19 +102,20 @@ fn mask_pointees(module: &Module, target: &Target) -> Option<(BTreeSet<Id>, BTre
     Some((vars, pointee))
 }
 
-/// Step 1: turns component reads through access chains into whole loads and extracts.
-pub(crate) fn normalize(module: &mut Module, target: &Target) {
-    let Some((vars, pointee)) = mask_pointees(module, target) else {
-        return;
+/// Step 1's tables for a module that holds its functions (`lower`): as [`normalize_streamed`],
+/// with the access chains and the loads through them read from the functions.
+pub(crate) fn normalize_held(module: &Module, target: &Target) -> Option<(Normalize, u32)> {
+    let (vars, pointee) = mask_pointees(module, target)?;
+    let insts = || {
+        module
+            .functions
+            .iter()
+            .flat_map(|f| &f.blocks)
+            .flat_map(|b| &b.instructions)
     };
     // Single-index access chains into a mask: chain id -> (variable, index id).
     let mut chains = BTreeMap::new();
-    for inst in module
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-    {
+    for inst in insts() {
         if let (Op::AccessChain | Op::InBoundsAccessChain, Some(id)) =
             (inst.class.opcode, inst.result_id)
         {
@@ -124,19 +127,24 @@ pub(crate) fn normalize(module: &mut Module, target: &Target) {
         }
     }
     if chains.is_empty() {
-        return;
+        return None;
     }
-    let mut n = Normalize {
-        pointee,
-        chains,
-        next: module.header.as_ref().map_or(1, |h| h.bound),
-    };
-    for f in &mut module.functions {
-        normalize_function(f, &mut n);
-    }
-    if let Some(h) = module.header.as_mut() {
-        h.bound = n.next;
-    }
+    let loads = insts()
+        .filter(|i| {
+            i.class.opcode == Op::Load
+                && matches!(i.operands.first(), Some(Operand::IdRef(p))
+                    if chains.get(p).is_some_and(|c| pointee.contains_key(&c.0)))
+        })
+        .count();
+    let next = module.header.as_ref().map_or(1, |h| h.bound);
+    Some((
+        Normalize {
+            pointee,
+            chains,
+            next,
+        },
+        u32::try_from(loads).ok()?,
+    ))
 }
 
 /// Step 1 for a module whose functions come one at a time (`stream`): the tables from the
@@ -287,23 +295,6 @@ pub(crate) fn lower(code: &mut Code, inst: &Instruction) -> Result<Id, LowerErro
     Ok(code.widen_mask(m))
 }
 
-/// Step 3: drops the mask variables no instruction uses any more; returns whether it did.
-pub(crate) fn remove_unused(module: &mut Module, target: &Target) -> bool {
-    let Some(vars) = removable_vars(module, target) else {
-        return false;
-    };
-    let mut used = BTreeSet::new();
-    for inst in module
-        .functions
-        .iter()
-        .flat_map(|f| &f.blocks)
-        .flat_map(|b| &b.instructions)
-    {
-        record_uses(inst, &vars, &mut used);
-    }
-    remove_unused_given(module, &vars, &used)
-}
-
 /// The mask variables step 3 may remove (`None`: none, or the target has the masks).
 pub(crate) fn removable_vars(module: &Module, target: &Target) -> Option<BTreeSet<Id>> {
     if !target.restrictions.no_mask_builtins {
@@ -324,13 +315,10 @@ pub(crate) fn record_uses(inst: &Instruction, vars: &BTreeSet<Id>, used: &mut BT
     }
 }
 
-/// Step 3 when the functions are not held (`stream`): `used` are the variables of `vars`
-/// ([`removable_vars`]) that their instructions refer to.
-pub(crate) fn remove_unused_given(
-    module: &mut Module,
-    vars: &BTreeSet<Id>,
-    used: &BTreeSet<Id>,
-) -> bool {
+/// Step 3: drops the mask variables no instruction uses any more; returns whether it did.
+/// `used` are the variables of `vars` ([`removable_vars`]) that the functions' instructions
+/// refer to ([`record_uses`]).
+pub(crate) fn remove_unused(module: &mut Module, vars: &BTreeSet<Id>, used: &BTreeSet<Id>) -> bool {
     let gone: BTreeSet<Id> = vars.difference(used).copied().collect();
     if gone.is_empty() {
         return false;

@@ -78,12 +78,6 @@ pub(crate) fn is_partitioned(inst: &Instruction) -> bool {
     inst.class.opcode == Op::GroupNonUniformPartitionEXT || partitioned_group_op(inst).is_some()
 }
 
-/// Module-level preparation before any rewrite: reads of mask built-ins through access chains
-/// become whole loads (see `masks`).
-pub(crate) fn prepare(module: &mut Module, target: &Target) {
-    masks::normalize(module, target);
-}
-
 /// Whether the module has a declaration (not an instruction) the target lacks and the pass
 /// removes: a mask built-in variable, or the `SubgroupBallotKHR` capability.
 pub(crate) fn has_removable_globals(module: &Module, target: &Target) -> bool {
@@ -94,30 +88,17 @@ pub(crate) fn has_removable_globals(module: &Module, target: &Target) -> bool {
 
 /// Module-level clean-up after every function is rewritten: mask built-in variables nothing
 /// reads any more go, and `SubgroupBallotKHR` where the target lacks it and nothing needs it.
-/// Returns whether anything was removed.
-pub(crate) fn finish(module: &mut Module, target: &Target) -> bool {
-    let masks = masks::remove_unused(module, target);
-    let left = khr_ballot::declared(module, target)
-        && module
-            .functions
-            .iter()
-            .flat_map(|f| &f.blocks)
-            .flat_map(|b| &b.instructions)
-            .any(leaves_khr_ballot);
-    let amd = amd_ballot::finish(module, target);
-    khr_ballot::finish(module, target, left) || masks || amd
-}
-
-/// [`finish`] of a module whose functions are not held (`lower_words` streams them):
-/// `khr_ballot_left` says whether one of them holds an instruction [`leaves_khr_ballot`], and
+/// The functions' instructions are read through what the pass recorded of them:
+/// `khr_ballot_left` says whether one of them is an instruction [`leaves_khr_ballot`], and
 /// `masks` are the mask variables step 3 of `masks` may remove with those the functions use.
-pub(crate) fn finish_streamed(
+/// Returns whether anything was removed.
+pub(crate) fn finish(
     module: &mut Module,
     target: &Target,
     khr_ballot_left: bool,
     masks: Option<(&BTreeSet<Id>, &BTreeSet<Id>)>,
 ) -> bool {
-    let masks = masks.is_some_and(|(vars, used)| masks::remove_unused_given(module, vars, used));
+    let masks = masks.is_some_and(|(vars, used)| masks::remove_unused(module, vars, used));
     let amd = amd_ballot::finish(module, target);
     khr_ballot::finish(module, target, khr_ballot_left) || masks || amd
 }

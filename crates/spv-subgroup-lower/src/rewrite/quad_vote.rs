@@ -10,7 +10,7 @@
 //!
 //! The extension's execution modes (`QuadDerivativesKHR`, `RequireFullQuadsKHR`) are guarantees
 //! of the device that no rewrite gives: the driver refuses a module declaring one
-//! (`driver::check_execution_modes`).
+//! (`pipeline::check_execution_modes`).
 
 use rspirv::dr::Instruction;
 use spirv::Op;

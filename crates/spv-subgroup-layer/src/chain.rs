@@ -87,6 +87,9 @@ pub fn struct_size(s_type: vk::StructureType) -> Option<usize> {
         SHADER_MODULE_VALIDATION_CACHE_CREATE_INFO_EXT => vk::ShaderModuleValidationCacheCreateInfoEXT,
         DEBUG_UTILS_OBJECT_NAME_INFO_EXT => vk::DebugUtilsObjectNameInfoEXT,
         PIPELINE_ROBUSTNESS_CREATE_INFO_EXT => vk::PipelineRobustnessCreateInfoEXT,
+        // The loader's own link structs lead every device create info's chain (they are read
+        // below as the loader wrote them; the copy holds the link already advanced past us).
+        LOADER_DEVICE_CREATE_INFO => crate::loader_abi::LayerDeviceCreateInfo,
     }
 }
 

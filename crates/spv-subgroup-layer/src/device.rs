@@ -145,6 +145,10 @@ pub unsafe fn create_shader_module(
 #[derive(Debug, Default)]
 struct Keep {
     code: Vec<Arc<[u32]>>,
+    #[allow(
+        clippy::vec_box,
+        reason = "a stage's pNext points at the box, which must not move when the Vec grows"
+    )]
     module_infos: Vec<Box<vk::ShaderModuleCreateInfo<'static>>>,
     chains: Vec<chain::Edited>,
     stages: Vec<Vec<vk::PipelineShaderStageCreateInfo<'static>>>,

@@ -105,3 +105,24 @@ pub unsafe fn dispatch_key(handle: *const c_void) -> usize {
     // pointer (the loader's "Dispatchable Object Creation" rule); the caller passes a live one.
     unsafe { *(handle as *const usize) }
 }
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_layouts_are_those_of_vk_layer_h() {
+        // sType, pNext, function, then the union (one pointer in the device struct).
+        assert_eq!(std::mem::size_of::<LayerDeviceCreateInfo>(), 32);
+        assert_eq!(
+            std::mem::offset_of!(LayerDeviceCreateInfo, p_layer_info),
+            24
+        );
+        assert_eq!(
+            std::mem::offset_of!(LayerInstanceCreateInfo, p_layer_info),
+            24
+        );
+        assert_eq!(std::mem::size_of::<NegotiateLayerInterface>(), 48);
+        assert_eq!(std::mem::size_of::<LayerDeviceLink>(), 24);
+    }
+}

@@ -222,6 +222,8 @@ fn child_suite() {
         for p in pipelines {
             assert_eq!(app.dispatch(p, &keys), want, "threaded, force={force}");
         }
+        let chained = app.pipeline_chained(&words);
+        assert_eq!(app.dispatch(chained, &keys), want, "chained, force={force}");
         println!("force={force}: model answers at size {}", app.subgroup_size);
     }
 }
@@ -264,7 +266,7 @@ impl App {
     fn open(layer_by_name: bool) -> App {
         // SAFETY (test): the system loader, as any application loads it.
         let entry = unsafe { ash::Entry::load() }.expect("the Vulkan loader");
-        let app_info = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
+        let app_info = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
         let layers = [LAYER.as_ptr()];
         let mut info = vk::InstanceCreateInfo::default().application_info(&app_info);
         if layer_by_name {
@@ -343,21 +345,23 @@ impl App {
                 p_next: std::ptr::null_mut(),
                 shader_subgroup_partitioned: vk::TRUE,
             };
-            let v11_features = vk::PhysicalDeviceVulkan11Features {
+            // subgroupSizeControl, for the stage that names its size (`pipeline_chained`).
+            let v13_features = vk::PhysicalDeviceVulkan13Features {
                 p_next: (&mut want_partitioned as *mut PartitionedFeatures).cast(),
+                subgroup_size_control: vk::TRUE,
                 ..Default::default()
             };
             let mut device_info = vk::DeviceCreateInfo::default()
                 .queue_create_infos(&queues)
                 .enabled_extension_names(&enabled);
             device_info.p_next =
-                (&v11_features as *const vk::PhysicalDeviceVulkan11Features).cast();
+                (&v13_features as *const vk::PhysicalDeviceVulkan13Features).cast();
             let device = instance
                 .create_device(pd, &device_info, None)
                 .expect("a device with the emulated extensions");
             // The application's chain is as it was.
             assert_eq!(
-                v11_features.p_next,
+                v13_features.p_next,
                 (&mut want_partitioned as *mut PartitionedFeatures).cast()
             );
             let queue = device.get_device_queue(queue_family, 0);
@@ -420,6 +424,37 @@ impl App {
             self.device.destroy_shader_module(module, None);
             pipeline
         }
+    }
+
+    /// A compute pipeline whose stage has no module but its `VkShaderModuleCreateInfo` in its
+    /// `pNext`, behind a `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo` naming the device's
+    /// size (the way pipeline libraries and maintenance5 hand SPIR-V straight to the pipeline).
+    fn pipeline_chained(&self, words: &[u32]) -> vk::Pipeline {
+        let mut module_info = vk::ShaderModuleCreateInfo::default().code(words);
+        let mut size = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(self.subgroup_size);
+        size.p_next = (&mut module_info as *mut vk::ShaderModuleCreateInfo).cast();
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .name(c"main");
+        stage.p_next =
+            (&size as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo).cast();
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(self.pipeline_layout);
+        // SAFETY (test): a live device and a create info whose chain lives for the call.
+        let pipeline = unsafe {
+            self.device
+                .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
+                .map_err(|(_, e)| e)
+                .expect("a compute pipeline from a chained module")[0]
+        };
+        // The application's chain is as it was.
+        assert_eq!(
+            size.p_next,
+            (&mut module_info as *mut vk::ShaderModuleCreateInfo).cast()
+        );
+        pipeline
     }
 
     /// Runs `pipeline` on `keys` (one workgroup) and reads back masks, sums and flags.

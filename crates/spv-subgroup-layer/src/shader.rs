@@ -453,3 +453,136 @@ mod tests {
         assert_eq!(words_of(&ok).map(|w| w.len()), Some(5));
     }
 }
+
+#[cfg(test)]
+mod lowering_tests {
+    use super::*;
+    use spv_subgroup_tests::tools;
+
+    fn example() -> Vec<u32> {
+        let path = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+        tools::compile_glsl(&path, "vulkan1.1").expect("glslang compiles the example")
+    }
+
+    fn facts(ops: u32) -> DeviceFacts {
+        DeviceFacts {
+            name: "test device".into(),
+            api_version: (1 << 22) | (1 << 12),
+            supported_operations: ops,
+            subgroup_size: 16,
+            min_subgroup_size: 16,
+            max_subgroup_size: 16,
+            ..DeviceFacts::default()
+        }
+    }
+
+    fn no_settings() -> Settings {
+        Settings::from_vars(|_| None)
+    }
+
+    #[test]
+    fn a_module_the_lowering_refuses_is_reported_with_the_instruction_and_what_is_missing() {
+        // Basic operations only: the partition needs a ballot.
+        let out = Lowerer::new(&facts(bits::BASIC), no_settings()).lower(&example(), None);
+        let Outcome::Refused(message) = out else {
+            panic!("expected a refusal, got {out:?}");
+        };
+        assert!(
+            message.contains("goes to the driver unchanged"),
+            "{message}"
+        );
+        assert!(message.contains("OpGroupNonUniformPartition"), "{message}");
+        assert!(message.contains("ballot"), "{message}");
+    }
+
+    #[test]
+    fn lowered_modules_pass_spirv_val_and_come_from_the_cache_the_second_time() {
+        let words = example();
+        let lowerer = Lowerer::new(&facts(0xbf), no_settings());
+        let Outcome::Lowered(first) = lowerer.lower(&words, None) else {
+            panic!("expected a lowering");
+        };
+        tools::spirv_val(&first, "vulkan1.1").expect("the lowered module is valid");
+        let text = tools::disassemble(&first);
+        assert!(!text.contains("GroupNonUniformPartitioned"), "{text}");
+        assert!(!text.contains("SubgroupVoteKHR"), "{text}");
+        let Outcome::Lowered(again) = lowerer.lower(&words, None) else {
+            panic!("expected a lowering");
+        };
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "the second lowering is the cached one"
+        );
+        // Another subgroup size is another entry.
+        let Outcome::Lowered(other) = lowerer.lower(&words, Some(4)) else {
+            panic!("expected a lowering");
+        };
+        assert!(!Arc::ptr_eq(&first, &other));
+    }
+
+    #[test]
+    fn a_driver_with_both_extensions_gets_the_module_untouched_unless_forced() {
+        let words = example();
+        let native = DeviceFacts {
+            has_partitioned: true,
+            has_vote: true,
+            ..facts(0xbf | bits::PARTITIONED)
+        };
+        assert_eq!(
+            Lowerer::new(&native, no_settings()).lower(&words, None),
+            Outcome::Unchanged
+        );
+        let forced = Settings {
+            force: true,
+            ..no_settings()
+        };
+        assert!(matches!(
+            Lowerer::new(&native, forced).lower(&words, None),
+            Outcome::Lowered(_)
+        ));
+    }
+
+    #[test]
+    fn the_disk_cache_serves_a_new_process_and_the_dump_holds_both_modules() {
+        let cache = tempfile::tempdir().expect("a temporary folder");
+        let dump = tempfile::tempdir().expect("a temporary folder");
+        let settings = Settings {
+            cache_dir: Some(cache.path().to_path_buf()),
+            dump_dir: Some(dump.path().to_path_buf()),
+            ..no_settings()
+        };
+        let words = example();
+        let Outcome::Lowered(first) =
+            Lowerer::new(&facts(0xbf), settings.clone()).lower(&words, None)
+        else {
+            panic!("expected a lowering");
+        };
+        let files = |dir: &Path| {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .expect("the folder")
+                .map(|e| {
+                    e.expect("an entry")
+                        .file_name()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect();
+            names.sort();
+            names
+        };
+        let cached = files(cache.path());
+        assert_eq!(cached.len(), 1, "{cached:?}");
+        let dumped = files(dump.path());
+        assert_eq!(dumped.len(), 2, "{dumped:?}");
+        assert!(dumped[0].ends_with(".lowered.spv") && dumped[1].ends_with(".original.spv"));
+        // A fresh lowerer (an empty memory cache, as in a new process) reads the file and
+        // lowers nothing: the dump folder gets no new module.
+        std::fs::remove_dir_all(dump.path()).expect("emptying the dump folder");
+        let Outcome::Lowered(second) = Lowerer::new(&facts(0xbf), settings).lower(&words, None)
+        else {
+            panic!("expected a lowering");
+        };
+        assert_eq!(first, second);
+        assert!(!dump.path().exists());
+    }
+}

@@ -184,6 +184,47 @@ fn vulkaninfo_lists_the_emulated_extensions() {
     assert!(with.contains("VK_LAYER_SPV_SUBGROUP_lower"), "{with}");
 }
 
+/// The same manifest in an `implicit_layer.d` folder: the loader then loads the layer only with
+/// `SPV_SUBGROUP_LAYER_ENABLE=1` and never with `SPV_SUBGROUP_LAYER_DISABLE=1` (the manifest's
+/// `enable_environment`/`disable_environment`; an explicit layer's loader ignores both).
+#[test]
+fn implicit_install_follows_enable_and_disable_environment() {
+    tools::require("vulkaninfo");
+    let manifest = manifest_dir();
+    let data_home = tempfile::tempdir().expect("a temporary folder");
+    let implicit = data_home.path().join("vulkan/implicit_layer.d");
+    std::fs::create_dir_all(&implicit).expect("the implicit layer folder");
+    std::fs::copy(
+        manifest.path().join("VkLayer_spv_subgroup.json"),
+        implicit.join("VkLayer_spv_subgroup.json"),
+    )
+    .expect("copying the manifest");
+    let lists_partitioned = |vars: &[(&str, &str)]| {
+        let out = Command::new("vulkaninfo")
+            .env("XDG_DATA_HOME", data_home.path())
+            .env_remove("VK_INSTANCE_LAYERS")
+            .env_remove("VK_LAYER_PATH")
+            .env_remove("SPV_SUBGROUP_LAYER_ENABLE")
+            .env_remove("SPV_SUBGROUP_LAYER_DISABLE")
+            .envs(vars.iter().copied())
+            .output()
+            .expect("running vulkaninfo");
+        assert!(out.status.success(), "vulkaninfo failed: {out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.starts_with("\tVK_NV_shader_subgroup_partitioned"))
+    };
+    assert!(
+        !lists_partitioned(&[]),
+        "an implicit layer is off by default"
+    );
+    assert!(lists_partitioned(&[("SPV_SUBGROUP_LAYER_ENABLE", "1")]));
+    assert!(!lists_partitioned(&[
+        ("SPV_SUBGROUP_LAYER_ENABLE", "1"),
+        ("SPV_SUBGROUP_LAYER_DISABLE", "1")
+    ]));
+}
+
 /// The work of one child: the application, twice (the driver's vote, then everything lowered).
 #[test]
 #[ignore = "runs inside lavapipe_subgroup_size_* and enabled_by_name_*"]

@@ -80,6 +80,7 @@ pub fn struct_size(s_type: vk::StructureType) -> Option<usize> {
         PHYSICAL_DEVICE_SHADER_OBJECT_FEATURES_EXT => vk::PhysicalDeviceShaderObjectFeaturesEXT,
         PHYSICAL_DEVICE_SHADER_SUBGROUP_ROTATE_FEATURES_KHR => vk::PhysicalDeviceShaderSubgroupRotateFeaturesKHR,
         PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR => vk::PhysicalDeviceMaintenance5FeaturesKHR,
+        PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT => vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT,
         DEVICE_GROUP_DEVICE_CREATE_INFO => vk::DeviceGroupDeviceCreateInfo,
         DEVICE_PRIVATE_DATA_CREATE_INFO => vk::DevicePrivateDataCreateInfo,
         PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO => vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo,

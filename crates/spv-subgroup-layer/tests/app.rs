@@ -184,6 +184,44 @@ fn vulkaninfo_lists_the_emulated_extensions() {
     assert!(with.contains("VK_LAYER_SPV_SUBGROUP_lower"), "{with}");
 }
 
+/// The application at subgroup size 4 with Khronos' validation layer above ours (checking the
+/// application's calls against the device the layer shows) and below it (checking what the layer
+/// sends the driver: the create info without the emulated names and struct, the lowered
+/// modules). Opt-in: it needs Debian's `vulkan-validationlayers`, which CI does not install.
+#[test]
+#[ignore = "needs vulkan-validationlayers (apt install vulkan-validationlayers); run with --ignored"]
+fn khronos_validation_above_and_below_reports_nothing() {
+    let system = Path::new("/usr/share/vulkan/explicit_layer.d");
+    assert!(
+        system.join("VkLayer_khronos_validation.json").is_file(),
+        "Khronos' validation layer is not installed: apt install vulkan-validationlayers"
+    );
+    let manifests = manifest_dir();
+    let path = format!("{}:{}", manifests.path().display(), system.display());
+    for layers in [
+        "VK_LAYER_KHRONOS_validation:VK_LAYER_SPV_SUBGROUP_lower",
+        "VK_LAYER_SPV_SUBGROUP_lower:VK_LAYER_KHRONOS_validation",
+    ] {
+        let env = [
+            ("VK_LAYER_PATH", path.as_str()),
+            ("VK_INSTANCE_LAYERS", layers),
+            ("VK_LOADER_DEBUG", "layer"),
+        ];
+        let out = lavapipe::run_suite(4, &env, Duration::from_secs(300));
+        print!("{out}");
+        // Both layers were in the device's chain (the loader says so at VK_LOADER_DEBUG=layer).
+        for name in ["VK_LAYER_KHRONOS_validation", "VK_LAYER_SPV_SUBGROUP_lower"] {
+            assert!(
+                out.contains(&format!("Inserted device layer \"{name}\"")),
+                "{name} not loaded:\n{out}"
+            );
+        }
+        assert!(out.contains("force=true: model answers"), "{out}");
+        assert!(!out.contains("Validation Error"), "{layers}:\n{out}");
+        assert!(!out.contains("Validation Warning"), "{layers}:\n{out}");
+    }
+}
+
 /// The same manifest in an `implicit_layer.d` folder: the loader then loads the layer only with
 /// `SPV_SUBGROUP_LAYER_ENABLE=1` and never with `SPV_SUBGROUP_LAYER_DISABLE=1` (the manifest's
 /// `enable_environment`/`disable_environment`; an explicit layer's loader ignores both).
@@ -379,16 +417,30 @@ impl App {
             let queues = [vk::DeviceQueueCreateInfo::default()
                 .queue_family_index(queue_family)
                 .queue_priorities(&priorities)];
-            let enabled = [NV_PARTITIONED.as_ptr(), EXT_VOTE.as_ptr()];
+            // graphicsPipelineLibrary makes a stage without a module valid in Vulkan 1.3.239
+            // (VUID-VkPipelineShaderStageCreateInfo-stage-06847; maintenance5 later), for
+            // `pipeline_chained`.
+            let enabled = [
+                NV_PARTITIONED.as_ptr(),
+                EXT_VOTE.as_ptr(),
+                c"VK_KHR_pipeline_library".as_ptr(),
+                c"VK_EXT_graphics_pipeline_library".as_ptr(),
+            ];
             // The feature struct behind another one: the layer must take it out of the middle.
             let mut want_partitioned = PartitionedFeatures {
                 s_type: PARTITIONED_FEATURES,
                 p_next: std::ptr::null_mut(),
                 shader_subgroup_partitioned: vk::TRUE,
             };
+            let mut library = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT {
+                p_next: (&mut want_partitioned as *mut PartitionedFeatures).cast(),
+                graphics_pipeline_library: vk::TRUE,
+                ..Default::default()
+            };
             // subgroupSizeControl, for the stage that names its size (`pipeline_chained`).
             let v13_features = vk::PhysicalDeviceVulkan13Features {
-                p_next: (&mut want_partitioned as *mut PartitionedFeatures).cast(),
+                p_next: (&mut library as *mut vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT)
+                    .cast(),
                 subgroup_size_control: vk::TRUE,
                 ..Default::default()
             };
@@ -402,7 +454,7 @@ impl App {
                 .expect("a device with the emulated extensions");
             // The application's chain is as it was.
             assert_eq!(
-                v13_features.p_next,
+                library.p_next,
                 (&mut want_partitioned as *mut PartitionedFeatures).cast()
             );
             let queue = device.get_device_queue(queue_family, 0);

@@ -244,12 +244,15 @@ impl Lowerer {
         if !self.emulation.any() || !uses_emulated(words, self.emulation) {
             return Outcome::Unchanged;
         }
+        let start = std::time::Instant::now();
         let size = required_size.or(self.fixed_size);
         let key = self.key(words, size);
         let name = format!("{key:032x}");
         if let Some(hit) = self.cache_lookup(key, &name) {
-            self.settings
-                .info(&format!("module {name}: lowered (cached)"));
+            self.settings.info(&format!(
+                "module {name}: lowered (cached, {:.3} ms)",
+                start.elapsed().as_secs_f64() * 1e3
+            ));
             return Outcome::Lowered(hit);
         }
         self.dump(&name, "original", words);
@@ -266,9 +269,10 @@ impl Lowerer {
                     .map(|(what, n)| format!("{n} {what}"))
                     .collect();
                 self.settings.info(&format!(
-                    "module {name}: lowered for `{}` at subgroup size {}: {}",
+                    "module {name}: lowered for `{}` at subgroup size {} in {:.1} ms: {}",
                     self.target.name,
                     size.map_or("any".to_owned(), |s| s.to_string()),
+                    start.elapsed().as_secs_f64() * 1e3,
                     rewrites.join(", ")
                 ));
                 self.dump(&name, "lowered", &out);

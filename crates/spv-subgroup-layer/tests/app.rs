@@ -19,7 +19,7 @@
 use std::ffi::{c_void, CStr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 use spv_subgroup_tests::{example, lavapipe, tools};
@@ -288,8 +288,17 @@ fn child_suite() {
         }
         let keys = example::keys();
         let want = example::model(&keys, app.subgroup_size as usize);
+        // Pipeline creation: the first lowers (the layer's share is in its `info` log), the
+        // second finds the module in the layer's cache.
+        let start = Instant::now();
         let pipeline = app.pipeline(&words);
+        let first = start.elapsed();
+        let start = Instant::now();
+        let again = app.pipeline(&words);
+        let cached = start.elapsed();
+        println!("force={force}: pipeline creation {first:.2?} (lowered), {cached:.2?} (cached)");
         assert_eq!(app.dispatch(pipeline, &keys), want, "force={force}");
+        assert_eq!(app.dispatch(again, &keys), want, "again, force={force}");
         // The same pipeline from 8 threads at once, each checked.
         let pipelines: Vec<vk::Pipeline> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8).map(|_| s.spawn(|| app.pipeline(&words))).collect();

@@ -136,6 +136,12 @@ pub unsafe fn create_instance(
     };
     let (Some(destroy), Some(get_properties), Some(enumerate), props2, features2, submit) = loaded
     else {
+        // The instance exists below but the layer cannot serve it: destroy it rather than leak
+        // it, and fail the application's call.
+        if let Some(destroy) = loaded.0 {
+            // SAFETY: the instance just created, with the application's allocator.
+            unsafe { destroy(instance, allocator) };
+        }
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     let settings = Settings::from_env();
@@ -587,6 +593,11 @@ pub unsafe fn create_device(
         )
     };
     let (Some(destroy), Some(module), Some(compute), Some(graphics), shaders) = loaded else {
+        // As for an instance: destroy what the layer cannot serve.
+        if let Some(destroy) = loaded.0 {
+            // SAFETY: the device just created, with the application's allocator.
+            unsafe { destroy(device, allocator) };
+        }
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
     let lowerer = Lowerer::new(&facts, inst.settings.clone());

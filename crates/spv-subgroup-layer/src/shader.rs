@@ -419,6 +419,26 @@ mod tests {
     }
 
     #[test]
+    fn a_device_of_varying_subgroup_size_gets_the_general_code() {
+        let varying = DeviceFacts {
+            subgroup_size: 32,
+            min_subgroup_size: 8,
+            max_subgroup_size: 64,
+            ..lavapipe_like()
+        };
+        assert_eq!(varying.fixed_subgroup_size(), None);
+        let t = varying.target(Emulation::default());
+        assert_eq!((t.min_subgroup_size, t.max_subgroup_size), (8, 64));
+        // Sizes no device can have are not trusted: any size.
+        let broken = DeviceFacts {
+            min_subgroup_size: 3,
+            ..varying
+        };
+        let t = broken.target(Emulation::default());
+        assert_eq!((t.min_subgroup_size, t.max_subgroup_size), (1, 128));
+    }
+
+    #[test]
     fn only_modules_declaring_an_emulated_capability_are_lowered() {
         let header = [0x0723_0203, 0x0001_0300, 0, 10, 0];
         let cap = |c: u32| [(2 << 16) | OP_CAPABILITY, c];

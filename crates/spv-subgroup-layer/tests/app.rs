@@ -263,6 +263,59 @@ fn implicit_install_follows_enable_and_disable_environment() {
     ]));
 }
 
+/// A module the lowering refuses (`tests/shaders/dynamic_broadcast.spvasm`: invalid, a
+/// broadcast whose Id is no constant) goes to the driver unchanged, which runs it, and the
+/// refusal reaches stderr and the application's debug-utils messenger. At size 8, with the KHR
+/// vote forced through the lowering (so that the layer takes the module up at all).
+#[test]
+fn a_refused_module_goes_down_unchanged_and_is_reported() {
+    let manifests = manifest_dir();
+    let path = manifests.path().to_str().expect("UTF-8").to_owned();
+    let env = [
+        (lavapipe::CHILD_VAR, "1"),
+        ("VK_LAYER_PATH", path.as_str()),
+        ("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower"),
+        ("SPV_SUBGROUP_LAYER_FORCE", "1"),
+        ("SPV_SUBGROUP_LAYER_LOG", "error"),
+    ];
+    let out = lavapipe::run_child("child_refusal", 8, &env, Duration::from_secs(120));
+    print!("{out}");
+    assert!(
+        out.contains("VK_LAYER_SPV_SUBGROUP_lower: error: module ")
+            && out.contains("goes to the driver unchanged"),
+        "no refusal on stderr:\n{out}"
+    );
+}
+
+#[test]
+#[ignore = "runs inside a_refused_module_goes_down_unchanged_and_is_reported"]
+fn child_refusal() {
+    lavapipe::assert_child();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shaders/dynamic_broadcast.spvasm"),
+    )
+    .expect("the shader");
+    let words = tools::assemble(&text, "vulkan1.1").expect("spirv-as assembles the shader");
+    let app = App::open(false, true);
+    println!("subgroup size: {}", app.subgroup_size);
+    let pipeline = app.pipeline(&words);
+    let (_, _, flags) = app.dispatch(pipeline, &example::keys());
+    let size = app.subgroup_size;
+    let want: Vec<u32> = (0..example::LANES as u32)
+        .map(|i| i / size * size + 1000)
+        .collect();
+    assert_eq!(flags, want, "the driver ran the module it got unchanged");
+    let messages = MESSAGES.lock().expect("the messages").clone();
+    assert!(
+        messages
+            .iter()
+            .any(|(id, text)| id == "VK_LAYER_SPV_SUBGROUP_lower-refused"
+                && text.contains("goes to the driver unchanged")
+                && text.contains("OpGroupNonUniformBroadcast")),
+        "the messenger got no refusal: {messages:?}"
+    );
+}
+
 /// The work of one child: the application, twice (the driver's vote, then everything lowered).
 #[test]
 #[ignore = "runs inside lavapipe_subgroup_size_* and enabled_by_name_*"]
@@ -282,7 +335,7 @@ fn child_suite() {
         } else {
             std::env::remove_var("SPV_SUBGROUP_LAYER_FORCE");
         }
-        let app = App::open(by_name);
+        let app = App::open(by_name, false);
         if !force {
             println!("subgroup size: {}", app.subgroup_size);
         }
@@ -340,6 +393,36 @@ struct App {
     set_layout: vk::DescriptorSetLayout,
     pipeline_layout: vk::PipelineLayout,
     subgroup_size: u32,
+    messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+}
+
+/// What the application's debug-utils messenger received: (message id name, message).
+static MESSAGES: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// The application's messenger callback: records every message.
+unsafe extern "system" fn record_message(
+    _severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    _user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY (test): the callback data and its strings are valid for the call.
+    let text = |p: *const std::ffi::c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    if !data.is_null() {
+        // SAFETY (test): as above.
+        let data = unsafe { &*data };
+        MESSAGES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((text(data.p_message_id_name), text(data.p_message)));
+    }
+    vk::FALSE
 }
 
 /// Buffers: keys, masks (uvec4), sums, flags.
@@ -351,7 +434,7 @@ const BUFFER_SIZES: [usize; 4] = [
 ];
 
 impl App {
-    fn open(layer_by_name: bool) -> App {
+    fn open(layer_by_name: bool, debug_utils: bool) -> App {
         // SAFETY (test): the system loader, as any application loads it.
         let entry = unsafe { ash::Entry::load() }.expect("the Vulkan loader");
         let app_info = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
@@ -360,8 +443,29 @@ impl App {
         if layer_by_name {
             info = info.enabled_layer_names(&layers);
         }
+        let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
+        if debug_utils {
+            info = info.enabled_extension_names(&extensions);
+        }
         // SAFETY (test): a valid create info.
         let instance = unsafe { entry.create_instance(&info, None) }.expect("an instance");
+        let messenger = debug_utils.then(|| {
+            let loader = ash::ext::debug_utils::Instance::new(&entry, &instance);
+            let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                )
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION,
+                )
+                .pfn_user_callback(Some(record_message));
+            // SAFETY (test): a live instance with VK_EXT_debug_utils enabled.
+            let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }
+                .expect("a debug-utils messenger");
+            (loader, messenger)
+        });
         // SAFETY (test): calls on a live instance throughout.
         unsafe {
             let pd = instance
@@ -499,6 +603,7 @@ impl App {
                 set_layout,
                 pipeline_layout,
                 subgroup_size,
+                messenger,
             }
         }
     }
@@ -714,6 +819,9 @@ impl Drop for App {
             self.device
                 .destroy_descriptor_set_layout(self.set_layout, None);
             self.device.destroy_device(None);
+            if let Some((loader, messenger)) = self.messenger.take() {
+                loader.destroy_debug_utils_messenger(messenger, None);
+            }
             self.instance.destroy_instance(None);
         }
     }

@@ -322,6 +322,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_panic_becomes_the_fallback_value() {
+        assert_eq!(
+            guarded(vk::Result::ERROR_UNKNOWN, || -> vk::Result {
+                panic!("a bug in the layer")
+            }),
+            vk::Result::ERROR_UNKNOWN
+        );
+        assert_eq!(guarded(0, || 7), 7);
+    }
+
+    #[test]
     fn the_manifest_names_this_layer() {
         let name = LAYER_NAME.to_str().expect("ASCII");
         assert!(install::MANIFEST_TEMPLATE.contains(&format!("\"name\": \"{name}\"")));

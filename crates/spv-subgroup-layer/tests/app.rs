@@ -267,6 +267,49 @@ fn khronos_validation_above_and_below_reports_nothing() {
     }
 }
 
+/// The installed layout (docs/layer.md, `install.rs`): the library in `PREFIX/lib`, the manifest
+/// in `PREFIX/share/vulkan/explicit_layer.d` naming it by the relative path
+/// `../../../lib/libVkLayer_spv_subgroup.so`, which the loader resolves from the manifest's
+/// folder; the prefix moved after installing still works.
+#[test]
+fn the_installed_layout_loads_through_its_relative_library_path() {
+    require_tool("vulkaninfo", "vulkan-tools");
+    let root = tempfile::tempdir().expect("a temporary folder");
+    let prefix = root.path().join("prefix");
+    let manifests = prefix.join("share/vulkan/explicit_layer.d");
+    std::fs::create_dir_all(&manifests).expect("the manifest folder");
+    std::fs::create_dir_all(prefix.join("lib")).expect("the library folder");
+    std::fs::copy(
+        layer_library(),
+        prefix.join("lib/libVkLayer_spv_subgroup.so"),
+    )
+    .expect("copying the library");
+    let template = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("manifest/VkLayer_spv_subgroup.json.in"),
+    )
+    .expect("the manifest template");
+    std::fs::write(
+        manifests.join("VkLayer_spv_subgroup.json"),
+        template.replace("@LIBRARY_PATH@", "../../../lib/libVkLayer_spv_subgroup.so"),
+    )
+    .expect("writing the manifest");
+    let moved = root.path().join("moved");
+    std::fs::rename(&prefix, &moved).expect("moving the prefix");
+    let out = Command::new("vulkaninfo")
+        .env("VK_LAYER_PATH", moved.join("share/vulkan/explicit_layer.d"))
+        .env("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower")
+        .output()
+        .expect("running vulkaninfo");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "vulkaninfo failed: {out:?}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("\tVK_NV_shader_subgroup_partitioned")),
+        "the installed layer was not loaded:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The same manifest in an `implicit_layer.d` folder: the loader then loads the layer only with
 /// `SPV_SUBGROUP_LAYER_ENABLE=1` and never with `SPV_SUBGROUP_LAYER_DISABLE=1` (the manifest's
 /// `enable_environment`/`disable_environment`; an explicit layer's loader ignores both).

@@ -30,6 +30,10 @@ pub const PACKAGES: &[(&str, &str)] = &[
         "cmake (the install test builds C and C++ programs with the installed CMake package)",
     ),
     ("make", "make (CMake's default generator, for the install test)"),
+    (
+        "vulkan-validationlayers",
+        "Khronos' validation layer (the Vulkan layer's test runs under it)",
+    ),
     ("binutils", "nm (the C interface test lists the shared library's exports)"),
 ];
 

@@ -15,6 +15,7 @@
 //! | `lib/pkgconfig/spv-subgroup.pc` | [`pkg_config`] |
 //! | `lib/cmake/spv-subgroup/spv-subgroupConfig.cmake`, `spv-subgroupConfigVersion.cmake` | [`cmake_package`] |
 //! | `share/man/man1/spv-subgroup*.1`, bash, zsh and fish completions | [`man_and_completions`] |
+//! | `lib/libVkLayer_spv_subgroup.so`, `share/vulkan/explicit_layer.d/VkLayer_spv_subgroup.json` | [`vulkan_layer`] |
 //!
 //! The files name the prefix, never `DESTDIR` (which only stages them, as `make install` does);
 //! the CMake package finds its files relative to itself, so it works wherever the tree is moved.
@@ -45,7 +46,13 @@ pub const FILE_SETS: &[FileSet] = &[
     ("pkg-config file", pkg_config),
     ("CMake package", cmake_package),
     ("man pages and shell completions", man_and_completions),
+    ("Vulkan layer", vulkan_layer),
 ];
+
+/// The layer's installed layout, from the layer crate itself (one source for its paths and its
+/// manifest template; included by path so that xtask does not build the layer and `ash`).
+#[path = "../../crates/spv-subgroup-layer/src/install.rs"]
+mod layer_layout;
 
 /// Where the built files are.
 #[derive(Clone, Debug)]
@@ -58,6 +65,8 @@ pub struct Artifacts {
     pub static_library: PathBuf,
     /// `spv_subgroup.h`.
     pub header: PathBuf,
+    /// The Vulkan layer, `libVkLayer_spv_subgroup.so`.
+    pub layer_library: PathBuf,
 }
 
 impl Artifacts {
@@ -69,17 +78,19 @@ impl Artifacts {
             shared_library: dir.join("libspv_subgroup.so"),
             static_library: dir.join("libspv_subgroup.a"),
             header: root.join("crates/spv-subgroup-capi/include/spv_subgroup.h"),
+            layer_library: dir.join(layer_layout::LIBRARY_FILE),
         };
         for file in [
             &artifacts.binary,
             &artifacts.shared_library,
             &artifacts.static_library,
             &artifacts.header,
+            &artifacts.layer_library,
         ] {
             if !file.is_file() {
                 bail!(
-                    "{} is missing: build it first (`cargo build -p spv-subgroup -p spv-subgroup-capi`, \
-                     with `--profile PROFILE` for another profile's directory)",
+                    "{} is missing: build it first (`cargo build -p spv-subgroup -p spv-subgroup-capi \
+                     -p spv-subgroup-layer`, with `--profile PROFILE` for another profile's directory)",
                     file.display()
                 );
             }
@@ -189,6 +200,7 @@ pub fn build_dist(root: &Path) -> anyhow::Result<Artifacts> {
         .current_dir(root)
         .args(["build", "--locked", "--profile", "dist"])
         .args(["-p", "spv-subgroup", "-p", "spv-subgroup-capi"])
+        .args(["-p", "spv-subgroup-layer"])
         .status()
         .context("cannot run cargo")?;
     if !status.success() {
@@ -370,4 +382,24 @@ pub fn man_and_completions(i: &Install) -> anyhow::Result<()> {
         i.copy(&out.join(file), to, 0o644)?;
     }
     Ok(())
+}
+
+/// The Vulkan layer (docs/layer.md): the library in `lib/`, and its manifest in
+/// `share/vulkan/explicit_layer.d/`, whose `library_path` names the library relative to the
+/// manifest so that the installed tree may move. `VK_LAYER_PATH=PREFIX/share/vulkan/explicit_layer.d`
+/// and `VK_INSTANCE_LAYERS=VK_LAYER_SPV_SUBGROUP_lower` enable it.
+pub fn vulkan_layer(i: &Install) -> anyhow::Result<()> {
+    let library = format!(
+        "{}/{}",
+        layer_layout::LIBRARY_DIR,
+        layer_layout::LIBRARY_FILE
+    );
+    i.copy(&i.artifacts.layer_library, &library, 0o755)?;
+    let manifest = layer_layout::manifest_json(layer_layout::INSTALLED_LIBRARY_PATH);
+    let at = format!(
+        "{}/{}",
+        layer_layout::MANIFEST_DIR,
+        layer_layout::MANIFEST_FILE
+    );
+    i.write(&at, manifest.as_bytes(), 0o644)
 }

@@ -26,12 +26,17 @@ fn artifacts() -> Artifacts {
         shared_library: deps.join("libspv_subgroup.so"),
         static_library: deps.join("libspv_subgroup.a"),
         header: tools::workspace_root().join("crates/spv-subgroup-capi/include/spv_subgroup.h"),
+        layer_library: deps.join("libVkLayer_spv_subgroup.so"),
     }
 }
 
 fn install_into(prefix: &Path, destdir: Option<PathBuf>) {
     let artifacts = artifacts();
-    for f in [&artifacts.shared_library, &artifacts.static_library] {
+    for f in [
+        &artifacts.shared_library,
+        &artifacts.static_library,
+        &artifacts.layer_library,
+    ] {
         assert!(f.is_file(), "{} was not built", f.display());
     }
     let i = Install::new(artifacts, prefix, destdir).expect("an install plan");
@@ -339,4 +344,35 @@ fn destdir_stages_the_files_and_they_name_the_prefix() {
             "{file} names DESTDIR:\n{text}"
         );
     }
+}
+
+#[test]
+fn the_installed_vulkan_layer_loads_from_its_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("usr");
+    install_into(&prefix, None);
+    let manifests = prefix.join("share/vulkan/explicit_layer.d");
+    let manifest = std::fs::read_to_string(manifests.join("VkLayer_spv_subgroup.json"))
+        .expect("the manifest is installed");
+    assert!(manifest.contains(r#""library_path": "../../../lib/libVkLayer_spv_subgroup.so""#));
+    assert!(prefix.join("lib/libVkLayer_spv_subgroup.so").is_file());
+    // The loader finds the library through the manifest's relative path: the device lavapipe
+    // offers now lists the partitioned extension, which lavapipe itself lacks.
+    let out = Command::new("vulkaninfo")
+        .env("VK_LAYER_PATH", &manifests)
+        .env("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run vulkaninfo ({e}): `cargo xtask install-deps` installs vulkan-tools")
+        });
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("VK_NV_shader_subgroup_partitioned"),
+        "the layer's extension is not listed: {text}"
+    );
 }

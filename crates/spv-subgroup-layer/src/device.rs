@@ -1,0 +1,342 @@
+//! Device-level commands: every door SPIR-V comes in by (`vkCreateShaderModule`, a
+//! `VkShaderModuleCreateInfo` chained into a pipeline stage, `vkCreateShadersEXT`), where the
+//! words are lowered on a copy of the create info before the driver sees them, and
+//! `vkDestroyDevice`.
+
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::chain;
+use crate::dispatch::{self, DeviceData};
+use crate::shader::Outcome;
+
+/// `vkDestroyDevice`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn destroy_device(device: vk::Device, allocator: *const vk::AllocationCallbacks) {
+    if device == vk::Device::null() {
+        return;
+    }
+    // SAFETY: a live device.
+    let key = unsafe { dispatch::key_of(device) };
+    if let Some(data) = dispatch::remove_device(key) {
+        // SAFETY: calling down with the application's arguments.
+        unsafe { (data.destroy_device)(device, allocator) };
+    }
+}
+
+/// The device data of `device`.
+///
+/// # Safety
+/// `device` is a live device.
+unsafe fn data_of(device: vk::Device) -> Option<Arc<DeviceData>> {
+    // SAFETY: forwarded.
+    dispatch::device(unsafe { dispatch::key_of(device) })
+}
+
+/// The words of `code_size` bytes at `code`, or `None` when they cannot be a module.
+///
+/// # Safety
+/// `code` points at `code_size` readable bytes, 4-byte aligned (the spec's rule for `pCode`).
+unsafe fn words<'a>(code: *const u32, code_size: usize) -> Option<&'a [u32]> {
+    if code.is_null() || !code_size.is_multiple_of(4) || code_size < 20 || !code.is_aligned() {
+        return None;
+    }
+    // SAFETY: forwarded from this function's contract.
+    Some(unsafe { std::slice::from_raw_parts(code, code_size / 4) })
+}
+
+/// Lowers one module's words and reports a refusal; returns the words to send down instead,
+/// if any.
+fn lower(data: &DeviceData, words: &[u32], required_size: Option<u32>) -> Option<Arc<[u32]>> {
+    match data.lowerer.lower(words, required_size) {
+        Outcome::Unchanged => None,
+        Outcome::Lowered(out) => Some(out),
+        Outcome::Refused(message) => {
+            data.lowerer.settings().error(&message);
+            report_to_messengers(data, &message);
+            None
+        }
+    }
+}
+
+/// Sends `message` to the application's `VK_EXT_debug_utils` messengers, as a warning (the
+/// module goes down unchanged; the driver decides what becomes of it).
+fn report_to_messengers(data: &DeviceData, message: &str) {
+    let Some(submit) = data.instance.submit_debug_message else {
+        return;
+    };
+    let Ok(text) = CString::new(message.replace('\0', " ")) else {
+        return;
+    };
+    let info = vk::DebugUtilsMessengerCallbackDataEXT {
+        p_message_id_name: c"VK_LAYER_SPV_SUBGROUP_lower-refused".as_ptr(),
+        p_message: text.as_ptr(),
+        ..Default::default()
+    };
+    // SAFETY: the instance is live while a device of it is; the callback data and its strings
+    // live for the call.
+    unsafe {
+        submit(
+            data.instance.instance,
+            vk::DebugUtilsMessageSeverityFlagsEXT::WARNING,
+            vk::DebugUtilsMessageTypeFlagsEXT::GENERAL,
+            &info,
+        )
+    };
+}
+
+/// The required subgroup size a stage's (or shader's) chain names, if any.
+///
+/// # Safety
+/// `head` is NULL or a valid chain.
+unsafe fn required_size(head: *const c_void) -> Option<u32> {
+    // SAFETY: a valid chain; the struct found has the type its sType names.
+    unsafe {
+        let found = chain::find(
+            head,
+            vk::StructureType::PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+        ) as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo;
+        (!found.is_null()).then(|| (*found).required_subgroup_size)
+    }
+}
+
+/// `vkCreateShaderModule`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_shader_module(
+    device: vk::Device,
+    create_info: *const vk::ShaderModuleCreateInfo,
+    allocator: *const vk::AllocationCallbacks,
+    module: *mut vk::ShaderModule,
+) -> vk::Result {
+    // SAFETY: a live device.
+    let Some(data) = (unsafe { data_of(device) }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    if create_info.is_null() {
+        // SAFETY: passed down as it is; the driver answers as it would without us.
+        return unsafe { (data.create_shader_module)(device, create_info, allocator, module) };
+    }
+    // SAFETY: the application's create info, with `codeSize` bytes at `pCode`.
+    let ci = unsafe { &*create_info };
+    // SAFETY: as above.
+    let lowered = unsafe { words(ci.p_code, ci.code_size) }.and_then(|w| lower(&data, w, None));
+    match lowered {
+        None => {
+            // SAFETY: passed down as it is.
+            unsafe { (data.create_shader_module)(device, create_info, allocator, module) }
+        }
+        Some(out) => {
+            let mut copy = *ci;
+            copy.p_code = out.as_ptr();
+            copy.code_size = out.len() * 4;
+            // SAFETY: a copy whose code lives for the call.
+            unsafe { (data.create_shader_module)(device, &copy, allocator, module) }
+        }
+    }
+}
+
+/// What a changed pipeline create info points at, kept alive for the call down.
+#[derive(Debug, Default)]
+struct Keep {
+    code: Vec<Arc<[u32]>>,
+    #[allow(
+        clippy::vec_box,
+        reason = "a stage's pNext points at the box, which must not move when the Vec grows"
+    )]
+    module_infos: Vec<Box<vk::ShaderModuleCreateInfo<'static>>>,
+    chains: Vec<chain::Edited>,
+    stages: Vec<Vec<vk::PipelineShaderStageCreateInfo<'static>>>,
+}
+
+/// The stage with its chained `VkShaderModuleCreateInfo` lowered, or `None` to keep the stage
+/// as it is (a stage naming a module was lowered when the module was created).
+///
+/// # Safety
+/// `stage` is a valid stage create info.
+unsafe fn lower_stage(
+    data: &DeviceData,
+    stage: &vk::PipelineShaderStageCreateInfo<'static>,
+    keep: &mut Keep,
+) -> Option<vk::PipelineShaderStageCreateInfo<'static>> {
+    if stage.module != vk::ShaderModule::null() {
+        return None;
+    }
+    // SAFETY: the stage's valid chain.
+    let smci = unsafe { chain::find(stage.p_next, vk::StructureType::SHADER_MODULE_CREATE_INFO) }
+        as *const vk::ShaderModuleCreateInfo<'static>;
+    if smci.is_null() {
+        return None;
+    }
+    // SAFETY: the struct of this sType, with its code.
+    let (ci, size) = unsafe { (&*smci, required_size(stage.p_next)) };
+    // SAFETY: as above.
+    let out = lower(data, unsafe { words(ci.p_code, ci.code_size) }?, size)?;
+    // SAFETY: the stage's valid chain, which outlives the call.
+    let rest = unsafe {
+        chain::without(stage.p_next, |s| {
+            s == vk::StructureType::SHADER_MODULE_CREATE_INFO
+        })
+    };
+    if let chain::Edited::Unknown(s) = rest {
+        data.lowerer.settings().error(&format!(
+            "a pipeline stage's module goes to the driver unlowered: a struct of sType {} the \
+             layer cannot copy comes before its VkShaderModuleCreateInfo",
+            s.as_raw()
+        ));
+        return None;
+    }
+    let mut module_info = Box::new(*ci);
+    module_info.p_code = out.as_ptr();
+    module_info.code_size = out.len() * 4;
+    module_info.p_next = rest.head(stage.p_next);
+    let mut new_stage = *stage;
+    new_stage.p_next = (&*module_info as *const vk::ShaderModuleCreateInfo).cast();
+    keep.code.push(out);
+    keep.module_infos.push(module_info);
+    keep.chains.push(rest);
+    Some(new_stage)
+}
+
+/// `vkCreateComputePipelines`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_compute_pipelines(
+    device: vk::Device,
+    cache: vk::PipelineCache,
+    count: u32,
+    infos: *const vk::ComputePipelineCreateInfo<'static>,
+    allocator: *const vk::AllocationCallbacks,
+    pipelines: *mut vk::Pipeline,
+) -> vk::Result {
+    // SAFETY: a live device.
+    let Some(data) = (unsafe { data_of(device) }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let down = data.create_compute_pipelines;
+    if infos.is_null() || count == 0 {
+        // SAFETY: passed down as it is.
+        return unsafe { down(device, cache, count, infos, allocator, pipelines) };
+    }
+    // SAFETY: the application's array of `count` create infos.
+    let mut copies = unsafe { std::slice::from_raw_parts(infos, count as usize) }.to_vec();
+    let mut keep = Keep::default();
+    let mut changed = false;
+    for info in &mut copies {
+        // SAFETY: a valid stage.
+        if let Some(stage) = unsafe { lower_stage(&data, &info.stage, &mut keep) } {
+            info.stage = stage;
+            changed = true;
+        }
+    }
+    let passed = if changed { copies.as_ptr() } else { infos };
+    // SAFETY: the create infos (the application's, or copies whose pointers `keep` holds alive).
+    unsafe { down(device, cache, count, passed, allocator, pipelines) }
+}
+
+/// `vkCreateGraphicsPipelines`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_graphics_pipelines(
+    device: vk::Device,
+    cache: vk::PipelineCache,
+    count: u32,
+    infos: *const vk::GraphicsPipelineCreateInfo<'static>,
+    allocator: *const vk::AllocationCallbacks,
+    pipelines: *mut vk::Pipeline,
+) -> vk::Result {
+    // SAFETY: a live device.
+    let Some(data) = (unsafe { data_of(device) }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let down = data.create_graphics_pipelines;
+    if infos.is_null() || count == 0 {
+        // SAFETY: passed down as it is.
+        return unsafe { down(device, cache, count, infos, allocator, pipelines) };
+    }
+    // SAFETY: the application's array of `count` create infos.
+    let mut copies = unsafe { std::slice::from_raw_parts(infos, count as usize) }.to_vec();
+    let mut keep = Keep::default();
+    let mut changed = false;
+    for info in &mut copies {
+        if info.p_stages.is_null() || info.stage_count == 0 {
+            continue;
+        }
+        // SAFETY: the create info's array of `stageCount` stages.
+        let mut stages =
+            unsafe { std::slice::from_raw_parts(info.p_stages, info.stage_count as usize) }
+                .to_vec();
+        let mut any = false;
+        for stage in &mut stages {
+            // SAFETY: a valid stage.
+            if let Some(new) = unsafe { lower_stage(&data, stage, &mut keep) } {
+                *stage = new;
+                any = true;
+            }
+        }
+        if any {
+            info.p_stages = stages.as_ptr();
+            keep.stages.push(stages);
+            changed = true;
+        }
+    }
+    let passed = if changed { copies.as_ptr() } else { infos };
+    // SAFETY: as in `create_compute_pipelines`.
+    unsafe { down(device, cache, count, passed, allocator, pipelines) }
+}
+
+/// `vkCreateShadersEXT`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_shaders_ext(
+    device: vk::Device,
+    count: u32,
+    infos: *const vk::ShaderCreateInfoEXT<'static>,
+    allocator: *const vk::AllocationCallbacks,
+    shaders: *mut vk::ShaderEXT,
+) -> vk::Result {
+    // SAFETY: a live device.
+    let Some(data) = (unsafe { data_of(device) }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let Some(down) = data.create_shaders else {
+        return vk::Result::ERROR_EXTENSION_NOT_PRESENT;
+    };
+    if infos.is_null() || count == 0 {
+        // SAFETY: passed down as it is.
+        return unsafe { down(device, count, infos, allocator, shaders) };
+    }
+    // SAFETY: the application's array of `count` create infos.
+    let mut copies = unsafe { std::slice::from_raw_parts(infos, count as usize) }.to_vec();
+    let mut keep = Keep::default();
+    let mut changed = false;
+    for info in &mut copies {
+        if info.code_type != vk::ShaderCodeTypeEXT::SPIRV {
+            continue;
+        }
+        // SAFETY: `codeSize` bytes of SPIR-V at `pCode`, and the create info's valid chain.
+        let (code, size) = unsafe {
+            (
+                words(info.p_code.cast(), info.code_size),
+                required_size(info.p_next),
+            )
+        };
+        if let Some(out) = code.and_then(|w| lower(&data, w, size)) {
+            info.p_code = out.as_ptr().cast();
+            info.code_size = out.len() * 4;
+            keep.code.push(out);
+            changed = true;
+        }
+    }
+    let passed = if changed { copies.as_ptr() } else { infos };
+    // SAFETY: as in `create_compute_pipelines`.
+    unsafe { down(device, count, passed, allocator, shaders) }
+}

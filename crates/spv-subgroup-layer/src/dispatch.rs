@@ -1,0 +1,150 @@
+//! The layer's per-instance and per-device state: the next layer's entry points it calls down
+//! to, the settings and the lowering, in two global maps keyed by the loader's dispatch key
+//! (so a physical device finds its instance, a queue its device). Reads take a read lock and
+//! clone an `Arc`, so calls from many threads never wait on each other for long; only create
+//! and destroy write.
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CStr};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
+
+use ash::vk;
+
+use crate::settings::Settings;
+use crate::shader::{DeviceFacts, Lowerer};
+
+/// What the layer keeps for one instance.
+#[derive(Debug)]
+pub struct InstanceData {
+    /// The instance handle (the application's and the next layer's: layers do not wrap it).
+    pub instance: vk::Instance,
+    /// The next layer's `vkGetInstanceProcAddr`.
+    pub next_gipa: vk::PFN_vkGetInstanceProcAddr,
+    /// `vkDestroyInstance` below.
+    pub destroy_instance: vk::PFN_vkDestroyInstance,
+    /// `vkGetPhysicalDeviceProperties` below.
+    pub get_properties: vk::PFN_vkGetPhysicalDeviceProperties,
+    /// `vkGetPhysicalDeviceProperties2` (or the KHR one) below, if there is one.
+    pub get_properties2: Option<vk::PFN_vkGetPhysicalDeviceProperties2>,
+    /// `vkGetPhysicalDeviceFeatures2` (or the KHR one) below, if there is one.
+    pub get_features2: Option<vk::PFN_vkGetPhysicalDeviceFeatures2>,
+    /// `vkEnumerateDeviceExtensionProperties` below.
+    pub enumerate_device_extensions: vk::PFN_vkEnumerateDeviceExtensionProperties,
+    /// `vkSubmitDebugUtilsMessageEXT` below, when the application enabled `VK_EXT_debug_utils`.
+    pub submit_debug_message: Option<vk::PFN_vkSubmitDebugUtilsMessageEXT>,
+    /// The settings read when the instance was created.
+    pub settings: Settings,
+    /// What each physical device reports below the layer, asked once.
+    pub facts: Mutex<HashMap<vk::PhysicalDevice, Arc<DeviceFacts>>>,
+}
+
+/// What the layer keeps for one device.
+#[derive(Debug)]
+pub struct DeviceData {
+    /// The device handle.
+    pub device: vk::Device,
+    /// The instance the device was created from.
+    pub instance: Arc<InstanceData>,
+    /// The next layer's `vkGetDeviceProcAddr`.
+    pub next_gdpa: vk::PFN_vkGetDeviceProcAddr,
+    /// `vkDestroyDevice` below.
+    pub destroy_device: vk::PFN_vkDestroyDevice,
+    /// `vkCreateShaderModule` below.
+    pub create_shader_module: vk::PFN_vkCreateShaderModule,
+    /// `vkCreateComputePipelines` below.
+    pub create_compute_pipelines: vk::PFN_vkCreateComputePipelines,
+    /// `vkCreateGraphicsPipelines` below.
+    pub create_graphics_pipelines: vk::PFN_vkCreateGraphicsPipelines,
+    /// `vkCreateShadersEXT` below, when the device has `VK_EXT_shader_object` enabled.
+    pub create_shaders: Option<vk::PFN_vkCreateShadersEXT>,
+    /// The lowering for this device's target.
+    pub lowerer: Lowerer,
+}
+
+type Map<T> = LazyLock<RwLock<HashMap<usize, Arc<T>>>>;
+
+static INSTANCES: Map<InstanceData> = LazyLock::new(|| RwLock::new(HashMap::new()));
+static DEVICES: Map<DeviceData> = LazyLock::new(|| RwLock::new(HashMap::new()));
+
+fn get<T>(map: &Map<T>, key: usize) -> Option<Arc<T>> {
+    // A panic never happens while a map's lock is held (inserts and removes only), so a
+    // poisoned lock still guards a whole map.
+    map.read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&key)
+        .cloned()
+}
+
+/// The instance of the dispatch key `key`.
+pub fn instance(key: usize) -> Option<Arc<InstanceData>> {
+    get(&INSTANCES, key)
+}
+
+/// The device of the dispatch key `key`.
+pub fn device(key: usize) -> Option<Arc<DeviceData>> {
+    get(&DEVICES, key)
+}
+
+/// Records an instance under its dispatch key.
+pub fn insert_instance(key: usize, data: InstanceData) {
+    let mut map = INSTANCES.write().unwrap_or_else(|p| p.into_inner());
+    map.insert(key, Arc::new(data));
+}
+
+/// Forgets an instance.
+pub fn remove_instance(key: usize) -> Option<Arc<InstanceData>> {
+    let mut map = INSTANCES.write().unwrap_or_else(|p| p.into_inner());
+    map.remove(&key)
+}
+
+/// Records a device under its dispatch key.
+pub fn insert_device(key: usize, data: DeviceData) {
+    let mut map = DEVICES.write().unwrap_or_else(|p| p.into_inner());
+    map.insert(key, Arc::new(data));
+}
+
+/// Forgets a device.
+pub fn remove_device(key: usize) -> Option<Arc<DeviceData>> {
+    let mut map = DEVICES.write().unwrap_or_else(|p| p.into_inner());
+    map.remove(&key)
+}
+
+/// Looks up `name` through `gipa` for `instance` and casts it to the function type `F`.
+///
+/// # Safety
+/// `F` is the function pointer type the Vulkan registry gives the command `name`.
+pub unsafe fn load_instance_fn<F: Copy>(
+    gipa: vk::PFN_vkGetInstanceProcAddr,
+    instance: vk::Instance,
+    name: &CStr,
+) -> Option<F> {
+    // SAFETY: `gipa` is the next layer's vkGetInstanceProcAddr, called with a live instance and
+    // a NUL-terminated name.
+    let f = unsafe { gipa(instance, name.as_ptr()) }?;
+    // SAFETY: the caller names `F` as the command's type; function pointers all have one size.
+    Some(unsafe { std::mem::transmute_copy::<unsafe extern "system" fn(), F>(&f) })
+}
+
+/// Looks up `name` through `gdpa` for `device` and casts it to `F`.
+///
+/// # Safety
+/// As for [`load_instance_fn`].
+pub unsafe fn load_device_fn<F: Copy>(
+    gdpa: vk::PFN_vkGetDeviceProcAddr,
+    device: vk::Device,
+    name: &CStr,
+) -> Option<F> {
+    // SAFETY: `gdpa` is the next layer's vkGetDeviceProcAddr, called with a live device.
+    let f = unsafe { gdpa(device, name.as_ptr()) }?;
+    // SAFETY: as in `load_instance_fn`.
+    Some(unsafe { std::mem::transmute_copy::<unsafe extern "system" fn(), F>(&f) })
+}
+
+/// The dispatch key of a handle of any dispatchable type.
+///
+/// # Safety
+/// `handle` is a live dispatchable handle from the loader.
+pub unsafe fn key_of<H: vk::Handle>(handle: H) -> usize {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { crate::loader_abi::dispatch_key(handle.as_raw() as usize as *const c_void) }
+}

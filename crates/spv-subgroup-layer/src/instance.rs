@@ -1,0 +1,625 @@
+//! Instance-level commands: creating and destroying the instance, and what the application
+//! learns about a physical device (extensions, features, subgroup properties) and how its device
+//! is created, with the emulated extensions added on the way up and taken out on the way down.
+
+use std::ffi::{c_char, CStr};
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::chain::{self, PartitionedFeaturesExt, PARTITIONED_FEATURES_EXT};
+use crate::dispatch::{self, load_device_fn, load_instance_fn, DeviceData, InstanceData};
+use crate::loader_abi::{LayerDeviceCreateInfo, LayerInstanceCreateInfo, VK_LAYER_LINK_INFO};
+use crate::settings::Settings;
+use crate::shader::{bits, DeviceFacts, Emulation, Lowerer};
+use crate::LAYER_NAME;
+
+/// The device extensions the layer can provide, with their spec versions.
+pub const EMULATED_EXTENSIONS: [(&CStr, u32); 3] = [
+    (c"VK_NV_shader_subgroup_partitioned", 1),
+    (c"VK_EXT_shader_subgroup_partitioned", 1),
+    (c"VK_EXT_shader_subgroup_vote", 1),
+];
+
+/// Whether the extension `name` is one the layer provides under `emulation`.
+fn emulated(name: &CStr, emulation: Emulation) -> bool {
+    match name.to_bytes() {
+        b"VK_NV_shader_subgroup_partitioned" | b"VK_EXT_shader_subgroup_partitioned" => {
+            emulation.partitioned
+        }
+        b"VK_EXT_shader_subgroup_vote" => emulation.vote,
+        _ => false,
+    }
+}
+
+/// `vkCreateInstance`.
+///
+/// # Safety
+/// The loader's contract for `vkCreateInstance` in a layer.
+pub unsafe fn create_instance(
+    create_info: *const vk::InstanceCreateInfo,
+    allocator: *const vk::AllocationCallbacks,
+    instance_out: *mut vk::Instance,
+) -> vk::Result {
+    if create_info.is_null() || instance_out.is_null() {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    // SAFETY: the loader passes a valid create info whose chain holds its link info.
+    let ci = unsafe { &*create_info };
+    let mut link_info = ci.p_next;
+    // SAFETY: a valid chain; the loader's link struct has the layout of `LayerInstanceCreateInfo`.
+    let layer_info = unsafe {
+        loop {
+            let found = chain::find(link_info, vk::StructureType::LOADER_INSTANCE_CREATE_INFO)
+                as *mut LayerInstanceCreateInfo;
+            if found.is_null() || (*found).function == VK_LAYER_LINK_INFO {
+                break found;
+            }
+            link_info = (*found).p_next;
+        }
+    };
+    if layer_info.is_null() {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    // SAFETY: the loader's link info is ours to advance: each layer moves `pLayerInfo` on to
+    // the next link before calling down (the loader's layer interface).
+    let Some(next_gipa) = (unsafe {
+        let link = (*layer_info).p_layer_info;
+        if link.is_null() {
+            return vk::Result::ERROR_INITIALIZATION_FAILED;
+        }
+        (*layer_info).p_layer_info = (*link).p_next;
+        (*link).pfn_next_get_instance_proc_addr
+    }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: vkCreateInstance is loaded with a null instance, as the spec allows.
+    let Some(create) = (unsafe {
+        load_instance_fn::<vk::PFN_vkCreateInstance>(
+            next_gipa,
+            vk::Instance::null(),
+            c"vkCreateInstance",
+        )
+    }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: calling down with the application's arguments.
+    let result = unsafe { create(create_info, allocator, instance_out) };
+    if result != vk::Result::SUCCESS {
+        return result;
+    }
+    // SAFETY: the call succeeded, so the handle is live.
+    let instance = unsafe { *instance_out };
+    let debug_utils = (0..ci.enabled_extension_count as usize).any(|i| {
+        // SAFETY: the application's array of `enabledExtensionCount` NUL-terminated names.
+        unsafe { CStr::from_ptr(*ci.pp_enabled_extension_names.add(i)) }
+            .to_bytes()
+            .eq(b"VK_EXT_debug_utils")
+    });
+    // SAFETY: each name is loaded as its registry type.
+    let loaded = unsafe {
+        let load = |name: &CStr| -> Option<unsafe extern "system" fn()> {
+            next_gipa(instance, name.as_ptr())
+        };
+        (
+            load_instance_fn::<vk::PFN_vkDestroyInstance>(
+                next_gipa,
+                instance,
+                c"vkDestroyInstance",
+            ),
+            load_instance_fn::<vk::PFN_vkGetPhysicalDeviceProperties>(
+                next_gipa,
+                instance,
+                c"vkGetPhysicalDeviceProperties",
+            ),
+            load_instance_fn::<vk::PFN_vkEnumerateDeviceExtensionProperties>(
+                next_gipa,
+                instance,
+                c"vkEnumerateDeviceExtensionProperties",
+            ),
+            load(c"vkGetPhysicalDeviceProperties2")
+                .or_else(|| load(c"vkGetPhysicalDeviceProperties2KHR"))
+                .map(|f| std::mem::transmute::<_, vk::PFN_vkGetPhysicalDeviceProperties2>(f)),
+            load(c"vkGetPhysicalDeviceFeatures2")
+                .or_else(|| load(c"vkGetPhysicalDeviceFeatures2KHR"))
+                .map(|f| std::mem::transmute::<_, vk::PFN_vkGetPhysicalDeviceFeatures2>(f)),
+            if debug_utils {
+                load_instance_fn::<vk::PFN_vkSubmitDebugUtilsMessageEXT>(
+                    next_gipa,
+                    instance,
+                    c"vkSubmitDebugUtilsMessageEXT",
+                )
+            } else {
+                None
+            },
+        )
+    };
+    let (Some(destroy), Some(get_properties), Some(enumerate), props2, features2, submit) = loaded
+    else {
+        // The instance exists below but the layer cannot serve it: destroy it rather than leak
+        // it, and fail the application's call.
+        if let Some(destroy) = loaded.0 {
+            // SAFETY: the instance just created, with the application's allocator.
+            unsafe { destroy(instance, allocator) };
+        }
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let settings = Settings::from_env();
+    settings.info("layer active on a new instance");
+    // SAFETY: a live instance.
+    let key = unsafe { dispatch::key_of(instance) };
+    dispatch::insert_instance(
+        key,
+        InstanceData {
+            instance,
+            next_gipa,
+            destroy_instance: destroy,
+            get_properties,
+            get_properties2: props2,
+            get_features2: features2,
+            enumerate_device_extensions: enumerate,
+            submit_debug_message: submit,
+            settings,
+            facts: Default::default(),
+        },
+    );
+    vk::Result::SUCCESS
+}
+
+/// `vkDestroyInstance`.
+///
+/// # Safety
+/// The spec's contract for `vkDestroyInstance`.
+pub unsafe fn destroy_instance(instance: vk::Instance, allocator: *const vk::AllocationCallbacks) {
+    if instance == vk::Instance::null() {
+        return;
+    }
+    // SAFETY: a live instance.
+    let key = unsafe { dispatch::key_of(instance) };
+    if let Some(data) = dispatch::remove_instance(key) {
+        // SAFETY: calling down with the application's arguments.
+        unsafe { (data.destroy_instance)(instance, allocator) };
+    }
+}
+
+/// The instance a physical device belongs to.
+///
+/// # Safety
+/// `pd` is a live physical device.
+unsafe fn instance_of(pd: vk::PhysicalDevice) -> Option<Arc<InstanceData>> {
+    // SAFETY: forwarded.
+    dispatch::instance(unsafe { dispatch::key_of(pd) })
+}
+
+/// The driver's own answers for `pd`, asked once per instance.
+///
+/// # Safety
+/// `pd` is a live physical device of `inst`.
+pub unsafe fn facts(inst: &InstanceData, pd: vk::PhysicalDevice) -> Arc<DeviceFacts> {
+    let mut map = inst.facts.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(f) = map.get(&pd) {
+        return f.clone();
+    }
+    // SAFETY: forwarded.
+    let f = Arc::new(unsafe { query_facts(inst, pd) });
+    map.insert(pd, f.clone());
+    f
+}
+
+/// # Safety
+/// As for [`facts`].
+unsafe fn query_facts(inst: &InstanceData, pd: vk::PhysicalDevice) -> DeviceFacts {
+    let mut props = vk::PhysicalDeviceProperties::default();
+    // SAFETY: a live physical device and an output struct of the right type.
+    unsafe { (inst.get_properties)(pd, &mut props) };
+    // SAFETY: forwarded.
+    let extensions = unsafe { driver_extensions(inst, pd) };
+    let has = |n: &str| extensions.iter().any(|e| e.to_bytes() == n.as_bytes());
+    let name = props
+        .device_name_as_c_str()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut facts = DeviceFacts {
+        name,
+        api_version: props.api_version,
+        has_partitioned: has("VK_NV_shader_subgroup_partitioned")
+            || has("VK_EXT_shader_subgroup_partitioned"),
+        has_vote: has("VK_EXT_shader_subgroup_vote"),
+        has_ballot: has("VK_EXT_shader_subgroup_ballot"),
+        ..DeviceFacts::default()
+    };
+    let version = (
+        props.api_version >> 22 & 0x7f,
+        props.api_version >> 12 & 0x3ff,
+    );
+    if let (Some(props2), true) = (inst.get_properties2, version >= (1, 1)) {
+        let size_control = version >= (1, 3) || has("VK_EXT_subgroup_size_control");
+        let mut sizes = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+        if size_control {
+            subgroup.p_next =
+                (&mut sizes as *mut vk::PhysicalDeviceSubgroupSizeControlProperties).cast();
+        }
+        let mut p2 = vk::PhysicalDeviceProperties2 {
+            p_next: (&mut subgroup as *mut vk::PhysicalDeviceSubgroupProperties).cast(),
+            ..Default::default()
+        };
+        // SAFETY: a chain of live structs of the types their sTypes name.
+        unsafe { props2(pd, &mut p2) };
+        facts.supported_operations = subgroup.supported_operations.as_raw();
+        facts.subgroup_size = subgroup.subgroup_size;
+        (facts.min_subgroup_size, facts.max_subgroup_size) = if size_control {
+            (sizes.min_subgroup_size, sizes.max_subgroup_size)
+        } else {
+            (subgroup.subgroup_size, subgroup.subgroup_size)
+        };
+    }
+    if let (Some(features2), true) = (
+        inst.get_features2,
+        version >= (1, 2) || has("VK_KHR_shader_subgroup_extended_types"),
+    ) {
+        let mut ext = vk::PhysicalDeviceShaderSubgroupExtendedTypesFeatures::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2 {
+            p_next: (&mut ext as *mut vk::PhysicalDeviceShaderSubgroupExtendedTypesFeatures).cast(),
+            ..Default::default()
+        };
+        // SAFETY: as above.
+        unsafe { features2(pd, &mut f2) };
+        facts.extended_types = ext.shader_subgroup_extended_types == vk::TRUE;
+    }
+    facts
+}
+
+/// The driver's device extensions (and those of the layers below), by name.
+///
+/// # Safety
+/// As for [`facts`].
+unsafe fn driver_extensions(inst: &InstanceData, pd: vk::PhysicalDevice) -> Vec<std::ffi::CString> {
+    // SAFETY: the two-call idiom with a live physical device.
+    let props = unsafe { enumerate_below(inst, pd, std::ptr::null()) };
+    props
+        .iter()
+        .filter_map(|p| p.extension_name_as_c_str().ok().map(CStr::to_owned))
+        .collect()
+}
+
+/// Every extension the next layer lists for `pd` and `layer_name`.
+///
+/// # Safety
+/// As for [`facts`]; `layer_name` is NULL or a NUL-terminated string.
+unsafe fn enumerate_below(
+    inst: &InstanceData,
+    pd: vk::PhysicalDevice,
+    layer_name: *const c_char,
+) -> Vec<vk::ExtensionProperties> {
+    // The list may grow between the two calls (another layer changing its mind): retry then.
+    for _ in 0..4 {
+        let mut count = 0u32;
+        // SAFETY: the count query.
+        let r = unsafe {
+            (inst.enumerate_device_extensions)(pd, layer_name, &mut count, std::ptr::null_mut())
+        };
+        if r != vk::Result::SUCCESS {
+            return Vec::new();
+        }
+        let mut props = vec![vk::ExtensionProperties::default(); count as usize];
+        // SAFETY: an array of `count` elements.
+        let r = unsafe {
+            (inst.enumerate_device_extensions)(pd, layer_name, &mut count, props.as_mut_ptr())
+        };
+        if r == vk::Result::SUCCESS {
+            props.truncate(count as usize);
+            return props;
+        }
+        if r != vk::Result::INCOMPLETE {
+            return Vec::new();
+        }
+    }
+    Vec::new()
+}
+
+/// Writes `list` to the application's `count`/`properties` by the two-call idiom.
+///
+/// # Safety
+/// `count` is valid; `properties` is NULL or has `*count` elements.
+unsafe fn answer<T: Copy>(list: &[T], count: *mut u32, properties: *mut T) -> vk::Result {
+    if count.is_null() {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    if properties.is_null() {
+        // SAFETY: checked non-null above.
+        unsafe { *count = list.len() as u32 };
+        return vk::Result::SUCCESS;
+    }
+    // SAFETY: the application's array holds `*count` elements.
+    let room = unsafe { *count } as usize;
+    let n = room.min(list.len());
+    // SAFETY: `n` elements fit in both.
+    unsafe {
+        std::ptr::copy_nonoverlapping(list.as_ptr(), properties, n);
+        *count = n as u32;
+    }
+    if n < list.len() {
+        vk::Result::INCOMPLETE
+    } else {
+        vk::Result::SUCCESS
+    }
+}
+
+/// The `VkExtensionProperties` of one of [`EMULATED_EXTENSIONS`].
+fn extension_properties(name: &CStr, spec_version: u32) -> vk::ExtensionProperties {
+    let mut p = vk::ExtensionProperties {
+        spec_version,
+        ..Default::default()
+    };
+    for (dst, &b) in p.extension_name.iter_mut().zip(name.to_bytes()) {
+        *dst = b as c_char;
+    }
+    p
+}
+
+/// `vkEnumerateDeviceExtensionProperties`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn enumerate_device_extension_properties(
+    pd: vk::PhysicalDevice,
+    layer_name: *const c_char,
+    count: *mut u32,
+    properties: *mut vk::ExtensionProperties,
+) -> vk::Result {
+    let ours = !layer_name.is_null()
+        // SAFETY: a NUL-terminated name.
+        && unsafe { CStr::from_ptr(layer_name) } == LAYER_NAME;
+    if ours {
+        let list: Vec<_> = EMULATED_EXTENSIONS
+            .iter()
+            .map(|&(n, v)| extension_properties(n, v))
+            .collect();
+        // SAFETY: forwarded.
+        return unsafe { answer(&list, count, properties) };
+    }
+    // SAFETY: a live physical device.
+    let Some(inst) = (unsafe { instance_of(pd) }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    if !layer_name.is_null() {
+        // SAFETY: another layer's list: passed down as it is.
+        return unsafe { (inst.enumerate_device_extensions)(pd, layer_name, count, properties) };
+    }
+    // SAFETY: a live physical device of this instance.
+    let (mut list, emulation) = unsafe {
+        let facts = facts(&inst, pd);
+        (
+            enumerate_below(&inst, pd, std::ptr::null()),
+            facts.emulation(&inst.settings),
+        )
+    };
+    for (name, version) in EMULATED_EXTENSIONS {
+        let listed = list
+            .iter()
+            .any(|p| p.extension_name_as_c_str().is_ok_and(|n| n == name));
+        if emulated(name, emulation) && !listed {
+            list.push(extension_properties(name, version));
+        }
+    }
+    // SAFETY: forwarded.
+    unsafe { answer(&list, count, properties) }
+}
+
+/// `vkGetPhysicalDeviceFeatures2` (and the KHR alias).
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn get_physical_device_features2(
+    pd: vk::PhysicalDevice,
+    features: *mut vk::PhysicalDeviceFeatures2,
+) {
+    // SAFETY: a live physical device.
+    let Some(inst) = (unsafe { instance_of(pd) }) else {
+        return;
+    };
+    let Some(down) = inst.get_features2 else {
+        return;
+    };
+    // SAFETY: calling down with the application's arguments.
+    unsafe { down(pd, features) };
+    // SAFETY: as above.
+    let emulation = unsafe { facts(&inst, pd) }.emulation(&inst.settings);
+    if features.is_null() || !emulation.partitioned {
+        return;
+    }
+    // SAFETY: the application's output chain; the struct of this sType is ours to fill.
+    unsafe {
+        let found = chain::find((*features).p_next, PARTITIONED_FEATURES_EXT)
+            as *mut PartitionedFeaturesExt;
+        if !found.is_null() {
+            (*found).shader_subgroup_partitioned = vk::TRUE;
+        }
+    }
+}
+
+/// `vkGetPhysicalDeviceProperties2` (and the KHR alias).
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn get_physical_device_properties2(
+    pd: vk::PhysicalDevice,
+    properties: *mut vk::PhysicalDeviceProperties2,
+) {
+    // SAFETY: a live physical device.
+    let Some(inst) = (unsafe { instance_of(pd) }) else {
+        return;
+    };
+    let Some(down) = inst.get_properties2 else {
+        return;
+    };
+    // SAFETY: calling down with the application's arguments.
+    unsafe { down(pd, properties) };
+    // SAFETY: as above.
+    let emulation = unsafe { facts(&inst, pd) }.emulation(&inst.settings);
+    if properties.is_null() || !emulation.partitioned {
+        return;
+    }
+    let partitioned = vk::SubgroupFeatureFlags::from_raw(bits::PARTITIONED);
+    // SAFETY: the application's output chain, filled by the driver; the two structs are read
+    // as the types their sTypes name.
+    unsafe {
+        let head = (*properties).p_next;
+        let s = chain::find(head, vk::StructureType::PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
+            as *mut vk::PhysicalDeviceSubgroupProperties;
+        if !s.is_null() {
+            (*s).supported_operations |= partitioned;
+        }
+        let v = chain::find(
+            head,
+            vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES,
+        ) as *mut vk::PhysicalDeviceVulkan11Properties;
+        if !v.is_null() {
+            (*v).subgroup_supported_operations |= partitioned;
+        }
+    }
+}
+
+/// `vkCreateDevice`.
+///
+/// # Safety
+/// The loader's contract for `vkCreateDevice` in a layer.
+pub unsafe fn create_device(
+    pd: vk::PhysicalDevice,
+    create_info: *const vk::DeviceCreateInfo,
+    allocator: *const vk::AllocationCallbacks,
+    device_out: *mut vk::Device,
+) -> vk::Result {
+    if create_info.is_null() || device_out.is_null() {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    // SAFETY: a live physical device.
+    let Some(inst) = (unsafe { instance_of(pd) }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: the loader passes a valid create info whose chain holds its link info.
+    let ci = unsafe { &*create_info };
+    let mut link_info = ci.p_next;
+    // SAFETY: as in `create_instance`.
+    let layer_info = unsafe {
+        loop {
+            let found = chain::find(link_info, vk::StructureType::LOADER_DEVICE_CREATE_INFO)
+                as *mut LayerDeviceCreateInfo;
+            if found.is_null() || (*found).function == VK_LAYER_LINK_INFO {
+                break found;
+            }
+            link_info = (*found).p_next;
+        }
+    };
+    if layer_info.is_null() {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    }
+    // SAFETY: advancing the loader's link info, as in `create_instance`.
+    let (Some(next_gipa), Some(next_gdpa)) = (unsafe {
+        let link = (*layer_info).p_layer_info;
+        if link.is_null() {
+            return vk::Result::ERROR_INITIALIZATION_FAILED;
+        }
+        (*layer_info).p_layer_info = (*link).p_next;
+        (
+            (*link).pfn_next_get_instance_proc_addr,
+            (*link).pfn_next_get_device_proc_addr,
+        )
+    }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: loaded as its registry type.
+    let Some(create) = (unsafe {
+        load_instance_fn::<vk::PFN_vkCreateDevice>(next_gipa, inst.instance, c"vkCreateDevice")
+    }) else {
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // SAFETY: a live physical device of this instance.
+    let facts = unsafe { facts(&inst, pd) };
+    let emulation = facts.emulation(&inst.settings);
+    // The driver sees neither the emulated names nor the partitioned feature struct: on a copy.
+    let names: Vec<*const c_char> = (0..ci.enabled_extension_count as usize)
+        // SAFETY: the application's array of `enabledExtensionCount` names.
+        .map(|i| unsafe { *ci.pp_enabled_extension_names.add(i) })
+        // SAFETY: each a NUL-terminated name.
+        .filter(|&n| !emulated(unsafe { CStr::from_ptr(n) }, emulation))
+        .collect();
+    // SAFETY: the application's valid chain, which outlives the call.
+    let edited = unsafe {
+        chain::without(ci.p_next, |s| {
+            s == PARTITIONED_FEATURES_EXT && emulation.partitioned
+        })
+    };
+    if let chain::Edited::Unknown(s) = edited {
+        inst.settings.error(&format!(
+            "cannot take VkPhysicalDeviceShaderSubgroupPartitionedFeaturesEXT out of the device \
+             create info: a struct of sType {} the layer cannot copy comes before it; the \
+             driver gets it and must ignore it",
+            s.as_raw()
+        ));
+    }
+    let mut down_ci = *ci;
+    down_ci.p_next = edited.head(ci.p_next);
+    down_ci.enabled_extension_count = names.len() as u32;
+    down_ci.pp_enabled_extension_names = names.as_ptr();
+    // SAFETY: calling down with a create info whose every pointer is live for the call.
+    let result = unsafe { create(pd, &down_ci, allocator, device_out) };
+    if result != vk::Result::SUCCESS {
+        return result;
+    }
+    // SAFETY: the call succeeded.
+    let device = unsafe { *device_out };
+    // SAFETY: each loaded as its registry type.
+    let loaded = unsafe {
+        (
+            load_device_fn::<vk::PFN_vkDestroyDevice>(next_gdpa, device, c"vkDestroyDevice"),
+            load_device_fn::<vk::PFN_vkCreateShaderModule>(
+                next_gdpa,
+                device,
+                c"vkCreateShaderModule",
+            ),
+            load_device_fn::<vk::PFN_vkCreateComputePipelines>(
+                next_gdpa,
+                device,
+                c"vkCreateComputePipelines",
+            ),
+            load_device_fn::<vk::PFN_vkCreateGraphicsPipelines>(
+                next_gdpa,
+                device,
+                c"vkCreateGraphicsPipelines",
+            ),
+            load_device_fn::<vk::PFN_vkCreateShadersEXT>(next_gdpa, device, c"vkCreateShadersEXT"),
+        )
+    };
+    let (Some(destroy), Some(module), Some(compute), Some(graphics), shaders) = loaded else {
+        // As for an instance: destroy what the layer cannot serve.
+        if let Some(destroy) = loaded.0 {
+            // SAFETY: the device just created, with the application's allocator.
+            unsafe { destroy(device, allocator) };
+        }
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    let lowerer = Lowerer::new(&facts, inst.settings.clone());
+    inst.settings.info(&format!(
+        "device `{}`: emulating partitioned: {}, vote: {}",
+        facts.name, emulation.partitioned, emulation.vote
+    ));
+    // SAFETY: a live device.
+    let key = unsafe { dispatch::key_of(device) };
+    dispatch::insert_device(
+        key,
+        DeviceData {
+            device,
+            instance: inst,
+            next_gdpa,
+            destroy_device: destroy,
+            create_shader_module: module,
+            create_compute_pipelines: compute,
+            create_graphics_pipelines: graphics,
+            create_shaders: shaders,
+            lowerer,
+        },
+    );
+    vk::Result::SUCCESS
+}

@@ -1,0 +1,610 @@
+//! What the layer does with a module's words: decide whether it uses an emulated extension,
+//! lower it for the device's real target (`lower_and_verify`, the CLI's and the C interface's
+//! verified lowering), and keep the result in a cache by content (in memory, and on disk with
+//! `SPV_SUBGROUP_LAYER_CACHE`). No `unsafe` here: the Vulkan side hands in words and takes
+//! words back.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use spv_subgroup_lower::{lower_and_verify, LowerOptions};
+use spv_subgroup_validate::target::{Restrictions, SubgroupOps, Target};
+
+use crate::settings::Settings;
+
+/// `VkSubgroupFeatureFlagBits`, as `supportedOperations` holds them.
+pub mod bits {
+    /// `VK_SUBGROUP_FEATURE_BASIC_BIT`.
+    pub const BASIC: u32 = 0x1;
+    /// `VK_SUBGROUP_FEATURE_VOTE_BIT`.
+    pub const VOTE: u32 = 0x2;
+    /// `VK_SUBGROUP_FEATURE_ARITHMETIC_BIT`.
+    pub const ARITHMETIC: u32 = 0x4;
+    /// `VK_SUBGROUP_FEATURE_BALLOT_BIT`.
+    pub const BALLOT: u32 = 0x8;
+    /// `VK_SUBGROUP_FEATURE_SHUFFLE_BIT`.
+    pub const SHUFFLE: u32 = 0x10;
+    /// `VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT`.
+    pub const SHUFFLE_RELATIVE: u32 = 0x20;
+    /// `VK_SUBGROUP_FEATURE_CLUSTERED_BIT`.
+    pub const CLUSTERED: u32 = 0x40;
+    /// `VK_SUBGROUP_FEATURE_QUAD_BIT`.
+    pub const QUAD: u32 = 0x80;
+    /// `VK_SUBGROUP_FEATURE_PARTITIONED_BIT_NV` (= `_EXT`).
+    pub const PARTITIONED: u32 = 0x100;
+    /// `VK_SUBGROUP_FEATURE_ROTATE_BIT` (Vulkan 1.4, `_KHR` before).
+    pub const ROTATE: u32 = 0x200;
+    /// `VK_SUBGROUP_FEATURE_ROTATE_CLUSTERED_BIT`.
+    pub const ROTATE_CLUSTERED: u32 = 0x400;
+}
+
+/// SPIR-V `OpCapability`.
+const OP_CAPABILITY: u32 = 17;
+/// `GroupNonUniformPartitionedNV`, which `SPV_EXT_shader_subgroup_partitioned` names
+/// `GroupNonUniformPartitionedEXT` (the same number).
+const CAP_PARTITIONED: u32 = 5297;
+/// `SubgroupVoteKHR`.
+const CAP_VOTE_KHR: u32 = 4431;
+
+/// Which extensions the layer provides on one device (where the driver lacks them, or all with
+/// `SPV_SUBGROUP_LAYER_FORCE=1`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Emulation {
+    /// `VK_NV_shader_subgroup_partitioned` and `VK_EXT_shader_subgroup_partitioned`.
+    pub partitioned: bool,
+    /// `VK_EXT_shader_subgroup_vote`.
+    pub vote: bool,
+}
+
+impl Emulation {
+    /// Whether the layer provides anything on this device.
+    pub fn any(self) -> bool {
+        self.partitioned || self.vote
+    }
+}
+
+/// What the driver itself reports for one physical device (`vkGetPhysicalDeviceProperties2` and
+/// `vkEnumerateDeviceExtensionProperties` below the layer).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceFacts {
+    /// `VkPhysicalDeviceProperties::deviceName`.
+    pub name: String,
+    /// `VkPhysicalDeviceProperties::apiVersion`.
+    pub api_version: u32,
+    /// `VkPhysicalDeviceSubgroupProperties::supportedOperations`.
+    pub supported_operations: u32,
+    /// `VkPhysicalDeviceSubgroupProperties::subgroupSize`.
+    pub subgroup_size: u32,
+    /// `minSubgroupSize`/`maxSubgroupSize` (`subgroupSize` for both without size control).
+    pub min_subgroup_size: u32,
+    /// See `min_subgroup_size`.
+    pub max_subgroup_size: u32,
+    /// `shaderSubgroupExtendedTypes`.
+    pub extended_types: bool,
+    /// The driver has `VK_NV_shader_subgroup_partitioned` or the EXT one.
+    pub has_partitioned: bool,
+    /// The driver has `VK_EXT_shader_subgroup_vote`.
+    pub has_vote: bool,
+    /// The driver has `VK_EXT_shader_subgroup_ballot`.
+    pub has_ballot: bool,
+}
+
+impl DeviceFacts {
+    /// What the layer provides on this device.
+    pub fn emulation(&self, settings: &Settings) -> Emulation {
+        Emulation {
+            partitioned: settings.force || !self.has_partitioned,
+            vote: settings.force || !self.has_vote,
+        }
+    }
+
+    /// The lowering's target for this device: its real subgroup operations, less what the layer
+    /// emulates (so the lowering rewrites exactly that).
+    pub fn target(&self, emulation: Emulation) -> Target {
+        let (major, minor) = (
+            self.api_version >> 22 & 0x7f,
+            self.api_version >> 12 & 0x3ff,
+        );
+        let (env, spirv_version) = match (major, minor) {
+            (1, 0) | (0, _) => ("vulkan1.0", (1, 0)),
+            (1, 1) => ("vulkan1.1", (1, 3)),
+            (1, 2) => ("vulkan1.2", (1, 5)),
+            _ => ("vulkan1.3", (1, 6)),
+        };
+        let has = |bit: u32| self.supported_operations & bit != 0;
+        let size_ok = |s: u32| s.is_power_of_two() && s <= 128;
+        let (min, max) = if size_ok(self.min_subgroup_size)
+            && size_ok(self.max_subgroup_size)
+            && self.min_subgroup_size <= self.max_subgroup_size
+        {
+            (self.min_subgroup_size, self.max_subgroup_size)
+        } else {
+            (1, 128)
+        };
+        let basic = has(bits::BASIC);
+        // `Target` and `SubgroupOps` grow with the validator (`#[non_exhaustive]`): built from
+        // their defaults, every field the device answers for set here.
+        let mut ops = SubgroupOps::default();
+        ops.basic = basic;
+        ops.vote = basic && has(bits::VOTE);
+        ops.arithmetic = basic && has(bits::ARITHMETIC);
+        ops.ballot = basic && has(bits::BALLOT);
+        ops.shuffle = basic && has(bits::SHUFFLE);
+        ops.shuffle_relative = basic && has(bits::SHUFFLE_RELATIVE);
+        ops.clustered = basic && has(bits::CLUSTERED);
+        ops.quad = basic && has(bits::QUAD);
+        ops.partitioned =
+            !emulation.partitioned && (self.has_partitioned || has(bits::PARTITIONED));
+        ops.khr_vote = !emulation.vote && self.has_vote;
+        ops.khr_ballot = self.has_ballot;
+        ops.rotate = basic && has(bits::ROTATE);
+        ops.rotate_clustered = basic && has(bits::ROTATE) && has(bits::ROTATE_CLUSTERED);
+        ops.quad_control = false;
+        ops.groups = false;
+        let mut target = Target::default();
+        target.name = self.name.clone();
+        target.target_env = env.to_owned();
+        target.spirv_version = spirv_version;
+        target.ops = ops;
+        target.extended_types = self.extended_types;
+        target.min_subgroup_size = min;
+        target.max_subgroup_size = max;
+        target.restrictions = Restrictions::default();
+        target
+    }
+
+    /// The subgroup size every pipeline of this device runs with, when there is only one.
+    pub fn fixed_subgroup_size(&self) -> Option<u32> {
+        (self.min_subgroup_size == self.max_subgroup_size && self.subgroup_size.is_power_of_two())
+            .then_some(self.subgroup_size)
+            .filter(|&s| s == self.min_subgroup_size)
+    }
+}
+
+/// Whether the module declares a capability of an extension the layer emulates here: only such
+/// modules are lowered (others go down untouched, without being parsed).
+pub fn uses_emulated(words: &[u32], emulation: Emulation) -> bool {
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let (count, opcode) = ((first >> 16) as usize, first & 0xffff);
+        if opcode != OP_CAPABILITY || count < 2 {
+            break;
+        }
+        match words.get(at + 1) {
+            Some(&CAP_PARTITIONED) if emulation.partitioned => return true,
+            Some(&CAP_VOTE_KHR) if emulation.vote => return true,
+            _ => {}
+        }
+        at += count;
+    }
+    false
+}
+
+/// What became of one module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing to lower: the original words go down.
+    Unchanged,
+    /// The lowered words go down.
+    Lowered(Arc<[u32]>),
+    /// The lowering refused the module (the message says why); the original words go down.
+    Refused(String),
+}
+
+/// One device's lowering: its target, its settings and its cache.
+#[derive(Debug)]
+pub struct Lowerer {
+    target: Target,
+    emulation: Emulation,
+    fixed_size: Option<u32>,
+    settings: Settings,
+    /// The target's fingerprint, part of every cache key.
+    target_key: String,
+    cache: Mutex<HashMap<u128, Arc<[u32]>>>,
+}
+
+/// Distinguishes the temporary files of concurrent disk-cache writes.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Lowerer {
+    /// The lowering of one device.
+    pub fn new(facts: &DeviceFacts, settings: Settings) -> Lowerer {
+        let emulation = facts.emulation(&settings);
+        let target = facts.target(emulation);
+        Lowerer {
+            target_key: format!("{}|{target:?}", env!("CARGO_PKG_VERSION")),
+            target,
+            emulation,
+            fixed_size: facts.fixed_subgroup_size(),
+            settings,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// What the layer emulates on this device.
+    pub fn emulation(&self) -> Emulation {
+        self.emulation
+    }
+
+    /// The settings of the instance this device belongs to.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The target modules are lowered for.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Lowers `words` for this device, for pipelines of subgroup size `required_size` (a
+    /// `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo`) or, without one, the device's fixed
+    /// size if it has one, else any size.
+    pub fn lower(&self, words: &[u32], required_size: Option<u32>) -> Outcome {
+        if !self.emulation.any() || !uses_emulated(words, self.emulation) {
+            return Outcome::Unchanged;
+        }
+        let start = std::time::Instant::now();
+        let size = required_size.or(self.fixed_size);
+        let key = self.key(words, size);
+        let name = format!("{key:032x}");
+        if let Some(hit) = self.cache_lookup(key, &name) {
+            self.settings.info(&format!(
+                "module {name}: lowered (cached, {:.3} ms)",
+                start.elapsed().as_secs_f64() * 1e3
+            ));
+            return Outcome::Lowered(hit);
+        }
+        self.dump(&name, "original", words);
+        let opts = LowerOptions::new(self.target.clone()).with_subgroup_size(size);
+        match lower_and_verify(words, &opts, None) {
+            Ok((out, report)) if report.changed => {
+                let rewrites: Vec<String> = report
+                    .rewrites
+                    .iter()
+                    .map(|(what, n)| format!("{n} {what}"))
+                    .collect();
+                self.settings.info(&format!(
+                    "module {name}: lowered for `{}` at subgroup size {} in {:.1} ms: {}",
+                    self.target.name,
+                    size.map_or("any".to_owned(), |s| s.to_string()),
+                    start.elapsed().as_secs_f64() * 1e3,
+                    rewrites.join(", ")
+                ));
+                self.dump(&name, "lowered", &out);
+                let out: Arc<[u32]> = out.into();
+                self.cache_store(key, &name, &out);
+                Outcome::Lowered(out)
+            }
+            Ok(_) => Outcome::Unchanged,
+            Err(e) => Outcome::Refused(format!(
+                "module {name} goes to the driver unchanged: the lowering for `{}` refused it: {e}",
+                self.target.name
+            )),
+        }
+    }
+
+    /// A 128-bit content key of the module, the target and the subgroup size.
+    fn key(&self, words: &[u32], size: Option<u32>) -> u128 {
+        let half = |salt: u8| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            salt.hash(&mut h);
+            self.target_key.hash(&mut h);
+            size.hash(&mut h);
+            words.hash(&mut h);
+            h.finish()
+        };
+        (u128::from(half(1)) << 64) | u128::from(half(2))
+    }
+
+    fn cache_lookup(&self, key: u128, name: &str) -> Option<Arc<[u32]>> {
+        if let Some(hit) = self.lock_cache().get(&key) {
+            return Some(hit.clone());
+        }
+        let dir = self.settings.cache_dir.as_ref()?;
+        let bytes = std::fs::read(dir.join(format!("{name}.spv"))).ok()?;
+        let words = words_of(&bytes)?;
+        let words: Arc<[u32]> = words.into();
+        self.lock_cache().insert(key, words.clone());
+        Some(words)
+    }
+
+    fn cache_store(&self, key: u128, name: &str, words: &Arc<[u32]>) {
+        self.lock_cache().insert(key, words.clone());
+        if let Some(dir) = &self.settings.cache_dir {
+            if let Err(e) = write_atomically(dir, &format!("{name}.spv"), words) {
+                self.settings.error(&format!(
+                    "cannot write the cache entry {name}.spv in {}: {e}",
+                    dir.display()
+                ));
+            }
+        }
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<u128, Arc<[u32]>>> {
+        // A panic while the lock was held leaves a map that is still whole (each change is
+        // one insert), so a poisoned lock is taken as it is.
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn dump(&self, name: &str, what: &str, words: &[u32]) {
+        if let Some(dir) = &self.settings.dump_dir {
+            if let Err(e) = write_atomically(dir, &format!("{name}.{what}.spv"), words) {
+                self.settings.error(&format!(
+                    "cannot write {name}.{what}.spv in {}: {e}",
+                    dir.display()
+                ));
+            }
+        }
+    }
+}
+
+/// The words of a SPIR-V file (little-endian, as we write them), or `None` for bytes that are
+/// no module (a truncated or foreign cache file is a miss, never a crash in the driver).
+fn words_of(bytes: &[u8]) -> Option<Vec<u32>> {
+    if !bytes.len().is_multiple_of(4) || bytes.len() < 20 {
+        return None;
+    }
+    let words: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    (words[0] == 0x0723_0203).then_some(words)
+}
+
+/// Writes `words` to `dir/file` through a temporary file and a rename, so a reader (another
+/// process sharing the cache) never sees half a module.
+fn write_atomically(dir: &Path, file: &str, words: &[u32]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let temp = dir.join(format!(
+        ".{file}.{}.{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&temp, bytes)?;
+    std::fs::rename(&temp, dir.join(file)).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lavapipe_like() -> DeviceFacts {
+        DeviceFacts {
+            name: "llvmpipe".into(),
+            api_version: (1 << 22) | (3 << 12),
+            supported_operations: 0xbf,
+            subgroup_size: 8,
+            min_subgroup_size: 8,
+            max_subgroup_size: 8,
+            extended_types: true,
+            has_partitioned: false,
+            has_vote: true,
+            has_ballot: true,
+        }
+    }
+
+    #[test]
+    fn the_target_is_the_device_less_what_is_emulated() {
+        let facts = lavapipe_like();
+        let default = Settings::from_vars(|_| None);
+        let e = facts.emulation(&default);
+        assert_eq!(
+            e,
+            Emulation {
+                partitioned: true,
+                vote: false
+            }
+        );
+        let t = facts.target(e);
+        assert!(t.ops.basic && t.ops.vote && t.ops.ballot && t.ops.quad);
+        assert!(!t.ops.clustered && !t.ops.partitioned);
+        assert!(t.ops.khr_vote && t.ops.khr_ballot);
+        assert_eq!(t.target_env, "vulkan1.3");
+        assert_eq!((t.min_subgroup_size, t.max_subgroup_size), (8, 8));
+        assert_eq!(facts.fixed_subgroup_size(), Some(8));
+        let forced = Settings {
+            force: true,
+            ..default
+        };
+        let t = facts.target(facts.emulation(&forced));
+        assert!(!t.ops.khr_vote && !t.ops.partitioned);
+    }
+
+    #[test]
+    fn a_device_of_varying_subgroup_size_gets_the_general_code() {
+        let varying = DeviceFacts {
+            subgroup_size: 32,
+            min_subgroup_size: 8,
+            max_subgroup_size: 64,
+            ..lavapipe_like()
+        };
+        assert_eq!(varying.fixed_subgroup_size(), None);
+        let t = varying.target(Emulation::default());
+        assert_eq!((t.min_subgroup_size, t.max_subgroup_size), (8, 64));
+        // Sizes no device can have are not trusted: any size.
+        let broken = DeviceFacts {
+            min_subgroup_size: 3,
+            ..varying
+        };
+        let t = broken.target(Emulation::default());
+        assert_eq!((t.min_subgroup_size, t.max_subgroup_size), (1, 128));
+    }
+
+    #[test]
+    fn only_modules_declaring_an_emulated_capability_are_lowered() {
+        let header = [0x0723_0203, 0x0001_0300, 0, 10, 0];
+        let cap = |c: u32| [(2 << 16) | OP_CAPABILITY, c];
+        let module = |caps: &[u32]| {
+            let mut w = header.to_vec();
+            for &c in caps {
+                w.extend(cap(c));
+            }
+            // OpMemoryModel Logical GLSL450 ends the capabilities.
+            w.extend([(3 << 16) | 14, 0, 1]);
+            w
+        };
+        let both = Emulation {
+            partitioned: true,
+            vote: true,
+        };
+        assert!(uses_emulated(&module(&[1, CAP_PARTITIONED]), both));
+        assert!(uses_emulated(&module(&[1, CAP_VOTE_KHR]), both));
+        assert!(!uses_emulated(&module(&[1, 61]), both));
+        let vote_only = Emulation {
+            partitioned: false,
+            vote: true,
+        };
+        assert!(!uses_emulated(&module(&[1, CAP_PARTITIONED]), vote_only));
+        // Truncated and empty inputs are simply not ours to lower.
+        assert!(!uses_emulated(&[0x0723_0203], both));
+        assert!(!uses_emulated(&module(&[1, CAP_PARTITIONED])[..6], both));
+    }
+
+    #[test]
+    fn cache_files_that_are_no_module_are_misses() {
+        assert_eq!(words_of(&[1, 2, 3]), None);
+        assert_eq!(words_of(&[0; 20]), None);
+        let mut ok = 0x0723_0203u32.to_le_bytes().to_vec();
+        ok.extend([0; 16]);
+        assert_eq!(words_of(&ok).map(|w| w.len()), Some(5));
+    }
+}
+
+#[cfg(test)]
+mod lowering_tests {
+    use super::*;
+    use spv_subgroup_tests::tools;
+
+    fn example() -> Vec<u32> {
+        let path = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+        tools::compile_glsl(&path, "vulkan1.1").expect("glslang compiles the example")
+    }
+
+    fn facts(ops: u32) -> DeviceFacts {
+        DeviceFacts {
+            name: "test device".into(),
+            api_version: (1 << 22) | (1 << 12),
+            supported_operations: ops,
+            subgroup_size: 16,
+            min_subgroup_size: 16,
+            max_subgroup_size: 16,
+            ..DeviceFacts::default()
+        }
+    }
+
+    fn no_settings() -> Settings {
+        Settings::from_vars(|_| None)
+    }
+
+    #[test]
+    fn a_module_the_lowering_refuses_is_reported_with_the_instruction_and_what_is_missing() {
+        // Basic operations only: the partition needs a ballot.
+        let out = Lowerer::new(&facts(bits::BASIC), no_settings()).lower(&example(), None);
+        let Outcome::Refused(message) = out else {
+            panic!("expected a refusal, got {out:?}");
+        };
+        assert!(
+            message.contains("goes to the driver unchanged"),
+            "{message}"
+        );
+        assert!(message.contains("OpGroupNonUniformPartition"), "{message}");
+        assert!(message.contains("ballot"), "{message}");
+    }
+
+    #[test]
+    fn lowered_modules_pass_spirv_val_and_come_from_the_cache_the_second_time() {
+        let words = example();
+        let lowerer = Lowerer::new(&facts(0xbf), no_settings());
+        let Outcome::Lowered(first) = lowerer.lower(&words, None) else {
+            panic!("expected a lowering");
+        };
+        tools::spirv_val(&first, "vulkan1.1").expect("the lowered module is valid");
+        let text = tools::disassemble(&first);
+        assert!(!text.contains("GroupNonUniformPartitioned"), "{text}");
+        assert!(!text.contains("SubgroupVoteKHR"), "{text}");
+        let Outcome::Lowered(again) = lowerer.lower(&words, None) else {
+            panic!("expected a lowering");
+        };
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "the second lowering is the cached one"
+        );
+        // Another subgroup size is another entry.
+        let Outcome::Lowered(other) = lowerer.lower(&words, Some(4)) else {
+            panic!("expected a lowering");
+        };
+        assert!(!Arc::ptr_eq(&first, &other));
+    }
+
+    #[test]
+    fn a_driver_with_both_extensions_gets_the_module_untouched_unless_forced() {
+        let words = example();
+        let native = DeviceFacts {
+            has_partitioned: true,
+            has_vote: true,
+            ..facts(0xbf | bits::PARTITIONED)
+        };
+        assert_eq!(
+            Lowerer::new(&native, no_settings()).lower(&words, None),
+            Outcome::Unchanged
+        );
+        let forced = Settings {
+            force: true,
+            ..no_settings()
+        };
+        assert!(matches!(
+            Lowerer::new(&native, forced).lower(&words, None),
+            Outcome::Lowered(_)
+        ));
+    }
+
+    #[test]
+    fn the_disk_cache_serves_a_new_process_and_the_dump_holds_both_modules() {
+        let cache = tempfile::tempdir().expect("a temporary folder");
+        let dump = tempfile::tempdir().expect("a temporary folder");
+        let settings = Settings {
+            cache_dir: Some(cache.path().to_path_buf()),
+            dump_dir: Some(dump.path().to_path_buf()),
+            ..no_settings()
+        };
+        let words = example();
+        let Outcome::Lowered(first) =
+            Lowerer::new(&facts(0xbf), settings.clone()).lower(&words, None)
+        else {
+            panic!("expected a lowering");
+        };
+        let files = |dir: &Path| {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .expect("the folder")
+                .map(|e| {
+                    e.expect("an entry")
+                        .file_name()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect();
+            names.sort();
+            names
+        };
+        let cached = files(cache.path());
+        assert_eq!(cached.len(), 1, "{cached:?}");
+        let dumped = files(dump.path());
+        assert_eq!(dumped.len(), 2, "{dumped:?}");
+        assert!(dumped[0].ends_with(".lowered.spv") && dumped[1].ends_with(".original.spv"));
+        // A fresh lowerer (an empty memory cache, as in a new process) reads the file and
+        // lowers nothing: the dump folder gets no new module.
+        std::fs::remove_dir_all(dump.path()).expect("emptying the dump folder");
+        let Outcome::Lowered(second) = Lowerer::new(&facts(0xbf), settings).lower(&words, None)
+        else {
+            panic!("expected a lowering");
+        };
+        assert_eq!(first, second);
+        assert!(!dump.path().exists());
+    }
+}

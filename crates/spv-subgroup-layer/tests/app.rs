@@ -1,0 +1,940 @@
+//! An application that knows nothing of spv-subgroup, run through the layer on lavapipe.
+//!
+//! The application part (`App`) uses `ash` and the system loader only: it requires
+//! `VK_NV_shader_subgroup_partitioned` and `VK_EXT_shader_subgroup_vote` and the partitioned
+//! feature, enables them, builds compute pipelines from the README example's unlowered SPIR-V
+//! (`fixtures/examples/partitioned_vote.comp`, compiled by glslang here) and checks each result
+//! against the host model (`spv_subgroup_tests::example`). lavapipe has no partitioned
+//! operations, so every answer that comes back right was computed by the layer's lowering.
+//!
+//! The parent tests write a manifest pointing at the layer library cargo built next to this
+//! binary, and re-run this binary's `child_suite` on lavapipe at subgroup sizes 4, 8 and 16 (the
+//! layer enabled through `VK_LAYER_PATH` + `VK_INSTANCE_LAYERS`), and once at 8 with the layer
+//! named in `ppEnabledLayerNames` instead. Each child runs the driver's vote natively and again
+//! with `SPV_SUBGROUP_LAYER_FORCE=1` (both extensions lowered), and creates the pipeline from 8
+//! threads at once. `vulkaninfo_lists_the_emulated_extensions` runs the real `vulkaninfo`.
+
+#![allow(clippy::print_stdout)] // A test harness: its report is what it prints.
+
+use std::ffi::{c_void, CStr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ash::vk;
+use spv_subgroup_tests::{example, lavapipe, tools};
+
+const LAYER: &CStr = c"VK_LAYER_SPV_SUBGROUP_lower";
+const NV_PARTITIONED: &CStr = c"VK_NV_shader_subgroup_partitioned";
+const EXT_PARTITIONED: &CStr = c"VK_EXT_shader_subgroup_partitioned";
+const EXT_VOTE: &CStr = c"VK_EXT_shader_subgroup_vote";
+
+/// The child's variable: enable the layer through `ppEnabledLayerNames`.
+const BY_NAME_VAR: &str = "LAYER_APP_ENABLE_BY_NAME";
+/// The child's variable: where the layer dumps modules (so the test sees what was lowered).
+const DUMP_VAR: &str = "SPV_SUBGROUP_LAYER_DUMP";
+
+// ---------------------------------------------------------------------------------------------
+// The test's side: the layer library, its manifest, the children.
+
+/// The layer library cargo built for this test binary: in `target/<profile>/deps` beside it
+/// (`cargo test` builds the package's cdylib there before its integration tests, and copies it
+/// up to `target/<profile>` only on `cargo build`).
+fn layer_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let deps = exe
+        .parent()
+        .expect("the test binary lives in target/<profile>/deps");
+    let lib = deps.join("libVkLayer_spv_subgroup.so");
+    assert!(
+        lib.is_file(),
+        "{} is missing: cargo builds the layer before this crate's tests; run them with \
+         `cargo test -p spv-subgroup-layer`",
+        lib.display()
+    );
+    lib
+}
+
+/// A folder with the layer's manifest, its `library_path` the library in `target/`.
+fn manifest_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let template = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("manifest/VkLayer_spv_subgroup.json.in"),
+    )
+    .expect("the manifest template");
+    let lib = layer_library();
+    let text = template.replace("@LIBRARY_PATH@", lib.to_str().expect("a UTF-8 path"));
+    std::fs::write(dir.path().join("VkLayer_spv_subgroup.json"), text).expect("writing it");
+    dir
+}
+
+/// Fails with an install hint unless `tool` starts (`tools::require` knows the SPIR-V tools'
+/// packages only).
+fn require_tool(tool: &str, package: &str) {
+    // Whether it starts at all: vulkaninfo has no `--version` and exits 1 on `--help`.
+    let runs = Command::new(tool).arg("--help").output().is_ok();
+    assert!(
+        runs,
+        "`{tool}` is not installed: run `cargo xtask install-deps` or `apt-get install {package}`"
+    );
+}
+
+/// Runs `child_suite` at `size` with the layer enabled through the environment, or by name.
+fn run_through_layer(size: u32, by_name: bool) -> String {
+    let manifests = manifest_dir();
+    let dumps = tempfile::tempdir().expect("a temporary folder");
+    let path = manifests.path().to_str().expect("UTF-8").to_owned();
+    let dump = dumps.path().to_str().expect("UTF-8").to_owned();
+    let mut env = vec![("VK_LAYER_PATH", path.as_str()), (DUMP_VAR, dump.as_str())];
+    if by_name {
+        env.push((BY_NAME_VAR, "1"));
+    } else {
+        env.push(("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower"));
+    }
+    let out = lavapipe::run_suite(size, &env, Duration::from_secs(120));
+    print!("{out}");
+    // The layer took everything the driver must not see out of the device create info, and
+    // refused no module.
+    assert!(!out.contains("VK_LAYER_SPV_SUBGROUP_lower: error"), "{out}");
+    // The layer lowered the module and did not only pass it through: one original and one
+    // lowered module per target (vote native, then forced), the lowered ones valid SPIR-V
+    // without the partitioned capability.
+    let mut lowered = Vec::new();
+    for entry in std::fs::read_dir(dumps.path()).expect("the dump folder") {
+        let p = entry.expect("an entry").path();
+        if p.to_string_lossy().ends_with(".lowered.spv") {
+            lowered.push(tools::read_words(&p));
+        }
+    }
+    assert_eq!(
+        lowered.len(),
+        2,
+        "two lowered modules (native vote, forced):\n{out}"
+    );
+    for words in &lowered {
+        tools::spirv_val(words, "vulkan1.3").expect("the lowered module passes spirv-val");
+        let text = tools::disassemble(words);
+        assert!(!text.contains("GroupNonUniformPartitionedNV"), "{text}");
+    }
+    assert!(
+        lowered
+            .iter()
+            .any(|w| tools::disassemble(w).contains("SubgroupVoteKHR")),
+        "the native-vote module keeps the driver's KHR votes"
+    );
+    assert!(
+        lowered
+            .iter()
+            .any(|w| !tools::disassemble(w).contains("SubgroupVoteKHR")),
+        "the forced module has its KHR votes lowered"
+    );
+    out
+}
+
+#[test]
+fn lavapipe_subgroup_size_4() {
+    run_through_layer(4, false);
+}
+
+#[test]
+fn lavapipe_subgroup_size_8() {
+    run_through_layer(8, false);
+}
+
+#[test]
+fn lavapipe_subgroup_size_16() {
+    run_through_layer(16, false);
+}
+
+#[test]
+fn enabled_by_name_in_pp_enabled_layer_names() {
+    let out = run_through_layer(8, true);
+    assert!(out.contains("layer enabled by name"), "{out}");
+}
+
+/// The library exports the loader's three entry points and nothing else (a Rust cdylib exports
+/// only `#[no_mangle]` items: the export map Khronos' layers write by hand).
+#[test]
+fn the_library_exports_only_the_loader_entry_points() {
+    require_tool("nm", "binutils");
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(layer_library())
+        .output()
+        .expect("running nm");
+    assert!(out.status.success(), "nm failed: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut functions: Vec<&str> = text
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace().skip(1);
+            match (parts.next(), parts.next()) {
+                (Some("T" | "W" | "i"), Some(name)) => Some(name),
+                _ => None,
+            }
+        })
+        .collect();
+    functions.sort_unstable();
+    assert_eq!(
+        functions,
+        [
+            "vkGetDeviceProcAddr",
+            "vkGetInstanceProcAddr",
+            "vkNegotiateLoaderLayerInterfaceVersion"
+        ],
+        "{text}"
+    );
+}
+
+#[test]
+fn vulkaninfo_lists_the_emulated_extensions() {
+    require_tool("vulkaninfo", "vulkan-tools");
+    let manifests = manifest_dir();
+    let run = |with_layer: bool| {
+        let mut cmd = Command::new("vulkaninfo");
+        cmd.env("VK_LAYER_PATH", manifests.path())
+            .env_remove("VK_INSTANCE_LAYERS")
+            .env("SPV_SUBGROUP_VK_DEVICE", "llvmpipe");
+        if with_layer {
+            cmd.env("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower");
+        }
+        let out = cmd.output().expect("running vulkaninfo");
+        assert!(out.status.success(), "vulkaninfo failed: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let without = run(false);
+    let with = run(true);
+    // The device's extension list has one tab before each name; the layers' own lists (which
+    // name ours whenever VK_LAYER_PATH finds it) have three.
+    let device_lists = |text: &str, name: &CStr| {
+        let name = name.to_str().expect("ASCII");
+        text.lines().any(|l| {
+            l.strip_prefix('\t')
+                .is_some_and(|rest| rest.starts_with(name) && rest.contains(": extension revision"))
+        })
+    };
+    // Without the layer lavapipe has no partitioned operations: the layer adds them.
+    assert!(!device_lists(&without, NV_PARTITIONED), "{without}");
+    assert!(!without.contains("PARTITIONED_BIT"));
+    for name in [NV_PARTITIONED, EXT_PARTITIONED, EXT_VOTE] {
+        assert!(
+            device_lists(&with, name),
+            "vulkaninfo lists no device extension {name:?}:\n{with}"
+        );
+    }
+    assert!(
+        with.contains("SUBGROUP_FEATURE_PARTITIONED_BIT_NV"),
+        "{with}"
+    );
+    assert!(with.contains("VK_LAYER_SPV_SUBGROUP_lower"), "{with}");
+}
+
+/// The application at subgroup size 4 with Khronos' validation layer above ours (checking the
+/// application's calls against the device the layer shows) and below it (checking what the layer
+/// sends the driver: the create info without the emulated names and struct, the lowered
+/// modules). It needs Debian's `vulkan-validationlayers` (`cargo xtask install-deps` installs it).
+#[test]
+fn khronos_validation_above_and_below_reports_nothing() {
+    let system = Path::new("/usr/share/vulkan/explicit_layer.d");
+    assert!(
+        system.join("VkLayer_khronos_validation.json").is_file(),
+        "Khronos' validation layer is not installed: apt install vulkan-validationlayers"
+    );
+    let manifests = manifest_dir();
+    let path = format!("{}:{}", manifests.path().display(), system.display());
+    for layers in [
+        "VK_LAYER_KHRONOS_validation:VK_LAYER_SPV_SUBGROUP_lower",
+        "VK_LAYER_SPV_SUBGROUP_lower:VK_LAYER_KHRONOS_validation",
+    ] {
+        let env = [
+            ("VK_LAYER_PATH", path.as_str()),
+            ("VK_INSTANCE_LAYERS", layers),
+            ("VK_LOADER_DEBUG", "layer"),
+        ];
+        let out = lavapipe::run_suite(4, &env, Duration::from_secs(300));
+        print!("{out}");
+        // Both layers were in the device's chain (the loader says so at VK_LOADER_DEBUG=layer).
+        for name in ["VK_LAYER_KHRONOS_validation", "VK_LAYER_SPV_SUBGROUP_lower"] {
+            assert!(
+                out.contains(&format!("Inserted device layer \"{name}\"")),
+                "{name} not loaded:\n{out}"
+            );
+        }
+        assert!(out.contains("force=true: model answers"), "{out}");
+        assert!(!out.contains("Validation Error"), "{layers}:\n{out}");
+        assert!(!out.contains("Validation Warning"), "{layers}:\n{out}");
+    }
+}
+
+/// The installed layout (docs/layer.md, `install.rs`): the library in `PREFIX/lib`, the manifest
+/// in `PREFIX/share/vulkan/explicit_layer.d` naming it by the relative path
+/// `../../../lib/libVkLayer_spv_subgroup.so`, which the loader resolves from the manifest's
+/// folder; the prefix moved after installing still works.
+#[test]
+fn the_installed_layout_loads_through_its_relative_library_path() {
+    require_tool("vulkaninfo", "vulkan-tools");
+    let root = tempfile::tempdir().expect("a temporary folder");
+    let prefix = root.path().join("prefix");
+    let manifests = prefix.join("share/vulkan/explicit_layer.d");
+    std::fs::create_dir_all(&manifests).expect("the manifest folder");
+    std::fs::create_dir_all(prefix.join("lib")).expect("the library folder");
+    std::fs::copy(
+        layer_library(),
+        prefix.join("lib/libVkLayer_spv_subgroup.so"),
+    )
+    .expect("copying the library");
+    let template = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("manifest/VkLayer_spv_subgroup.json.in"),
+    )
+    .expect("the manifest template");
+    std::fs::write(
+        manifests.join("VkLayer_spv_subgroup.json"),
+        template.replace("@LIBRARY_PATH@", "../../../lib/libVkLayer_spv_subgroup.so"),
+    )
+    .expect("writing the manifest");
+    let moved = root.path().join("moved");
+    std::fs::rename(&prefix, &moved).expect("moving the prefix");
+    let out = Command::new("vulkaninfo")
+        .env("VK_LAYER_PATH", moved.join("share/vulkan/explicit_layer.d"))
+        .env("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower")
+        .output()
+        .expect("running vulkaninfo");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "vulkaninfo failed: {out:?}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("\tVK_NV_shader_subgroup_partitioned")),
+        "the installed layer was not loaded:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The same manifest in an `implicit_layer.d` folder: the loader then loads the layer only with
+/// `SPV_SUBGROUP_LAYER_ENABLE=1` and never with `SPV_SUBGROUP_LAYER_DISABLE=1` (the manifest's
+/// `enable_environment`/`disable_environment`; an explicit layer's loader ignores both).
+#[test]
+fn implicit_install_follows_enable_and_disable_environment() {
+    require_tool("vulkaninfo", "vulkan-tools");
+    let manifest = manifest_dir();
+    let data_home = tempfile::tempdir().expect("a temporary folder");
+    let implicit = data_home.path().join("vulkan/implicit_layer.d");
+    std::fs::create_dir_all(&implicit).expect("the implicit layer folder");
+    std::fs::copy(
+        manifest.path().join("VkLayer_spv_subgroup.json"),
+        implicit.join("VkLayer_spv_subgroup.json"),
+    )
+    .expect("copying the manifest");
+    let lists_partitioned = |vars: &[(&str, &str)]| {
+        let out = Command::new("vulkaninfo")
+            .env("XDG_DATA_HOME", data_home.path())
+            .env_remove("VK_INSTANCE_LAYERS")
+            .env_remove("VK_LAYER_PATH")
+            .env_remove("SPV_SUBGROUP_LAYER_ENABLE")
+            .env_remove("SPV_SUBGROUP_LAYER_DISABLE")
+            .envs(vars.iter().copied())
+            .output()
+            .expect("running vulkaninfo");
+        assert!(out.status.success(), "vulkaninfo failed: {out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.starts_with("\tVK_NV_shader_subgroup_partitioned"))
+    };
+    assert!(
+        !lists_partitioned(&[]),
+        "an implicit layer is off by default"
+    );
+    assert!(lists_partitioned(&[("SPV_SUBGROUP_LAYER_ENABLE", "1")]));
+    assert!(!lists_partitioned(&[
+        ("SPV_SUBGROUP_LAYER_ENABLE", "1"),
+        ("SPV_SUBGROUP_LAYER_DISABLE", "1")
+    ]));
+}
+
+/// A module the lowering refuses (`tests/shaders/dynamic_broadcast.spvasm`: invalid, a
+/// broadcast whose Id is no constant) goes to the driver unchanged, which runs it, and the
+/// refusal reaches stderr and the application's debug-utils messenger. At size 8, with the KHR
+/// vote forced through the lowering (so that the layer takes the module up at all).
+#[test]
+fn a_refused_module_goes_down_unchanged_and_is_reported() {
+    let manifests = manifest_dir();
+    let path = manifests.path().to_str().expect("UTF-8").to_owned();
+    let env = [
+        (lavapipe::CHILD_VAR, "1"),
+        ("VK_LAYER_PATH", path.as_str()),
+        ("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower"),
+        ("SPV_SUBGROUP_LAYER_FORCE", "1"),
+        ("SPV_SUBGROUP_LAYER_LOG", "error"),
+    ];
+    let out = lavapipe::run_child("child_refusal", 8, &env, Duration::from_secs(120));
+    print!("{out}");
+    assert!(
+        out.contains("VK_LAYER_SPV_SUBGROUP_lower: error: module ")
+            && out.contains("goes to the driver unchanged"),
+        "no refusal on stderr:\n{out}"
+    );
+}
+
+#[test]
+#[ignore = "runs inside a_refused_module_goes_down_unchanged_and_is_reported"]
+fn child_refusal() {
+    lavapipe::assert_child();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shaders/dynamic_broadcast.spvasm"),
+    )
+    .expect("the shader");
+    let words = tools::assemble(&text, "vulkan1.1").expect("spirv-as assembles the shader");
+    let app = App::open(false, true);
+    println!("subgroup size: {}", app.subgroup_size);
+    let pipeline = app.pipeline(&words);
+    let (_, _, flags) = app.dispatch(pipeline, &example::keys());
+    let size = app.subgroup_size;
+    let want: Vec<u32> = (0..example::LANES as u32)
+        .map(|i| i / size * size + 1000)
+        .collect();
+    assert_eq!(flags, want, "the driver ran the module it got unchanged");
+    let messages = MESSAGES.lock().expect("the messages").clone();
+    assert!(
+        messages
+            .iter()
+            .any(|(id, text)| id == "VK_LAYER_SPV_SUBGROUP_lower-refused"
+                && text.contains("goes to the driver unchanged")
+                && text.contains("OpGroupNonUniformBroadcast")),
+        "the messenger got no refusal: {messages:?}"
+    );
+}
+
+/// The work of one child: the application, twice (the driver's vote, then everything lowered).
+#[test]
+#[ignore = "runs inside lavapipe_subgroup_size_* and enabled_by_name_*"]
+fn child_suite() {
+    lavapipe::assert_child();
+    let shader = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+    let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles the example");
+    let by_name = std::env::var_os(BY_NAME_VAR).is_some();
+    if by_name {
+        println!("layer enabled by name");
+    }
+    for force in [false, true] {
+        // SAFETY (test): the child runs its one test on one thread; the layer reads its settings
+        // when the instance is created.
+        if force {
+            std::env::set_var("SPV_SUBGROUP_LAYER_FORCE", "1");
+        } else {
+            std::env::remove_var("SPV_SUBGROUP_LAYER_FORCE");
+        }
+        let app = App::open(by_name, false);
+        if !force {
+            println!("subgroup size: {}", app.subgroup_size);
+        }
+        let keys = example::keys();
+        let want = example::model(&keys, app.subgroup_size as usize);
+        // Pipeline creation: the first lowers (the layer's share is in its `info` log), the
+        // second finds the module in the layer's cache.
+        let start = Instant::now();
+        let pipeline = app.pipeline(&words);
+        let first = start.elapsed();
+        let start = Instant::now();
+        let again = app.pipeline(&words);
+        let cached = start.elapsed();
+        println!("force={force}: pipeline creation {first:.2?} (lowered), {cached:.2?} (cached)");
+        assert_eq!(app.dispatch(pipeline, &keys), want, "force={force}");
+        assert_eq!(app.dispatch(again, &keys), want, "again, force={force}");
+        // The same pipeline from 8 threads at once, each checked.
+        let pipelines: Vec<vk::Pipeline> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8).map(|_| s.spawn(|| app.pipeline(&words))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a pipeline thread"))
+                .collect()
+        });
+        for p in pipelines {
+            assert_eq!(app.dispatch(p, &keys), want, "threaded, force={force}");
+        }
+        let chained = app.pipeline_chained(&words);
+        assert_eq!(app.dispatch(chained, &keys), want, "chained, force={force}");
+        println!("force={force}: model answers at size {}", app.subgroup_size);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The application: plain ash, no spv-subgroup crate.
+
+/// `VkPhysicalDeviceShaderSubgroupPartitionedFeaturesEXT` (sType 1000662000 in the Vulkan
+/// registry), which ash 0.38 predates.
+#[repr(C)]
+struct PartitionedFeatures {
+    s_type: vk::StructureType,
+    p_next: *mut c_void,
+    shader_subgroup_partitioned: vk::Bool32,
+}
+
+const PARTITIONED_FEATURES: vk::StructureType = vk::StructureType::from_raw(1_000_662_000);
+
+struct App {
+    _entry: ash::Entry,
+    instance: ash::Instance,
+    device: ash::Device,
+    queue: std::sync::Mutex<vk::Queue>,
+    queue_family: u32,
+    memory: vk::PhysicalDeviceMemoryProperties,
+    set_layout: vk::DescriptorSetLayout,
+    pipeline_layout: vk::PipelineLayout,
+    subgroup_size: u32,
+    messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+}
+
+/// What the application's debug-utils messenger received: (message id name, message).
+static MESSAGES: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// The application's messenger callback: records every message.
+unsafe extern "system" fn record_message(
+    _severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    _user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY (test): the callback data and its strings are valid for the call.
+    let text = |p: *const std::ffi::c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    if !data.is_null() {
+        // SAFETY (test): as above.
+        let data = unsafe { &*data };
+        MESSAGES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((text(data.p_message_id_name), text(data.p_message)));
+    }
+    vk::FALSE
+}
+
+/// Buffers: keys, masks (uvec4), sums, flags.
+const BUFFER_SIZES: [usize; 4] = [
+    example::LANES * 4,
+    example::LANES * 16,
+    example::LANES * 4,
+    example::LANES * 4,
+];
+
+impl App {
+    fn open(layer_by_name: bool, debug_utils: bool) -> App {
+        // For a run by hand on another device (the GPU machine): its name, and whether to require
+        // the NV extension alone (a driver with VK_NV_shader_subgroup_partitioned natively, which
+        // the layer passes through, need not have the EXT one or its feature struct).
+        let device_wanted =
+            std::env::var("LAYER_APP_DEVICE").unwrap_or_else(|_| "llvmpipe".to_owned());
+        let nv_only = std::env::var_os("LAYER_APP_NV_ONLY").is_some();
+        // SAFETY (test): the system loader, as any application loads it.
+        let entry = unsafe { ash::Entry::load() }.expect("the Vulkan loader");
+        let app_info = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
+        let layers = [LAYER.as_ptr()];
+        let mut info = vk::InstanceCreateInfo::default().application_info(&app_info);
+        if layer_by_name {
+            info = info.enabled_layer_names(&layers);
+        }
+        let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
+        if debug_utils {
+            info = info.enabled_extension_names(&extensions);
+        }
+        // SAFETY (test): a valid create info.
+        let instance = unsafe { entry.create_instance(&info, None) }.expect("an instance");
+        let messenger = debug_utils.then(|| {
+            let loader = ash::ext::debug_utils::Instance::new(&entry, &instance);
+            let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                )
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION,
+                )
+                .pfn_user_callback(Some(record_message));
+            // SAFETY (test): a live instance with VK_EXT_debug_utils enabled.
+            let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }
+                .expect("a debug-utils messenger");
+            (loader, messenger)
+        });
+        // SAFETY (test): calls on a live instance throughout.
+        unsafe {
+            let pd = instance
+                .enumerate_physical_devices()
+                .expect("physical devices")
+                .into_iter()
+                .find(|&pd| {
+                    let p = instance.get_physical_device_properties(pd);
+                    p.device_name_as_c_str()
+                        .is_ok_and(|n| n.to_string_lossy().contains(&device_wanted))
+                })
+                .unwrap_or_else(|| {
+                    panic!(
+                        "no device named *{device_wanted}* (lavapipe: install mesa-vulkan-drivers)"
+                    )
+                });
+            // What the application requires: the extensions...
+            let extensions = instance
+                .enumerate_device_extension_properties(pd)
+                .expect("device extensions");
+            let names: Vec<&CStr> = extensions
+                .iter()
+                .filter_map(|e| e.extension_name_as_c_str().ok())
+                .collect();
+            let required: &[&CStr] = if nv_only {
+                &[NV_PARTITIONED, EXT_VOTE]
+            } else {
+                &[NV_PARTITIONED, EXT_PARTITIONED, EXT_VOTE]
+            };
+            for required in required {
+                assert!(
+                    names.contains(required),
+                    "{required:?} missing in {names:?}"
+                );
+            }
+            // ... the feature ...
+            let mut partitioned = PartitionedFeatures {
+                s_type: PARTITIONED_FEATURES,
+                p_next: std::ptr::null_mut(),
+                shader_subgroup_partitioned: vk::FALSE,
+            };
+            let mut features = vk::PhysicalDeviceFeatures2 {
+                p_next: (&mut partitioned as *mut PartitionedFeatures).cast(),
+                ..Default::default()
+            };
+            instance.get_physical_device_features2(pd, &mut features);
+            if !nv_only {
+                assert_eq!(partitioned.shader_subgroup_partitioned, vk::TRUE);
+            }
+            // ... and the operations in both property structs.
+            let mut v11 = vk::PhysicalDeviceVulkan11Properties::default();
+            let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+            let mut props = vk::PhysicalDeviceProperties2::default()
+                .push_next(&mut subgroup)
+                .push_next(&mut v11);
+            instance.get_physical_device_properties2(pd, &mut props);
+            for ops in [
+                subgroup.supported_operations,
+                v11.subgroup_supported_operations,
+            ] {
+                assert!(
+                    ops.contains(vk::SubgroupFeatureFlags::PARTITIONED_NV),
+                    "{ops:?}"
+                );
+            }
+            let subgroup_size = subgroup.subgroup_size;
+            println!(
+                "device: {}",
+                instance
+                    .get_physical_device_properties(pd)
+                    .device_name_as_c_str()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            );
+            let queue_family = instance
+                .get_physical_device_queue_family_properties(pd)
+                .iter()
+                .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
+                .expect("a compute queue") as u32;
+            let priorities = [1.0];
+            let queues = [vk::DeviceQueueCreateInfo::default()
+                .queue_family_index(queue_family)
+                .queue_priorities(&priorities)];
+            // graphicsPipelineLibrary makes a stage without a module valid in Vulkan 1.3.239
+            // (VUID-VkPipelineShaderStageCreateInfo-stage-06847; maintenance5 later), for
+            // `pipeline_chained`.
+            let enabled = [
+                NV_PARTITIONED.as_ptr(),
+                EXT_VOTE.as_ptr(),
+                c"VK_KHR_pipeline_library".as_ptr(),
+                c"VK_EXT_graphics_pipeline_library".as_ptr(),
+            ];
+            // The feature struct behind another one: the layer must take it out of the middle.
+            let mut want_partitioned = PartitionedFeatures {
+                s_type: PARTITIONED_FEATURES,
+                p_next: std::ptr::null_mut(),
+                shader_subgroup_partitioned: vk::TRUE,
+            };
+            let mut library = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT {
+                p_next: (&mut want_partitioned as *mut PartitionedFeatures).cast(),
+                graphics_pipeline_library: vk::TRUE,
+                ..Default::default()
+            };
+            // subgroupSizeControl, for the stage that names its size (`pipeline_chained`).
+            let v13_features = vk::PhysicalDeviceVulkan13Features {
+                p_next: (&mut library as *mut vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT)
+                    .cast(),
+                subgroup_size_control: vk::TRUE,
+                ..Default::default()
+            };
+            let mut device_info = vk::DeviceCreateInfo::default()
+                .queue_create_infos(&queues)
+                .enabled_extension_names(&enabled);
+            device_info.p_next =
+                (&v13_features as *const vk::PhysicalDeviceVulkan13Features).cast();
+            let device = instance
+                .create_device(pd, &device_info, None)
+                .expect("a device with the emulated extensions");
+            // The application's chain is as it was.
+            assert_eq!(
+                library.p_next,
+                (&mut want_partitioned as *mut PartitionedFeatures).cast()
+            );
+            let queue = device.get_device_queue(queue_family, 0);
+            let bindings: Vec<_> = (0..4)
+                .map(|b| {
+                    vk::DescriptorSetLayoutBinding::default()
+                        .binding(b)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .descriptor_count(1)
+                        .stage_flags(vk::ShaderStageFlags::COMPUTE)
+                })
+                .collect();
+            let set_layout = device
+                .create_descriptor_set_layout(
+                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+                    None,
+                )
+                .expect("a set layout");
+            let layouts = [set_layout];
+            let pipeline_layout = device
+                .create_pipeline_layout(
+                    &vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts),
+                    None,
+                )
+                .expect("a pipeline layout");
+            App {
+                memory: instance.get_physical_device_memory_properties(pd),
+                _entry: entry,
+                instance,
+                device,
+                queue: std::sync::Mutex::new(queue),
+                queue_family,
+                set_layout,
+                pipeline_layout,
+                subgroup_size,
+                messenger,
+            }
+        }
+    }
+
+    /// A compute pipeline from unlowered SPIR-V, through `vkCreateShaderModule`.
+    fn pipeline(&self, words: &[u32]) -> vk::Pipeline {
+        // SAFETY (test): calls on a live device with valid create infos.
+        unsafe {
+            let module = self
+                .device
+                .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None)
+                .expect("a shader module");
+            let stage = vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(module)
+                .name(c"main");
+            let info = vk::ComputePipelineCreateInfo::default()
+                .stage(stage)
+                .layout(self.pipeline_layout);
+            let pipeline = self
+                .device
+                .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
+                .map_err(|(_, e)| e)
+                .expect("a compute pipeline")[0];
+            self.device.destroy_shader_module(module, None);
+            pipeline
+        }
+    }
+
+    /// A compute pipeline whose stage has no module but its `VkShaderModuleCreateInfo` in its
+    /// `pNext`, behind a `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo` naming the device's
+    /// size (the way pipeline libraries and maintenance5 hand SPIR-V straight to the pipeline).
+    fn pipeline_chained(&self, words: &[u32]) -> vk::Pipeline {
+        let mut module_info = vk::ShaderModuleCreateInfo::default().code(words);
+        let mut size = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(self.subgroup_size);
+        size.p_next = (&mut module_info as *mut vk::ShaderModuleCreateInfo).cast();
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .name(c"main");
+        stage.p_next =
+            (&size as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo).cast();
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(self.pipeline_layout);
+        // SAFETY (test): a live device and a create info whose chain lives for the call.
+        let pipeline = unsafe {
+            self.device
+                .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
+                .map_err(|(_, e)| e)
+                .expect("a compute pipeline from a chained module")[0]
+        };
+        // The application's chain is as it was.
+        assert_eq!(
+            size.p_next,
+            (&mut module_info as *mut vk::ShaderModuleCreateInfo).cast()
+        );
+        pipeline
+    }
+
+    /// Runs `pipeline` on `keys` (one workgroup) and reads back masks, sums and flags.
+    #[allow(clippy::type_complexity)]
+    fn dispatch(
+        &self,
+        pipeline: vk::Pipeline,
+        keys: &[u32],
+    ) -> (Vec<[u32; 4]>, Vec<u32>, Vec<u32>) {
+        let d = &self.device;
+        // SAFETY (test): calls on a live device; mapped memory is read and written within the
+        // sizes it was allocated with, after the fence says the GPU is done.
+        unsafe {
+            let mut buffers = Vec::new();
+            for size in BUFFER_SIZES {
+                let buffer = d
+                    .create_buffer(
+                        &vk::BufferCreateInfo::default()
+                            .size(size as u64)
+                            .usage(vk::BufferUsageFlags::STORAGE_BUFFER),
+                        None,
+                    )
+                    .expect("a buffer");
+                let req = d.get_buffer_memory_requirements(buffer);
+                let flags =
+                    vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+                let type_index = (0..self.memory.memory_type_count)
+                    .find(|&i| {
+                        req.memory_type_bits & (1 << i) != 0
+                            && self.memory.memory_types[i as usize]
+                                .property_flags
+                                .contains(flags)
+                    })
+                    .expect("host-visible memory");
+                let memory = d
+                    .allocate_memory(
+                        &vk::MemoryAllocateInfo::default()
+                            .allocation_size(req.size)
+                            .memory_type_index(type_index),
+                        None,
+                    )
+                    .expect("memory");
+                d.bind_buffer_memory(buffer, memory, 0).expect("bind");
+                let ptr = d
+                    .map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
+                    .expect("map") as *mut u8;
+                std::ptr::write_bytes(ptr, 0, size);
+                buffers.push((buffer, memory, ptr));
+            }
+            std::ptr::copy_nonoverlapping(keys.as_ptr(), buffers[0].2.cast::<u32>(), keys.len());
+            let sizes = [vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_BUFFER,
+                descriptor_count: 4,
+            }];
+            let pool = d
+                .create_descriptor_pool(
+                    &vk::DescriptorPoolCreateInfo::default()
+                        .max_sets(1)
+                        .pool_sizes(&sizes),
+                    None,
+                )
+                .expect("a descriptor pool");
+            let layouts = [self.set_layout];
+            let set = d
+                .allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default()
+                        .descriptor_pool(pool)
+                        .set_layouts(&layouts),
+                )
+                .expect("a descriptor set")[0];
+            let infos: Vec<[vk::DescriptorBufferInfo; 1]> = buffers
+                .iter()
+                .map(|(b, _, _)| {
+                    [vk::DescriptorBufferInfo::default()
+                        .buffer(*b)
+                        .range(vk::WHOLE_SIZE)]
+                })
+                .collect();
+            let writes: Vec<_> = infos
+                .iter()
+                .enumerate()
+                .map(|(i, info)| {
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(set)
+                        .dst_binding(i as u32)
+                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                        .buffer_info(info)
+                })
+                .collect();
+            d.update_descriptor_sets(&writes, &[]);
+            let command_pool = d
+                .create_command_pool(
+                    &vk::CommandPoolCreateInfo::default().queue_family_index(self.queue_family),
+                    None,
+                )
+                .expect("a command pool");
+            let cmd = d
+                .allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default()
+                        .command_pool(command_pool)
+                        .command_buffer_count(1),
+                )
+                .expect("a command buffer")[0];
+            d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+                .expect("begin");
+            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
+            d.cmd_bind_descriptor_sets(
+                cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                self.pipeline_layout,
+                0,
+                &[set],
+                &[],
+            );
+            d.cmd_dispatch(cmd, 1, 1, 1);
+            d.end_command_buffer(cmd).expect("end");
+            let fence = d
+                .create_fence(&vk::FenceCreateInfo::default(), None)
+                .expect("a fence");
+            let cmds = [cmd];
+            let submit = vk::SubmitInfo::default().command_buffers(&cmds);
+            {
+                let queue = self.queue.lock().expect("the queue");
+                d.queue_submit(*queue, &[submit], fence).expect("submit");
+            }
+            d.wait_for_fences(&[fence], true, u64::MAX).expect("wait");
+            let read = |i: usize| -> Vec<u32> {
+                let n = BUFFER_SIZES[i] / 4;
+                std::slice::from_raw_parts(buffers[i].2.cast::<u32>(), n).to_vec()
+            };
+            let masks = read(1)
+                .chunks_exact(4)
+                .map(|c| [c[0], c[1], c[2], c[3]])
+                .collect();
+            let result = (masks, read(2), read(3));
+            d.destroy_fence(fence, None);
+            d.destroy_command_pool(command_pool, None);
+            d.destroy_descriptor_pool(pool, None);
+            for (buffer, memory, _) in buffers {
+                d.destroy_buffer(buffer, None);
+                d.free_memory(memory, None);
+            }
+            d.destroy_pipeline(pipeline, None);
+            result
+        }
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        // SAFETY (test): every object was made by this device, which is idle after the fences.
+        unsafe {
+            self.device
+                .destroy_pipeline_layout(self.pipeline_layout, None);
+            self.device
+                .destroy_descriptor_set_layout(self.set_layout, None);
+            self.device.destroy_device(None);
+            if let Some((loader, messenger)) = self.messenger.take() {
+                loader.destroy_debug_utils_messenger(messenger, None);
+            }
+            self.instance.destroy_instance(None);
+        }
+    }
+}

@@ -270,6 +270,7 @@ fn partition_forms() {
                     subgroup_size: size,
                     float_partition: FloatPartition::Spec,
                     partition_form: form,
+                    ..LowerOptions::default()
                 };
                 let variant = format!("lowered:vulkan1.1:{form:?}:{size:?}");
                 let w = match lower_words(&native, &opts) {

@@ -56,6 +56,11 @@ pub struct LowerOptions {
     pub float_partition: FloatPartition,
     /// Which sequence the partition op gets (for measurement; `Auto` by default).
     pub partition_form: PartitionForm,
+    /// Emulate this subgroup size (a power of two from 1 to 64): the output behaves, on a device
+    /// whose subgroup size is any multiple of it, as the input does on a device of this size
+    /// (virtual subgroups of consecutive lanes; docs/lowering.md, "Emulating a subgroup size").
+    /// `None` (the default) keeps the device's size.
+    pub emulate_subgroup_size: Option<u32>,
 }
 
 /// What the pass did.
@@ -100,6 +105,7 @@ pub enum LowerError {
 mod driver;
 mod elide;
 mod emit;
+mod emulate;
 mod hygiene;
 mod loader;
 mod outline;

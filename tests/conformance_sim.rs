@@ -8,6 +8,13 @@
 //! per local size, then run at every size.
 //! Lowered modules must never read an undefined value (`report_undefined` finds none).
 //! `SPV_CONFORMANCE_FILTER` selects cases by substring, as in `conformance.rs`.
+//!
+//! The `emulated_*` tests prove `LowerOptions::emulate_subgroup_size` (issue 26): every case and
+//! the README example, emulated at N in [`EMULATED`] (and lowered for `vulkan1.1`), run at
+//! hardware sizes from N to 128 ([`hardware_sizes`]), must write what the original writes at
+//! size N: every output word the original defines (the same under two seeds of undefined
+//! values) equal, no undefined value read where the original reads none, and the model's check
+//! clean.
 
 #![allow(clippy::print_stdout)] // A test harness: its report is what it prints.
 
@@ -26,7 +33,7 @@ use model::KeyEq;
 use shaders::{Case, Family};
 use spv_subgroup_lower::{lower_words, FloatPartition, LowerOptions, PartitionForm, Target};
 use spv_subgroup_sim::{Dispatch, Module};
-use spv_subgroup_tests::tools;
+use spv_subgroup_tests::{example, tools};
 
 /// Workgroups per dispatch.
 const GROUPS: u32 = 4;
@@ -300,4 +307,330 @@ fn partition_forms() {
         fails.len()
     );
     assert!(runs > 0 || !filter.is_empty(), "no partition case ran");
+}
+
+/// The emulated subgroup sizes the `emulated_*` tests prove.
+const EMULATED: [u32; 4] = [4, 8, 16, 32];
+
+/// The hardware sizes an emulation of `n` lanes runs at: `n`, `2n`, 64 and 128 (the full
+/// range from `n` to 128 with `SPV_EMULATE_ALL_SIZES=1`, about twice the time).
+fn hardware_sizes(n: u32) -> Vec<u32> {
+    let mut v: Vec<u32> = if std::env::var("SPV_EMULATE_ALL_SIZES").is_ok_and(|s| s == "1") {
+        (0..8).map(|k| 1u32 << k).filter(|&h| h >= n).collect()
+    } else {
+        vec![n, 2 * n, 64, 128]
+    };
+    v.dedup();
+    v
+}
+
+/// One dispatch's output words and how many undefined values it read.
+struct Ran {
+    words: Vec<Vec<u32>>,
+    undefined: u64,
+    first_undefined: String,
+}
+
+/// Runs `module` at `size` with the given buffers (binding -> bytes) and undefined-value seed.
+fn dispatch(
+    module: &Module,
+    buffers: &BTreeMap<(u32, u32), Vec<u8>>,
+    groups: u32,
+    size: u32,
+    seed: u64,
+    work: &mut Work,
+) -> Result<Ran, String> {
+    let d = Dispatch {
+        subgroup_size: size,
+        workgroups: [groups, 1, 1],
+        buffers: buffers.clone(),
+        seed,
+        report_undefined: true,
+        ..Dispatch::default()
+    };
+    let t = std::time::Instant::now();
+    let out = module.run(&d).map_err(|e| e.to_string())?;
+    work.time += t.elapsed();
+    work.lane_steps += out.lane_steps;
+    let words = out
+        .buffers
+        .values()
+        .map(|b| {
+            b.chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        })
+        .collect();
+    Ok(Ran {
+        words,
+        undefined: out.undefined_total,
+        first_undefined: format!("{:?}", out.undefined.first()),
+    })
+}
+
+/// The emulated module's dispatches at every hardware size up to `max` (the target's largest)
+/// against the original's at `n`.
+/// `reference` holds the original's output under two undefined-value seeds: a word that differs
+/// between them is undefined and not compared. Returns failures; `check` may add its own.
+#[allow(clippy::too_many_arguments)] // One comparison's whole context.
+fn compare_emulated(
+    what: &str,
+    emulated: &Module,
+    buffers: &BTreeMap<(u32, u32), Vec<u8>>,
+    groups: u32,
+    (n, max): (u32, u32),
+    reference: &[Ran; 2],
+    work: &mut Work,
+    check: &mut dyn FnMut(&Ran) -> Option<String>,
+) -> (usize, Vec<String>) {
+    let mut fails = Vec::new();
+    let mut runs = 0;
+    for h in hardware_sizes(n).into_iter().filter(|&h| h <= max) {
+        let what = format!("{what} emulated {n} at hardware size {h}");
+        let ran = match dispatch(emulated, buffers, groups, h, 17 + u64::from(h), work) {
+            Ok(r) => r,
+            Err(e) => {
+                fails.push(format!("{what}: {e}"));
+                continue;
+            }
+        };
+        runs += 1;
+        let mut differ = Vec::new();
+        let mut compared = 0usize;
+        for (b, ((x, y), got)) in reference[0]
+            .words
+            .iter()
+            .zip(&reference[1].words)
+            .zip(&ran.words)
+            .enumerate()
+        {
+            for (i, ((x, y), g)) in x.iter().zip(y).zip(got).enumerate() {
+                if x != y {
+                    continue;
+                }
+                compared += 1;
+                if g != x {
+                    differ.push(format!("buffer {b} word {i}: {g:#x}, at size {n} {x:#x}"));
+                }
+            }
+        }
+        if compared == 0 {
+            fails.push(format!("{what}: no defined output word to compare"));
+        }
+        if !differ.is_empty() {
+            fails.push(format!(
+                "{what}: {} of {compared} words differ from the original at size {n}; first: {}",
+                differ.len(),
+                differ[..differ.len().min(4)].join("; ")
+            ));
+        }
+        if reference[0].undefined == 0 && ran.undefined != 0 {
+            fails.push(format!(
+                "{what}: read {} undefined values where the original at {n} reads none; first: {}",
+                ran.undefined, ran.first_undefined
+            ));
+        }
+        if let Some(f) = check(&ran) {
+            fails.push(format!("{what}: {f}"));
+        }
+    }
+    (runs, fails)
+}
+
+/// Emulates the cases of part `part` (of [`PARTS`]) at every size of [`EMULATED`].
+fn run_emulated_part(part: usize) {
+    let filter = std::env::var("SPV_CONFORMANCE_FILTER").unwrap_or_default();
+    let start = std::time::Instant::now();
+    let mut fails = Vec::new();
+    let mut runs = 0usize;
+    let mut work = Work::default();
+    for case in shaders::all_cases()
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| i % PARTS == part && c.name.contains(&filter))
+        .map(|x| x.1)
+    {
+        let native = compile(&case.glsl, case.env);
+        for n in EMULATED {
+            let opts = LowerOptions {
+                target: Target::preset("vulkan1.1").expect("preset"),
+                emulate_subgroup_size: Some(n),
+                ..LowerOptions::default()
+            };
+            let emulated = match lower_words(&native, &opts) {
+                Ok((w, _)) => w,
+                Err(e) => {
+                    fails.push(format!("{} emulated {n}: lowering failed: {e}", case.name));
+                    continue;
+                }
+            };
+            for &local in &case.local_sizes {
+                let spec = BTreeMap::from([(0u32, u64::from(local))]);
+                let modules = Module::with_spec_constants(&native, &spec)
+                    .and_then(|a| Ok((a, Module::with_spec_constants(&emulated, &spec)?)));
+                let (original, emulated) = match modules {
+                    Ok(m) => m,
+                    Err(e) => {
+                        fails.push(format!("{} emulated {n}: translation: {e}", case.name));
+                        continue;
+                    }
+                };
+                for seed in SEEDS {
+                    let inp = inputs::gen_inputs(case, local, seed, GROUPS);
+                    let out_words = case.layout.out_words((GROUPS * local) as usize);
+                    let buffers = BTreeMap::from([
+                        ((0, 0), inp.iter().flat_map(|w| w.to_le_bytes()).collect()),
+                        ((0, 1), vec![0u8; out_words * 4]),
+                    ]);
+                    let what = format!("{} local {local} seed {seed}", case.name);
+                    let reference = [1u64, 2].map(|u| {
+                        dispatch(&original, &buffers, GROUPS, n, seed * 7919 + u, &mut work)
+                    });
+                    let reference = match reference {
+                        [Ok(a), Ok(b)] => [a, b],
+                        [Err(e), _] | [_, Err(e)] => {
+                            fails.push(format!("{what}: the original at {n}: {e}"));
+                            continue;
+                        }
+                    };
+                    let mut check = |ran: &Ran| {
+                        let recs = case.layout.decode(&ran.words[1]);
+                        let o = model::check(&case.layout, &recs, KeyEq::Spec);
+                        (o.mismatches != 0 || o.records == 0).then(|| {
+                            format!(
+                                "the model: {} mismatches of {} ({:?}); records {}",
+                                o.mismatches, o.checked, o.by_result, o.records
+                            )
+                        })
+                    };
+                    let (r, f) = compare_emulated(
+                        &what,
+                        &emulated,
+                        &buffers,
+                        GROUPS,
+                        (n, 128),
+                        &reference,
+                        &mut work,
+                        &mut check,
+                    );
+                    runs += r;
+                    fails.extend(f);
+                }
+            }
+        }
+    }
+    println!(
+        "emulated part {part}/{PARTS}: {runs} (case, N, local, seed, hardware size) runs in {:.1?} ({:.2?} in Module::run)",
+        start.elapsed(),
+        work.time
+    );
+    for f in fails.iter().take(40) {
+        println!("FAIL {f}");
+    }
+    assert!(
+        fails.is_empty(),
+        "{} failures (first ones above)",
+        fails.len()
+    );
+    assert!(
+        runs > 0 || !filter.is_empty(),
+        "emulated part {part} has no cases"
+    );
+}
+
+#[test]
+fn emulated_0() {
+    run_emulated_part(0);
+}
+
+#[test]
+fn emulated_1() {
+    run_emulated_part(1);
+}
+
+#[test]
+fn emulated_2() {
+    run_emulated_part(2);
+}
+
+#[test]
+fn emulated_3() {
+    run_emulated_part(3);
+}
+
+/// The README example (`fixtures/examples/partitioned_vote.comp`: partition, partitioned add,
+/// the KHR votes in divergent control flow), emulated at every size of [`EMULATED`] for
+/// `vulkan1.1`, `lavapipe` and `naga`, against the original at N and the example's host model.
+#[test]
+fn emulated_example() {
+    let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+    let native = tools::compile_glsl(&src, "vulkan1.1").unwrap_or_else(|e| panic!("glslang: {e}"));
+    let original = Module::new(&native).expect("translate the example");
+    let lanes = example::LANES;
+    let keys = example::keys();
+    let buffers = BTreeMap::from([
+        ((0, 0), keys.iter().flat_map(|w| w.to_le_bytes()).collect()),
+        ((0, 1), vec![0u8; lanes * 16]),
+        ((0, 2), vec![0u8; lanes * 4]),
+        ((0, 3), vec![0u8; lanes * 4]),
+    ]);
+    let mut work = Work::default();
+    let mut fails = Vec::new();
+    let mut runs = 0;
+    for n in EMULATED {
+        let reference = [1u64, 2]
+            .map(|u| dispatch(&original, &buffers, 1, n, u, &mut work).expect("the original"));
+        let (masks, sums, flags) = example::model(&keys, n as usize);
+        let mut check = |ran: &Ran| {
+            let mask_words: Vec<u32> = masks.iter().flatten().copied().collect();
+            (ran.words[1] != mask_words || ran.words[2] != sums || ran.words[3] != flags)
+                .then(|| format!("differs from the example's model at size {n}"))
+        };
+        for preset in ["vulkan1.1", "lavapipe", "naga"] {
+            let target = Target::preset(preset).expect("preset");
+            let max = target.max_subgroup_size;
+            let opts = LowerOptions {
+                target,
+                emulate_subgroup_size: Some(n),
+                ..LowerOptions::default()
+            };
+            if n > max {
+                // Refused, not run: the target's subgroups are smaller than N.
+                let err = lower_words(&native, &opts).expect_err("N above the target's sizes");
+                assert!(err.to_string().contains("at most"), "{err}");
+                continue;
+            }
+            let emulated = lower_words(&native, &opts)
+                .unwrap_or_else(|e| panic!("emulating {n} for {preset}: {e}"))
+                .0;
+            let module = Module::new(&emulated).expect("translate the emulated example");
+            let what = format!("README example for {preset}");
+            let (r, f) = compare_emulated(
+                &what,
+                &module,
+                &buffers,
+                1,
+                (n, max),
+                &reference,
+                &mut work,
+                &mut check,
+            );
+            runs += r;
+            fails.extend(f);
+        }
+    }
+    println!(
+        "emulated README example: {runs} runs in {:.2?} of Module::run",
+        work.time
+    );
+    for f in fails.iter().take(40) {
+        println!("FAIL {f}");
+    }
+    assert!(
+        fails.is_empty(),
+        "{} failures (first ones above)",
+        fails.len()
+    );
+    // vulkan1.1 and naga at 4 sizes each for every N, lavapipe at N and 2N up to 16.
+    assert!(runs >= 4 * 4 * 2 + 3, "too few runs: {runs}");
 }

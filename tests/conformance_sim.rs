@@ -634,3 +634,141 @@ fn emulated_example() {
     // vulkan1.1 and naga at 4 sizes each for every N, lavapipe at N and 2N up to 16.
     assert!(runs >= 4 * 4 * 2 + 3, "too few runs: {runs}");
 }
+
+/// Every built-in and op the emulation rewrites (and those it keeps), in divergent control flow,
+/// 40 words per invocation; `emulated_ops` compares them with the original at N.
+const ALL_OPS: &str = r#"#version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_shuffle_relative : require
+#extension GL_KHR_shader_subgroup_clustered : require
+#extension GL_KHR_shader_subgroup_quad : require
+layout(local_size_x_id = 0) in;
+layout(std430, binding = 0) readonly buffer In { uint inp[]; };
+layout(std430, binding = 1) buffer Out { uint o[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    uint x = inp[i];
+    uint k = i * 40u;
+    o[k + 0u] = gl_SubgroupSize;
+    o[k + 1u] = gl_SubgroupInvocationID;
+    o[k + 2u] = gl_SubgroupID;
+    o[k + 3u] = gl_NumSubgroups;
+    o[k + 4u] = gl_SubgroupEqMask.x ^ (gl_SubgroupEqMask.y << 1);
+    o[k + 5u] = gl_SubgroupGeMask.x;
+    o[k + 6u] = gl_SubgroupGtMask.y;
+    o[k + 7u] = gl_SubgroupLeMask.x;
+    o[k + 8u] = gl_SubgroupLtMask.x | gl_SubgroupLtMask.z;
+    if ((x & 3u) != 0u) {
+        o[k + 9u] = subgroupElect() ? 1u : 0u;
+        uvec4 b = subgroupBallot((x & 4u) != 0u);
+        o[k + 10u] = b.x;
+        o[k + 11u] = b.y | b.z | b.w;
+        o[k + 12u] = subgroupInverseBallot(b) ? 1u : 0u;
+        o[k + 13u] = subgroupBallotBitCount(b);
+        o[k + 14u] = subgroupBallotInclusiveBitCount(b);
+        o[k + 15u] = subgroupBallotExclusiveBitCount(b);
+        o[k + 16u] = subgroupBallotFindLSB(b | uvec4(0x80000000u));
+        o[k + 17u] = subgroupBallotFindMSB(b | uvec4(1u));
+        o[k + 18u] = subgroupBallotBitExtract(b, 1u) ? 1u : 0u;
+        o[k + 19u] = subgroupBroadcastFirst(x);
+        o[k + 20u] = subgroupBroadcast(x, 1u);
+        o[k + 21u] = subgroupShuffle(x, (x >> 5) & (gl_SubgroupSize - 1u));
+        o[k + 22u] = subgroupShuffleXor(x, 1u);
+        o[k + 23u] = subgroupShuffleUp(x, 1u);
+        o[k + 24u] = subgroupShuffleDown(x, 2u);
+        o[k + 25u] = subgroupAll(x > 50u) ? 1u : 0u;
+        o[k + 26u] = subgroupAny(x > 200u) ? 1u : 0u;
+        o[k + 27u] = subgroupAllEqual(x & 8u) ? 1u : 0u;
+        o[k + 28u] = subgroupAdd(x);
+        o[k + 29u] = subgroupInclusiveMax(x);
+        o[k + 30u] = subgroupExclusiveAdd(x);
+        o[k + 31u] = subgroupClusteredAdd(x, 4u);
+        o[k + 32u] = subgroupQuadBroadcast(x, 1u);
+        o[k + 33u] = subgroupQuadSwapHorizontal(x);
+        o[k + 34u] = floatBitsToUint(subgroupMin(float(x) * 0.5));
+        o[k + 35u] = subgroupAnd(x | 1u);
+        o[k + 36u] = subgroupInclusiveOr(x);
+        o[k + 37u] = subgroupAllEqual(float(x & 16u)) ? 1u : 0u;
+        o[k + 38u] = subgroupAny(subgroupElect() && x > 100u) ? 1u : 0u;
+        o[k + 39u] = subgroupBroadcastFirst(uvec2(x, k)).y;
+    }
+}
+"#;
+
+/// [`ALL_OPS`] emulated at every size of [`EMULATED`] for `vulkan1.1` and `naga` (whose
+/// lowering rewrites most of what the emulation emits), at local sizes 37 and 128, against
+/// the original at N.
+#[test]
+fn emulated_ops() {
+    let native = compile(ALL_OPS, "vulkan1.1");
+    let groups = 2;
+    let mut work = Work::default();
+    let mut fails = Vec::new();
+    let mut runs = 0;
+    for local in [37u32, 128] {
+        let spec = BTreeMap::from([(0u32, u64::from(local))]);
+        let original = Module::with_spec_constants(&native, &spec).expect("translate");
+        let n_inv = (groups * local) as usize;
+        let inp: Vec<u32> = (0..n_inv as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761).rotate_left(7) % 256)
+            .collect();
+        let buffers = BTreeMap::from([
+            ((0, 0), inp.iter().flat_map(|w| w.to_le_bytes()).collect()),
+            ((0, 1), vec![0u8; n_inv * 40 * 4]),
+        ]);
+        for n in EMULATED {
+            let reference = [1u64, 2].map(|u| {
+                dispatch(&original, &buffers, groups, n, u, &mut work).expect("the original")
+            });
+            for preset in ["vulkan1.1", "naga"] {
+                let opts = LowerOptions {
+                    target: Target::preset(preset).expect("preset"),
+                    emulate_subgroup_size: Some(n),
+                    ..LowerOptions::default()
+                };
+                let emulated = match lower_words(&native, &opts) {
+                    Ok((w, _)) => w,
+                    Err(e) => {
+                        fails.push(format!("emulating {n} for {preset}: {e}"));
+                        continue;
+                    }
+                };
+                let module = Module::with_spec_constants(&emulated, &spec).expect("translate");
+                let what = format!("every op for {preset}, local {local}");
+                let (r, f) = compare_emulated(
+                    &what,
+                    &module,
+                    &buffers,
+                    groups,
+                    (n, 128),
+                    &reference,
+                    &mut work,
+                    &mut |_| None,
+                );
+                runs += r;
+                fails.extend(f);
+            }
+        }
+    }
+    println!(
+        "emulated ops: {runs} runs in {:.2?} of Module::run",
+        work.time
+    );
+    for f in fails.iter().take(40) {
+        println!("FAIL {f}");
+    }
+    assert!(
+        fails.is_empty(),
+        "{} failures (first ones above)",
+        fails.len()
+    );
+    assert_eq!(
+        runs,
+        2 * 2 * 16 - 2 * 2 * 1,
+        "every (local, preset, N, size) ran"
+    );
+}

@@ -240,6 +240,12 @@ pub(crate) fn emulate(
     check_size(n, opts)?;
     let target = &opts.target;
     let workgroup = check_module(module, n, target)?;
+    // Component reads of the mask built-ins through access chains become whole loads and
+    // extracts (the step the lowering takes for targets without the masks), so every read of a
+    // mask is a whole load rewritten below.
+    let mut no_masks = target.clone();
+    no_masks.restrictions.no_mask_builtins = true;
+    crate::rewrite::masks::normalize(module, &no_masks);
     let mut builtin_of: HashMap<Id, BuiltIn> = HashMap::new();
     for a in &module.annotations {
         if let [Operand::IdRef(t), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
@@ -861,6 +867,8 @@ impl Virtual<'_> {
                 let from = code.op(Op::IAdd, Ty::U32, &[base, index]);
                 Ok(Some(self.read(code, inst, k, from)?))
             }
+            // It reads a virtual bit position of a virtual ballot already.
+            Op::GroupNonUniformBallotBitExtract => Ok(None),
             // Xor masks below N and relative deltas that stay inside the virtual subgroup read
             // the same lane; the others were undefined at size N.
             Op::GroupNonUniformShuffleXor

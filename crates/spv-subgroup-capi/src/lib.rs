@@ -976,6 +976,45 @@ mod tests {
     }
 
     #[test]
+    fn emulated_subgroup_size_is_checked_and_applied() {
+        let ctx = spvsg_context_create();
+        let module = vote_module();
+        let (r, plain, _) = lower_with(ctx, &module);
+        assert_eq!(r, SPVSG_SUCCESS);
+        // SAFETY: a live context.
+        unsafe {
+            for bad in [3, 65, 128] {
+                assert_eq!(
+                    spvsg_context_set_emulated_subgroup_size(ctx, bad, std::ptr::null_mut()),
+                    SPVSG_ERROR_INVALID_ARGUMENT,
+                    "{bad}"
+                );
+                assert_eq!(
+                    (*ctx).emulated_subgroup_size,
+                    None,
+                    "a refused size changes nothing"
+                );
+            }
+            assert_eq!(
+                spvsg_context_set_emulated_subgroup_size(ctx, 8, std::ptr::null_mut()),
+                SPVSG_SUCCESS
+            );
+        }
+        let (r, emulated, msg) = lower_with(ctx, &module);
+        assert_eq!((r, msg), (SPVSG_SUCCESS, None));
+        assert_ne!(emulated, plain, "the vote is emulated over 8 lanes");
+        // SAFETY: a live context, destroyed once.
+        unsafe {
+            assert_eq!(
+                spvsg_context_set_emulated_subgroup_size(ctx, 0, std::ptr::null_mut()),
+                SPVSG_SUCCESS
+            );
+            assert_eq!(lower_with(ctx, &module).1, plain, "0 turns emulation off");
+            spvsg_context_destroy(ctx);
+        }
+    }
+
+    #[test]
     fn default_context_takes_every_spirv_version_and_a_set_target_does_not() {
         let ctx = spvsg_context_create();
         for version in [0x0001_0300, 0x0001_0500, 0x0001_0600] {

@@ -72,7 +72,7 @@ fn with_emulation(mut report: LowerReport, n: u32, sites: usize) -> LowerReport 
     report.changed = true;
     report
         .rewrites
-        .push((format!("emulated subgroup size {n}"), sites));
+        .push((format!("emulated at subgroup size {n}"), sites));
     report.rewrites.sort();
     report
 }

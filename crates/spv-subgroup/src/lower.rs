@@ -114,6 +114,20 @@ impl Opts {
                 );
             }
         }
+        if let Some(n) = self.emulate_subgroup_size {
+            if n > target.max_subgroup_size {
+                anyhow::bail!(
+                    "--emulate-subgroup-size {n} is larger than the subgroups of target `{}` (at most {})",
+                    target.name,
+                    target.max_subgroup_size
+                );
+            }
+            if let Some(h) = self.subgroup_size.filter(|h| h % n != 0) {
+                anyhow::bail!(
+                    "--subgroup-size {h} (the hardware's) is not a multiple of --emulate-subgroup-size {n}"
+                );
+            }
+        }
         let job = Job {
             opts: LowerOptions {
                 target: target.clone(),

@@ -480,6 +480,7 @@ pub fn run(runner: &Runner) {
                         subgroup_size: Some(size),
                         float_partition: FloatPartition::Spec,
                         partition_form: *form,
+                        ..LowerOptions::default()
                     });
                 match opts.and_then(|o| super::lower_checked_opts(&native, o)) {
                     Ok(w) => variants.push((label.as_str(), Some(w))),

@@ -309,6 +309,21 @@ fn partition_forms() {
     assert!(runs > 0 || !filter.is_empty(), "no partition case ran");
 }
 
+/// `native` emulated at `n` and lowered for `target`, checked by our validator for the target
+/// and by spirv-val in the target's environment, as every lowered module must be.
+fn emulate(native: &[u32], target: Target, n: u32) -> Result<Vec<u32>, String> {
+    let env = target.target_env.clone();
+    let opts = LowerOptions {
+        target,
+        emulate_subgroup_size: Some(n),
+        ..LowerOptions::default()
+    };
+    let (words, _) = spv_subgroup_lower::lower_and_verify(native, &opts, None)
+        .map_err(|e| format!("lowering or our validator: {e}"))?;
+    tools::spirv_val(&words, &env).map_err(|e| format!("spirv-val: {e}"))?;
+    Ok(words)
+}
+
 /// The emulated subgroup sizes the `emulated_*` tests prove.
 const EMULATED: [u32; 4] = [4, 8, 16, 32];
 
@@ -453,15 +468,10 @@ fn run_emulated_part(part: usize) {
     {
         let native = compile(&case.glsl, case.env);
         for n in EMULATED {
-            let opts = LowerOptions {
-                target: Target::preset("vulkan1.1").expect("preset"),
-                emulate_subgroup_size: Some(n),
-                ..LowerOptions::default()
-            };
-            let emulated = match lower_words(&native, &opts) {
-                Ok((w, _)) => w,
+            let emulated = match emulate(&native, Target::preset("vulkan1.1").expect("preset"), n) {
+                Ok(w) => w,
                 Err(e) => {
-                    fails.push(format!("{} emulated {n}: lowering failed: {e}", case.name));
+                    fails.push(format!("{} emulated {n}: {e}", case.name));
                     continue;
                 }
             };
@@ -601,9 +611,8 @@ fn emulated_example() {
                 assert!(err.to_string().contains("at most"), "{err}");
                 continue;
             }
-            let emulated = lower_words(&native, &opts)
-                .unwrap_or_else(|e| panic!("emulating {n} for {preset}: {e}"))
-                .0;
+            let emulated = emulate(&native, opts.target, n)
+                .unwrap_or_else(|e| panic!("emulating {n} for {preset}: {e}"));
             let module = Module::new(&emulated).expect("translate the emulated example");
             expected += hardware_sizes(n).iter().filter(|&&h| h <= max).count();
             let what = format!("README example for {preset}");
@@ -727,13 +736,8 @@ fn emulated_ops() {
                 dispatch(&original, &buffers, groups, n, u, &mut work).expect("the original")
             });
             for preset in ["vulkan1.1", "naga"] {
-                let opts = LowerOptions {
-                    target: Target::preset(preset).expect("preset"),
-                    emulate_subgroup_size: Some(n),
-                    ..LowerOptions::default()
-                };
-                let emulated = match lower_words(&native, &opts) {
-                    Ok((w, _)) => w,
+                let emulated = match emulate(&native, Target::preset(preset).expect("preset"), n) {
+                    Ok(w) => w,
                     Err(e) => {
                         fails.push(format!("emulating {n} for {preset}: {e}"));
                         continue;

@@ -565,7 +565,8 @@ fn emulated_3() {
 
 /// The README example (`fixtures/examples/partitioned_vote.comp`: partition, partitioned add,
 /// the KHR votes in divergent control flow), emulated at every size from 1 to 64 for
-/// `vulkan1.1`, `lavapipe` and `naga`, against the original at N and the example's host model.
+/// `vulkan1.1`, `lavapipe` and `naga`, through `lower_words` and `lower` (on a loaded module),
+/// against the original at N and the example's host model.
 #[test]
 fn emulated_example() {
     let src = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
@@ -605,23 +606,32 @@ fn emulated_example() {
                 assert!(err.to_string().contains("at most"), "{err}");
                 continue;
             }
-            let emulated = emulate(&native, opts.target, n)
+            let emulated = emulate(&native, opts.target.clone(), n)
                 .unwrap_or_else(|e| panic!("emulating {n} for {preset}: {e}"));
-            let module = Module::new(&emulated).expect("translate the emulated example");
-            expected += hardware_sizes(n).iter().filter(|&&h| h <= max).count();
-            let what = format!("README example for {preset}");
-            let (r, f) = compare_emulated(
-                &what,
-                &module,
-                &buffers,
-                1,
-                (n, max),
-                &reference,
-                &mut work,
-                &mut check,
-            );
-            runs += r;
-            fails.extend(f);
+            // The same through `lower` on a loaded module (the Rust API's other entry).
+            let mut loaded = spv_subgroup_lower::load(&native).expect("load").module;
+            spv_subgroup_lower::lower(&mut loaded, &opts)
+                .unwrap_or_else(|e| panic!("lower (dr::Module) {n} for {preset}: {e}"));
+            let whole = spv_subgroup_lower::assemble(loaded, &[]);
+            tools::spirv_val(&whole, &Target::preset(preset).expect("preset").target_env)
+                .unwrap_or_else(|e| panic!("lower (dr::Module) {n} for {preset}: {e}"));
+            for (api, words) in [("lower_words", &emulated), ("lower", &whole)] {
+                let module = Module::new(words).expect("translate the emulated example");
+                expected += hardware_sizes(n).iter().filter(|&&h| h <= max).count();
+                let what = format!("README example for {preset} ({api})");
+                let (r, f) = compare_emulated(
+                    &what,
+                    &module,
+                    &buffers,
+                    1,
+                    (n, max),
+                    &reference,
+                    &mut work,
+                    &mut check,
+                );
+                runs += r;
+                fails.extend(f);
+            }
         }
     }
     println!(

@@ -28,6 +28,10 @@ use crate::{driver, loader, stages, LowerError, LowerOptions, LowerReport, Targe
 /// The largest size that can be emulated: a virtual ballot fits in two words.
 pub(crate) const MAX_EMULATED: u32 = 64;
 
+/// The start of the `OpModuleProcessed` text an emulated module carries: emulating it again
+/// would read the virtual lane id where the first pass reads the hardware's, so it is refused.
+const PROCESSED: &str = "spv-subgroup --emulate-subgroup-size";
+
 /// `lower_words` with `opts.emulate_subgroup_size == Some(n)`: the module is loaded whole,
 /// emulated, assembled and lowered as usual for the target.
 pub(crate) fn lower_words_emulated(
@@ -41,14 +45,18 @@ pub(crate) fn lower_words_emulated(
         between_functions,
     } = loader::load(words)?;
     let sites = emulate(&mut module, n, opts)?;
-    let mut emulated = loader::assemble(module, &between_functions);
-    if let (Some(o), Some(&g)) = (emulated.get_mut(2), words.get(2)) {
-        *o = g;
-    }
     let inner = LowerOptions {
         emulate_subgroup_size: None,
         ..opts.clone()
     };
+    if sites == 0 {
+        // Nothing observes the size: the module is lowered as it is.
+        return crate::lower_words(words, &inner);
+    }
+    let mut emulated = loader::assemble(module, &between_functions);
+    if let (Some(o), Some(&g)) = (emulated.get_mut(2), words.get(2)) {
+        *o = g;
+    }
     let (out, report) = crate::lower_words(&emulated, &inner)?;
     Ok((out, with_emulation(report, n, sites)))
 }
@@ -69,6 +77,9 @@ pub(crate) fn lower_emulated(
 }
 
 fn with_emulation(mut report: LowerReport, n: u32, sites: usize) -> LowerReport {
+    if sites == 0 {
+        return report;
+    }
     report.changed = true;
     report
         .rewrites
@@ -158,6 +169,21 @@ enum WorkgroupSize {
 
 /// Checks the entry points and execution modes; returns the workgroup size.
 fn check_module(module: &Module, n: u32, target: &Target) -> Result<WorkgroupSize, LowerError> {
+    for p in &module.debug_module_processed {
+        if let Some(Operand::LiteralString(text)) = p.operands.first() {
+            if text.starts_with(PROCESSED) {
+                return Err(refuse(
+                    target,
+                    "OpModuleProcessed",
+                    format!(
+                        "emulating subgroup size {n} in a module already emulated (`{text}`): \
+                         its code reads the hardware's lane id, which a second emulation would \
+                         replace; emulate the original module"
+                    ),
+                ));
+            }
+        }
+    }
     for ep in &module.entry_points {
         if let Some(Operand::ExecutionModel(m)) = ep.operands.first() {
             if *m != ExecutionModel::GLCompute {
@@ -316,10 +342,10 @@ pub(crate) fn emulate(
             block.instructions = new;
         }
     }
-    if sites == 0 && em.bound() == module.header.as_ref().map_or(0, |h| h.bound) {
+    if sites == 0 {
         return Ok(0);
     }
-    finish(module, &mut em)?;
+    finish(module, &mut em, n)?;
     Ok(sites)
 }
 
@@ -350,7 +376,7 @@ fn take_over(emitted: &mut Vec<Instruction>, inst: &Instruction, value: Id) {
 }
 
 /// New globals, capabilities, extensions, the version and the entry points' interfaces.
-fn finish(module: &mut Module, em: &mut Emitter) -> Result<(), LowerError> {
+fn finish(module: &mut Module, em: &mut Emitter, n: u32) -> Result<(), LowerError> {
     let twin_entry = vec![false; module.entry_points.len()];
     let calls = stages::call_graph(module);
     let all: BTreeSet<Id> = module
@@ -395,6 +421,12 @@ fn finish(module: &mut Module, em: &mut Emitter) -> Result<(), LowerError> {
             ));
         }
     }
+    module.debug_module_processed.push(Instruction::new(
+        Op::ModuleProcessed,
+        None,
+        None,
+        vec![Operand::LiteralString(format!("{PROCESSED} {n}"))],
+    ));
     if let Some(h) = module.header.as_mut() {
         if h.version() < (1, 3) {
             h.set_version(1, 3);

@@ -1012,6 +1012,25 @@ fn lower_emulate_subgroup_size() {
     let emulated = std::fs::read(dir.path().join("o.spv")).unwrap();
     let lowered = std::fs::read(dir.path().join("plain.spv")).unwrap();
     assert_ne!(emulated, lowered, "emulation changed nothing");
+    // An emulated module is not emulated again (it reads the hardware's lane id).
+    let o = run(
+        &[
+            "lower",
+            "o.spv",
+            "-o",
+            "twice.spv",
+            "--emulate-subgroup-size",
+            "8",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("OpModuleProcessed") && stderr(&o).contains("already emulated"),
+        "{}",
+        show(&o)
+    );
+    assert!(!dir.path().join("twice.spv").exists());
     // What is not emulated yet is refused with exit 1, naming the instruction.
     let frag = dir.path().join("f.frag");
     std::fs::write(

@@ -3,6 +3,9 @@
 //! size, with a random workgroup size (full and partial subgroups); every lowered output must equal
 //! the native one word for word, and neither may read an undefined value.
 //!
+//! - Each program whose size is at most 64 is also emulated at that size
+//!   (`LowerOptions::emulate_subgroup_size`, lowered for `vulkan1.1`) and run at every larger
+//!   hardware size up to 128: its output must equal the native one at the program's size.
 //! - `random_programs`: `SPV_FUZZ_PROGRAMS` programs (default 16) from seed `SPV_FUZZ_SEED`
 //!   (default 0) in CI; with `SPV_FUZZ_MINUTES=N` it runs fresh seeds for N minutes instead
 //!   (`cargo xtask fuzz-exec --minutes N`). A disagreement writes the program to
@@ -41,11 +44,22 @@ fn compile(glsl: &str) -> Result<Vec<u32>, String> {
 
 /// Runs `words` at `size` with `local` invocations per workgroup; the output words, or why not.
 fn run(words: &[u32], size: u32, local: u32, lowered: &str) -> Result<Vec<u32>, String> {
+    run_at(words, size, size, local, lowered)
+}
+
+/// [`run`] at hardware size `size` with the inputs (and undefined-value seed) of `input_size`.
+fn run_at(
+    words: &[u32],
+    size: u32,
+    input_size: u32,
+    local: u32,
+    lowered: &str,
+) -> Result<Vec<u32>, String> {
     let spec = BTreeMap::from([(0u32, u64::from(local))]);
     let module =
         Module::with_spec_constants(words, &spec).map_err(|e| format!("{lowered}: {e}"))?;
     let n = (GROUPS * local) as usize;
-    let mut rng = gen::Rng::new(u64::from(local) * 31 + u64::from(size));
+    let mut rng = gen::Rng::new(u64::from(local) * 31 + u64::from(input_size));
     let inp: Vec<u8> = (0..n)
         .flat_map(|_| (rng.next() as u32 % 97).to_le_bytes())
         .collect();
@@ -56,7 +70,7 @@ fn run(words: &[u32], size: u32, local: u32, lowered: &str) -> Result<Vec<u32>, 
         .with_subgroup_size(size)
         .with_workgroups([GROUPS, 1, 1])
         .with_buffers(buffers)
-        .with_seed(u64::from(size))
+        .with_seed(u64::from(input_size))
         .with_report_undefined(true);
     let out = module.run(&d).map_err(|e| format!("{lowered}: {e}"))?;
     if out.undefined_total != 0 {
@@ -72,11 +86,12 @@ fn run(words: &[u32], size: u32, local: u32, lowered: &str) -> Result<Vec<u32>, 
         .collect())
 }
 
-/// Checks one program at one size and local size: Ok(lowered variants compared) or the failure.
-fn check(glsl: &str, size: u32, local: u32) -> Result<usize, String> {
+/// Checks one program at one size and local size: Ok((lowered variants, emulated runs) compared)
+/// or the failure.
+fn check(glsl: &str, size: u32, local: u32) -> Result<(usize, usize), String> {
     let native = compile(glsl).map_err(|e| format!("glslang: {e}"))?;
     let want = run(&native, size, local, "native")?;
-    let mut compared = 0;
+    let (mut compared, mut emulated_runs) = (0, 0);
     for p in PRESETS {
         let target = Target::preset(p).ok_or_else(|| format!("no preset {p}"))?;
         if !(target.min_subgroup_size..=target.max_subgroup_size).contains(&size) {
@@ -99,7 +114,30 @@ fn check(glsl: &str, size: u32, local: u32) -> Result<usize, String> {
         }
         compared += 1;
     }
-    Ok(compared)
+    if size <= 64 {
+        // The program emulated at its size, on every wider hardware subgroup.
+        let opts = LowerOptions::default()
+            .with_target(Target::preset("vulkan1.1").ok_or("no preset vulkan1.1")?)
+            .with_emulated_subgroup_size(Some(size));
+        let (emulated, _) =
+            lower_words(&native, &opts).map_err(|e| format!("emulate {size}: {e}"))?;
+        for h in SIZES.into_iter().filter(|&h| h > size) {
+            let what = format!("emulated:{size} at hardware size {h}");
+            let got = run_at(&emulated, h, size, local, &what)?;
+            if let Some(i) = (0..want.len()).find(|&i| want.get(i) != got.get(i)) {
+                let slots = gen::SLOTS as usize;
+                return Err(format!(
+                    "{what} differs from native at invocation {} output {}: native {:x?}, emulated {:x?}",
+                    i / slots,
+                    i % slots,
+                    &want[i - i % slots..(i - i % slots + slots).min(want.len())],
+                    &got[i - i % slots..(i - i % slots + slots).min(got.len())],
+                ));
+            }
+            emulated_runs += 1;
+        }
+    }
+    Ok((compared, emulated_runs))
 }
 
 /// A random size and local size for `seed`: full subgroups, partial ones, several subgroups.
@@ -122,6 +160,7 @@ fn random_programs() {
     let count = env("SPV_FUZZ_PROGRAMS").unwrap_or(16);
     let start = std::time::Instant::now();
     let (mut programs, mut compared, mut fails) = (0u64, 0usize, Vec::new());
+    let mut emulated = 0usize;
     let mut totals = gen::Counts::default();
     let mut seed = first;
     loop {
@@ -142,7 +181,10 @@ fn random_programs() {
         totals.ifs += c.ifs;
         totals.calls += c.calls;
         match check(&program.glsl, size, local) {
-            Ok(n) => compared += n,
+            Ok((n, e)) => {
+                compared += n;
+                emulated += e;
+            }
             Err(e) => {
                 let dir = workspace().join("target/fuzz-exec");
                 let _ = std::fs::create_dir_all(&dir);
@@ -162,10 +204,14 @@ fn random_programs() {
         seed += 1;
     }
     println!(
-        "random programs: {programs} (seeds {first}..{seed}) in {:.1?}, {compared} lowered runs equal to native, {} disagreements {fails:?}; constructs: {totals:?}",
+        "random programs: {programs} (seeds {first}..{seed}) in {:.1?}, {compared} lowered and {emulated} emulated runs equal to native, {} disagreements {fails:?}; constructs: {totals:?}",
         start.elapsed(),
         fails.len()
     );
     assert!(programs > 0, "no program ran");
+    assert!(
+        emulated > 0 || minutes.is_some() || count < 4,
+        "no program was emulated"
+    );
     assert!(fails.is_empty(), "disagreements at seeds {fails:?}");
 }

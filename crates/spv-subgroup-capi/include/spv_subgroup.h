@@ -164,6 +164,17 @@ enum spvsg_result_t spvsg_context_set_subgroup_size(struct spvsg_context_t *cont
                                                     uint32_t size,
                                                     struct spvsg_diagnostic_t **diagnostic);
 
+// Sets the subgroup size `spvsg_lower` emulates (a power of two from 1 to 64), or 0 for none
+// (the default): the lowered module behaves, on a device whose subgroup size is any multiple
+// of `size`, as the input does on a device of that size. Any other value returns
+// `SPVSG_ERROR_INVALID_ARGUMENT` and leaves the context as it was.
+//
+// # Safety
+// `context` is a live context; `diagnostic` is NULL or points to writable storage for one pointer.
+enum spvsg_result_t spvsg_context_set_emulated_subgroup_size(struct spvsg_context_t *context,
+                                                             uint32_t size,
+                                                             struct spvsg_diagnostic_t **diagnostic);
+
 // Sets how the lowered partition op compares floating-point keys: `mode` is a
 // `spvsg_float_partition_t` value; any other value returns `SPVSG_ERROR_INVALID_ARGUMENT` and
 // leaves the context as it was.

@@ -116,6 +116,8 @@ pub struct spvsg_context_t {
     target_from_module: bool,
     target_env: Option<String>,
     subgroup_size: Option<u32>,
+    /// The subgroup size to emulate (`LowerOptions::emulate_subgroup_size`).
+    emulated_subgroup_size: Option<u32>,
     float_partition: FloatPartition,
 }
 
@@ -216,6 +218,7 @@ pub extern "C" fn spvsg_context_create() -> *mut spvsg_context_t {
             target_from_module: true,
             target_env: None,
             subgroup_size: None,
+            emulated_subgroup_size: None,
             float_partition: FloatPartition::Spec,
         }))
     })
@@ -372,6 +375,36 @@ pub unsafe extern "C" fn spvsg_context_set_subgroup_size(
     })
 }
 
+/// Sets the subgroup size `spvsg_lower` emulates (a power of two from 1 to 64), or 0 for none
+/// (the default): the lowered module behaves, on a device whose subgroup size is any multiple
+/// of `size`, as the input does on a device of that size. Any other value returns
+/// `SPVSG_ERROR_INVALID_ARGUMENT` and leaves the context as it was.
+///
+/// # Safety
+/// `context` is a live context; `diagnostic` is NULL or points to writable storage for one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn spvsg_context_set_emulated_subgroup_size(
+    context: *mut spvsg_context_t,
+    size: u32,
+    diagnostic: *mut *mut spvsg_diagnostic_t,
+) -> spvsg_result_t {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { clear(diagnostic) };
+    guard(diagnostic, || {
+        // SAFETY: forwarded from this function's contract.
+        let Some(ctx) = (unsafe { context.as_mut() }) else {
+            return Err(null_pointer("context"));
+        };
+        if size != 0 && !(size.is_power_of_two() && size <= 64) {
+            return Err(Failure::argument(format!(
+                "an emulated subgroup size is a power of two from 1 to 64 (or 0 for none), got {size}"
+            )));
+        }
+        ctx.emulated_subgroup_size = (size != 0).then_some(size);
+        Ok(SPVSG_SUCCESS)
+    })
+}
+
 /// Sets how the lowered partition op compares floating-point keys: `mode` is a
 /// `spvsg_float_partition_t` value; any other value returns `SPVSG_ERROR_INVALID_ARGUMENT` and
 /// leaves the context as it was.
@@ -513,7 +546,8 @@ pub unsafe extern "C" fn spvsg_lower(
             |ctx, words| {
                 let opts = LowerOptions::new(ctx.target_for(words))
                     .with_subgroup_size(ctx.subgroup_size)
-                    .with_float_partition(ctx.float_partition);
+                    .with_float_partition(ctx.float_partition)
+                    .with_emulated_subgroup_size(ctx.emulated_subgroup_size);
                 let (out, report) = lower_and_verify(words, &opts, ctx.target_env.as_deref())
                     .map_err(failure_of)?;
                 let rewritten = report.rewrites.iter().map(|(_, n)| n).sum();
@@ -937,6 +971,45 @@ mod tests {
         assert!(out.is_none() && msg.is_some_and(|m| m.contains("word")));
         // SAFETY: a live context, destroyed once.
         unsafe { spvsg_context_destroy(ctx) };
+    }
+
+    #[test]
+    fn emulated_subgroup_size_is_checked_and_applied() {
+        let ctx = spvsg_context_create();
+        let module = vote_module();
+        let (r, plain, _) = lower_with(ctx, &module);
+        assert_eq!(r, SPVSG_SUCCESS);
+        // SAFETY: a live context.
+        unsafe {
+            for bad in [3, 65, 128] {
+                assert_eq!(
+                    spvsg_context_set_emulated_subgroup_size(ctx, bad, std::ptr::null_mut()),
+                    SPVSG_ERROR_INVALID_ARGUMENT,
+                    "{bad}"
+                );
+                assert_eq!(
+                    (*ctx).emulated_subgroup_size,
+                    None,
+                    "a refused size changes nothing"
+                );
+            }
+            assert_eq!(
+                spvsg_context_set_emulated_subgroup_size(ctx, 8, std::ptr::null_mut()),
+                SPVSG_SUCCESS
+            );
+        }
+        let (r, emulated, msg) = lower_with(ctx, &module);
+        assert_eq!((r, msg), (SPVSG_SUCCESS, None));
+        assert_ne!(emulated, plain, "the vote is emulated over 8 lanes");
+        // SAFETY: a live context, destroyed once.
+        unsafe {
+            assert_eq!(
+                spvsg_context_set_emulated_subgroup_size(ctx, 0, std::ptr::null_mut()),
+                SPVSG_SUCCESS
+            );
+            assert_eq!(lower_with(ctx, &module).1, plain, "0 turns emulation off");
+            spvsg_context_destroy(ctx);
+        }
     }
 
     #[test]

@@ -63,6 +63,10 @@ pub fn lower_words(
     words: &[u32],
     opts: &LowerOptions,
 ) -> Result<(Vec<u32>, LowerReport), LowerError> {
+    if let Some(n) = opts.emulate_subgroup_size {
+        return crate::emulate::lower_words_emulated(words, opts, n)
+            .map_err(|e| with_word_offset(e, words));
+    }
     // Our own reader first: it reports malformed input with word offsets, never panicking.
     spv_subgroup_validate::check_structure(words).map_err(|e| LowerError::Parse(e.to_string()))?;
     if let Some(&bound) = words.get(3) {
@@ -135,6 +139,9 @@ pub fn lower_words(
 /// # Ok::<(), spv_subgroup_lower::LowerError>(())
 /// ```
 pub fn lower(module: &mut Module, opts: &LowerOptions) -> Result<LowerReport, LowerError> {
+    if let Some(n) = opts.emulate_subgroup_size {
+        return crate::emulate::lower_emulated(module, opts, n);
+    }
     if let Some(h) = module.header.as_ref() {
         check_input_bound(h.bound, &opts.target)?;
     }

@@ -67,6 +67,11 @@ pub struct LowerOptions {
     pub float_partition: FloatPartition,
     /// Which sequence the partition op gets (for measurement; `Auto` by default).
     pub partition_form: PartitionForm,
+    /// Emulate this subgroup size (a power of two from 1 to 64): the output behaves, on a device
+    /// whose subgroup size is any multiple of it, as the input does on a device of this size
+    /// (virtual subgroups of consecutive lanes; docs/lowering.md, "Emulating a subgroup size").
+    /// `None` (the default) keeps the device's size.
+    pub emulate_subgroup_size: Option<u32>,
 }
 
 impl LowerOptions {
@@ -94,6 +99,12 @@ impl LowerOptions {
     /// These options with how float partition keys are compared.
     pub fn with_float_partition(mut self, float_partition: FloatPartition) -> Self {
         self.float_partition = float_partition;
+        self
+    }
+
+    /// These options emulating a subgroup size (`None`: the device's own).
+    pub fn with_emulated_subgroup_size(mut self, size: Option<u32>) -> Self {
+        self.emulate_subgroup_size = size;
         self
     }
 
@@ -147,6 +158,7 @@ pub enum LowerError {
 
 mod elide;
 mod emit;
+mod emulate;
 mod entry;
 mod hygiene;
 mod loader;

@@ -23,6 +23,17 @@ pub fn parse_target_env(s: &str) -> Result<String, String> {
     }
 }
 
+/// Parses `--emulate-subgroup-size`: a power of two from 1 to 64.
+pub fn parse_emulated_size(s: &str) -> Result<u32, String> {
+    match parse_subgroup_size(s) {
+        Ok(n) if n <= 64 => Ok(n),
+        Ok(n) => Err(format!(
+            "an emulated subgroup size is a power of two from 1 to 64, got {n}"
+        )),
+        Err(e) => Err(e.replace("1 to 128", "1 to 64")),
+    }
+}
+
 /// Parses a subgroup size: a power of two from 1 to 128.
 pub fn parse_subgroup_size(s: &str) -> Result<u32, String> {
     let n: u32 = s

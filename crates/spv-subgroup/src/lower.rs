@@ -9,7 +9,9 @@ use std::path::PathBuf;
 
 use spv_subgroup_lower::{FloatPartition, LowerOptions, LowerReport};
 
-use crate::args::{load_target, parse_subgroup_size, parse_target_env, OutputArg};
+use crate::args::{
+    load_target, parse_emulated_size, parse_subgroup_size, parse_target_env, OutputArg,
+};
 use crate::io::{eprint_line, show_path, source_of, terminal_text, Source};
 use crate::lower_job::{Done, Job};
 use crate::output::write_output;
@@ -68,6 +70,10 @@ pub struct Opts {
     /// The subgroup size the module will run with (a power of two, 1 to 128); default: any the target allows.
     #[arg(long, value_name = "N", value_parser = parse_subgroup_size)]
     subgroup_size: Option<u32>,
+    /// Emulate subgroups of N lanes (a power of two, 1 to 64): the output behaves, on a device
+    /// whose subgroup size is any multiple of N, as the input does on a device of size N.
+    #[arg(long, value_name = "N", value_parser = parse_emulated_size)]
+    emulate_subgroup_size: Option<u32>,
     /// How partition keys of float type are compared.
     #[arg(long, value_enum, default_value_t = FloatPartitionArg::Spec, value_name = "MODE")]
     float_partition: FloatPartitionArg,
@@ -108,9 +114,24 @@ impl Opts {
                 );
             }
         }
+        if let Some(n) = self.emulate_subgroup_size {
+            if n > target.max_subgroup_size {
+                anyhow::bail!(
+                    "--emulate-subgroup-size {n} is larger than the subgroups of target `{}` (at most {})",
+                    target.name,
+                    target.max_subgroup_size
+                );
+            }
+            if let Some(h) = self.subgroup_size.filter(|h| h % n != 0) {
+                anyhow::bail!(
+                    "--subgroup-size {h} (the hardware's) is not a multiple of --emulate-subgroup-size {n}"
+                );
+            }
+        }
         let job = Job {
             opts: LowerOptions::new(target.clone())
                 .with_subgroup_size(self.subgroup_size)
+                .with_emulated_subgroup_size(self.emulate_subgroup_size)
                 .with_float_partition(match self.float_partition {
                     FloatPartitionArg::Spec => FloatPartition::Spec,
                     FloatPartitionArg::Bitwise => FloatPartition::Bitwise,

@@ -964,6 +964,104 @@ fn lower_rejects_bad_options() {
     assert_eq!(code(&o), 0, "{}", show(&o));
 }
 
+#[test]
+fn lower_emulate_subgroup_size() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "in.spv", &to_bytes(&example_words()));
+    // Sizes that are no power of two from 1 to 64, larger than the target's subgroups, or
+    // a hardware size that is no multiple: usage errors, nothing written.
+    for args in [
+        &["--emulate-subgroup-size", "0"][..],
+        &["--emulate-subgroup-size", "3"][..],
+        &["--emulate-subgroup-size", "128"][..],
+        &["--emulate-subgroup-size", "32", "--target", "lavapipe"][..],
+        &["--emulate-subgroup-size", "16", "--subgroup-size", "8"][..],
+    ] {
+        let mut all = vec!["lower", "in.spv", "-o", "o.spv"];
+        all.extend_from_slice(args);
+        let o = run(&all, dir.path());
+        assert_eq!(code(&o), 2, "{all:?}: {}", show(&o));
+        assert!(stderr(&o).contains("subgroup"), "{all:?}: {}", show(&o));
+        assert!(!dir.path().join("o.spv").exists());
+    }
+    let o = run(
+        &[
+            "lower",
+            "in.spv",
+            "-o",
+            "o.spv",
+            "--emulate-subgroup-size",
+            "8",
+            "--target",
+            "naga",
+            "-v",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("emulated at subgroup size 8"),
+        "{}",
+        show(&o)
+    );
+    let plain = run(
+        &["lower", "in.spv", "-o", "plain.spv", "--target", "naga"],
+        dir.path(),
+    );
+    assert_eq!(code(&plain), 0, "{}", show(&plain));
+    let emulated = std::fs::read(dir.path().join("o.spv")).unwrap();
+    let lowered = std::fs::read(dir.path().join("plain.spv")).unwrap();
+    assert_ne!(emulated, lowered, "emulation changed nothing");
+    // An emulated module is not emulated again (it reads the hardware's lane id).
+    let o = run(
+        &[
+            "lower",
+            "o.spv",
+            "-o",
+            "twice.spv",
+            "--emulate-subgroup-size",
+            "8",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("OpModuleProcessed") && stderr(&o).contains("already emulated"),
+        "{}",
+        show(&o)
+    );
+    assert!(!dir.path().join("twice.spv").exists());
+    // What is not emulated yet is refused with exit 1, naming the instruction.
+    let frag = dir.path().join("f.frag");
+    std::fs::write(
+        &frag,
+        "#version 450\n#extension GL_KHR_shader_subgroup_basic : require\n\
+         layout(location = 0) out vec4 c;\n\
+         void main() { c = vec4(float(gl_SubgroupSize)); }\n",
+    )
+    .unwrap();
+    let words = tools::compile_glsl(&frag, "vulkan1.1").expect("the fragment shader compiles");
+    write(dir.path(), "f.spv", &to_bytes(&words));
+    let o = run(
+        &[
+            "lower",
+            "f.spv",
+            "-o",
+            "f.out.spv",
+            "--emulate-subgroup-size",
+            "8",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("OpEntryPoint") && stderr(&o).contains("Fragment"),
+        "{}",
+        show(&o)
+    );
+    assert!(!dir.path().join("f.out.spv").exists());
+}
+
 // ---- docs ---------------------------------------------------------------------------------------
 
 #[test]

@@ -379,8 +379,8 @@ pub(crate) fn lower_module(
 /// tree (`calls`) reaches a `rewritten` function: required from SPIR-V 1.4 on and allowed before.
 /// An entry point that must not list a `Flat` input (`twin_entry`, a vertex stage: see
 /// `stages.rs`) lists the undecorated twin of a `Flat` built-in (`twins`) instead.
-/// [`Pass::finish`] calls it, whichever the sink.
-fn add_new_globals(
+/// [`Pass::finish`] calls it, whichever the sink, and so does the emulation pass.
+pub(crate) fn add_new_globals(
     module: &mut Module,
     em: &mut Emitter,
     twin_entry: &[bool],

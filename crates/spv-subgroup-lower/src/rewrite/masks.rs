@@ -102,6 +102,20 @@ fn mask_pointees(module: &Module, target: &Target) -> Option<(BTreeSet<Id>, BTre
     Some((vars, pointee))
 }
 
+/// Step 1 on a held module all at once, the header's bound raised past the new loads (the
+/// emulation pass runs it before anything else reads the masks).
+pub(crate) fn normalize(module: &mut Module, target: &Target) {
+    let Some((mut n, _)) = normalize_held(module, target) else {
+        return;
+    };
+    for f in &mut module.functions {
+        normalize_function(f, &mut n);
+    }
+    if let Some(h) = module.header.as_mut() {
+        h.bound = n.next;
+    }
+}
+
 /// Step 1's tables for a module that holds its functions (`lower`): as [`normalize_streamed`],
 /// with the access chains and the loads through them read from the functions.
 pub(crate) fn normalize_held(module: &Module, target: &Target) -> Option<(Normalize, u32)> {

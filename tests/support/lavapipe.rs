@@ -44,6 +44,15 @@ pub fn run_child(child_test: &str, size: u32, env: &[(&str, &str)], limit: Durat
         // Mesa's shader cache key ignores LP_NATIVE_VECTOR_WIDTH: a shader cached at one width
         // must not run at another.
         .env("MESA_SHADER_CACHE_DISABLE", "true")
+        // LLVM's optimisation passes are most of lavapipe's pipeline compile time, and these
+        // dispatches are tiny: without them the children take about a third less CPU time
+        // (docs/fuzzing.md). The SPIR-V and its meaning are the same; the GPU run
+        // (`cargo xtask gpu`) and `SPV_LAVAPIPE_LLVM_OPT=1` run optimised code.
+        .envs(
+            std::env::var_os("SPV_LAVAPIPE_LLVM_OPT")
+                .is_none()
+                .then_some(("GALLIVM_PERF", "nopt")),
+        )
         .env("SPV_SUBGROUP_VK_DEVICE", "llvmpipe")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

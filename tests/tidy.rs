@@ -582,3 +582,52 @@ fn the_checker_finds_a_circle_and_resolves_use_trees() {
         "comments and test code are not uses"
     );
 }
+
+/// `docs/ARCHITECTURE.md` names every source file: each `.rs` file of the repository is
+/// named (its path inside its package, in backticks) in the section of its package
+/// (`### \`crates/NAME\``, `### \`tests\``, `### \`fuzz\``, `### \`xtask\``).
+#[test]
+fn architecture_names_every_source_file() {
+    let root = workspace_root();
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    let section = |package: &str| -> Option<String> {
+        let head = format!("### `{package}`\n");
+        let start = doc.find(&head)? + head.len();
+        let end = doc[start..].find("\n#").map_or(doc.len(), |e| start + e);
+        Some(doc[start..end].to_owned())
+    };
+    let mut files = Vec::new();
+    for dir in ["crates", "tests", "fuzz", "xtask"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for f in &files {
+        let rel = f
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        // The package: `crates/NAME`, or the top folder of the three others.
+        let parts: Vec<&str> = rel.split('/').collect();
+        let (package, inside) = if parts[0] == "crates" {
+            (format!("crates/{}", parts[1]), parts[2..].join("/"))
+        } else {
+            (parts[0].to_owned(), parts[1..].join("/"))
+        };
+        match section(&package) {
+            Some(text) if text.contains(&format!("`{inside}`")) => named += 1,
+            Some(_) => missing.push(format!("{rel} (not in the `{package}` section)")),
+            None => missing.push(format!("{rel} (no section `### \\`{package}\\``)")),
+        }
+    }
+    assert!(
+        named > 150,
+        "only {named} files checked: the walk is broken"
+    );
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md does not name:\n{}",
+        missing.join("\n")
+    );
+}

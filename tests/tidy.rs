@@ -604,7 +604,7 @@ fn architecture_names_every_source_file() {
     let mut named = 0;
     for f in &files {
         let rel = f
-            .strip_prefix(&root)
+            .strip_prefix(root)
             .unwrap()
             .to_string_lossy()
             .replace('\\', "/");

@@ -17,7 +17,7 @@ use crate::{loader, stream, LowerError, LowerOptions, LowerReport};
 /// output (see `elide`), and each function is rewritten and written out as soon as it is
 /// parsed, so at most one is held in rspirv's form (see `stream`; an input of 2^31 words or
 /// more is loaded whole; docs/PERFORMANCE.md has the measured bytes per input byte). The id
-/// bound is at most [`MAX_ID_BOUND`], so tables indexed by id stay below 17 MB whatever the
+/// bound is at most [`MAX_ID_BOUND`](crate::MAX_ID_BOUND), so tables indexed by id stay below 17 MB whatever the
 /// header claims.
 ///
 /// ```

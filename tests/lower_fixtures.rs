@@ -62,29 +62,7 @@ fn lower_fixtures() {
             )
             .unwrap();
             let ctx = format!("{} for {name}", path.display());
-            if let Err(e) = tools::spirv_val(&out, &target.target_env) {
-                panic!(
-                    "{ctx}: spirv-val rejects the output:\n{e}\n{}",
-                    tools::disassemble(&out)
-                );
-            }
-            let opts = ValidateOptions::default().with_target(target.clone());
-            let findings = validate(&out, &opts).expect("output parses");
-            let errors: Vec<String> = findings
-                .diagnostics
-                .iter()
-                .filter(|d| d.severity == Severity::Error)
-                .map(|d| format!("{}: {}", d.rule.code(), d.message))
-                .collect();
-            assert!(
-                errors.is_empty(),
-                "{ctx}: our validator reports errors on the output: {errors:#?}"
-            );
-            let lacks = misfits(&out, &target);
-            assert!(
-                lacks.is_empty(),
-                "{ctx}: the output uses what the target lacks: {lacks:#?}"
-            );
+            assert_fits(&out, &target, &ctx);
             let (again, report2) = lower(&out, &target).expect("lowering the output again works");
             assert!(
                 !report2.changed,
@@ -172,28 +150,37 @@ fn default_target_takes_every_vulkan_version() {
                 }
                 Err(e) => panic!("{ctx}: {e}"),
             };
-            if let Err(e) = tools::spirv_val(&out, &target.target_env) {
-                panic!(
-                    "{ctx}: spirv-val rejects the output:\n{e}\n{}",
-                    tools::disassemble(&out)
-                );
-            }
-            let opts = ValidateOptions::default().with_target(target.clone());
-            let findings = validate(&out, &opts).expect("output parses");
-            let errors: Vec<String> = findings
-                .diagnostics
-                .iter()
-                .filter(|d| d.severity == Severity::Error)
-                .map(|d| format!("{}: {}", d.rule.code(), d.message))
-                .collect();
-            assert!(errors.is_empty(), "{ctx}: our validator: {errors:#?}");
-            let lacks = misfits(&out, &target);
-            assert!(
-                lacks.is_empty(),
-                "{ctx}: uses what the target lacks: {lacks:#?}"
-            );
+            assert_fits(&out, &target, &ctx);
             checked += 1;
         }
     });
     assert!(checked >= 150, "only {checked} fixture builds were checked");
+}
+
+/// `out` passes spirv-val for the target's environment and our validator with the target, and
+/// uses nothing the target lacks; a failure names `ctx`.
+fn assert_fits(out: &[u32], target: &spv_subgroup_lower::Target, ctx: &str) {
+    if let Err(e) = tools::spirv_val(out, &target.target_env) {
+        panic!(
+            "{ctx}: spirv-val rejects the output:\n{e}\n{}",
+            tools::disassemble(out)
+        );
+    }
+    let opts = ValidateOptions::default().with_target(target.clone());
+    let findings = validate(out, &opts).expect("output parses");
+    let errors: Vec<String> = findings
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| format!("{}: {}", d.rule.code(), d.message))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{ctx}: our validator reports errors on the output: {errors:#?}"
+    );
+    let lacks = misfits(out, target);
+    assert!(
+        lacks.is_empty(),
+        "{ctx}: the output uses what the target lacks: {lacks:#?}"
+    );
 }

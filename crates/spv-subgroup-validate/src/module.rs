@@ -519,18 +519,9 @@ pub(crate) struct Cx<'a> {
 }
 
 /// The highest SPIR-V version an environment consumes, as spirv-val's `--target-env` names them;
-/// `None` for environments without a fixed limit (universal, OpenCL, unknown names).
+/// `None` for environments without a fixed limit (universal, OpenCL, unknown names): the
+/// targets' table ([`crate::target::env_spirv_version`]) without the universal environments,
+/// whose version the module's own header is checked against by spirv-val's other rules.
 pub(crate) fn env_max_spirv_version(env: &str) -> Option<(u8, u8)> {
-    if let Some(v) = env.strip_prefix("spv") {
-        let (maj, min) = v.split_once('.')?;
-        return Some((maj.parse().ok()?, min.parse().ok()?));
-    }
-    Some(match env {
-        "vulkan1.0" | "opengl4.0" | "opengl4.1" | "opengl4.2" | "opengl4.3" | "opengl4.5" => (1, 0),
-        "vulkan1.1" => (1, 3),
-        "vulkan1.1spv1.4" => (1, 4),
-        "vulkan1.2" => (1, 5),
-        "vulkan1.3" | "vulkan1.4" => (1, 6),
-        _ => return None,
-    })
+    crate::target::env_spirv_version(env).filter(|_| !env.starts_with("universal"))
 }

@@ -138,7 +138,7 @@ fn naga_target_outputs_go_through_naga() {
 /// refuses and no rewrite removes), with a phrase of the reason. Every other fixture, whatever
 /// presets its `targets:` line names, must either lower to a module naga takes or be refused as
 /// the input's fault; none may be blamed on the lowering.
-const NAGA_REFUSES: [(&str, &str); 8] = [
+const NAGA_REFUSES: [(&str, &str); 9] = [
     (
         "lower/naga/lane_id_2d.comp",
         "in a workgroup of more than one dimension",
@@ -164,6 +164,10 @@ const NAGA_REFUSES: [(&str, &str); 8] = [
     (
         "lower/naga/vertex_without_position.vert",
         "Vertex shaders must return a `@builtin(position)` output value",
+    ),
+    (
+        "lower/naga/spec_workgroup_size.comp",
+        "the input has specialization constants",
     ),
 ];
 

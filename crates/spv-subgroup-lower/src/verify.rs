@@ -368,6 +368,26 @@ fn naga_blames_input(
         notes.push("naga refuses the entry point's interface (its outputs, bindings or inputs), which the lowering does not change".to_owned());
         return true;
     }
+    if refusal
+        .message
+        .contains("Initializer must be a const-expression")
+        && instructions(input).any(|(o, _)| {
+            [
+                Op::SpecConstant,
+                Op::SpecConstantTrue,
+                Op::SpecConstantFalse,
+                Op::SpecConstantComposite,
+                Op::SpecConstantOp,
+            ]
+            .iter()
+            .any(|&op| op as u32 == o)
+        })
+    {
+        // The lowering emits no specialization constant; naga 30's validator refuses the
+        // initializers of the ones the input has (a workgroup size by `local_size_x_id`).
+        notes.push("the input has specialization constants (a workgroup size given by `local_size_x_id`, say), whose initializers naga 30's validator refuses; the lowering makes none".to_owned());
+        return true;
+    }
     if refusal.multi_dimensional_subgroup_builtin {
         notes.push("the rewrite reads the lane id (`SubgroupLocalInvocationId`), which naga takes only in a one-dimensional workgroup (y = z = 1)".to_owned());
         return true;

@@ -237,10 +237,7 @@ impl spvsg_context_t {
                 .clone()
                 .with_env(env)
                 .unwrap_or_else(|_| self.target.clone()),
-            (None, true) => {
-                let [_, major, minor, _] = words.get(1).copied().unwrap_or(0).to_be_bytes();
-                Target::default_for_version((major, minor))
-            }
+            (None, true) => Target::default_for_module(words).unwrap_or_default(),
             (None, false) => self.target.clone(),
         }
     }

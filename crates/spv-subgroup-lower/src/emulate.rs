@@ -928,7 +928,7 @@ impl Virtual<'_> {
                 let lane = self.lane(code);
                 Ok(Some(self.down(code, hw, lane)))
             }
-            _ if is_arithmetic(op) => self.arithmetic(code, inst),
+            _ if spv_subgroup_validate::fit::is_arithmetic(op) => self.arithmetic(code, inst),
             _ if spv_subgroup_validate::fit::is_subgroup_op(op) => {
                 refuse("an instruction that is not emulated yet (docs/lowering.md lists them)")
             }
@@ -1016,29 +1016,6 @@ impl Virtual<'_> {
             }
         }
     }
-}
-
-/// The 16 arithmetic group operations (reduce, scans, clustered and partitioned).
-fn is_arithmetic(op: Op) -> bool {
-    matches!(
-        op,
-        Op::GroupNonUniformIAdd
-            | Op::GroupNonUniformFAdd
-            | Op::GroupNonUniformIMul
-            | Op::GroupNonUniformFMul
-            | Op::GroupNonUniformSMin
-            | Op::GroupNonUniformUMin
-            | Op::GroupNonUniformFMin
-            | Op::GroupNonUniformSMax
-            | Op::GroupNonUniformUMax
-            | Op::GroupNonUniformFMax
-            | Op::GroupNonUniformBitwiseAnd
-            | Op::GroupNonUniformBitwiseOr
-            | Op::GroupNonUniformBitwiseXor
-            | Op::GroupNonUniformLogicalAnd
-            | Op::GroupNonUniformLogicalOr
-            | Op::GroupNonUniformLogicalXor
-    )
 }
 
 /// Whether `inst` is one of `SPV_AMD_shader_ballot`'s extended instructions.

@@ -216,7 +216,7 @@ pub fn required_capability(op: Op, group_op: Option<u32>) -> Option<Capability> 
 }
 
 /// The 16 arithmetic group operations (the only ones a partitioned group operation may take).
-pub(crate) fn is_arithmetic(op: Op) -> bool {
+pub fn is_arithmetic(op: Op) -> bool {
     matches!(
         op,
         Op::GroupNonUniformIAdd

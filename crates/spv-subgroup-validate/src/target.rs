@@ -464,6 +464,13 @@ impl Target {
         }
     }
 
+    /// [`Target::default_for_version`] of the version in a module's header (word 1); `None` for
+    /// words too short to hold one.
+    pub fn default_for_module(words: &[u32]) -> Option<Target> {
+        let [_, major, minor, _] = words.get(1)?.to_be_bytes();
+        Some(Target::default_for_version((major, minor)))
+    }
+
     /// This target in the environment `env` (spirv-opt's `--target-env`): the environment
     /// spirv-val checks with, and the newest SPIR-V version it consumes.
     pub fn with_env(mut self, env: &str) -> Result<Target, TargetError> {

@@ -140,12 +140,7 @@ impl Job {
         if !self.target_from_module {
             return None;
         }
-        let [_, major, minor, _] = words.get(1)?.to_be_bytes();
-        let base = Target::default_for_version((major, minor));
-        let mut target = base;
-        target.min_subgroup_size = self.opts.target.min_subgroup_size;
-        target.max_subgroup_size = self.opts.target.max_subgroup_size;
-        Some(target)
+        Target::default_for_module(words)
     }
 
     /// For an input the pass found invalid: our validator's errors on it (without the target,

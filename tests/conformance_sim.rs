@@ -211,9 +211,7 @@ fn run_part(part: usize) {
         work.time,
         work.lane_steps as f64 / work.time.as_secs_f64().max(1e-9) / 1e6
     );
-    for f in fails.iter().take(40) {
-        println!("FAIL {f}");
-    }
+    print_failures(&fails);
     // Every failing (case, variant) with its count, so one run shows the whole picture.
     let mut by_case: BTreeMap<String, usize> = BTreeMap::new();
     for f in &fails {
@@ -307,14 +305,7 @@ fn partition_forms(forms: &[PartitionForm]) {
     println!(
         "partition forms {forms:?} in the simulator: {runs} (case, form, size) runs at sizes {sizes:?}"
     );
-    for f in fails.iter().take(40) {
-        println!("FAIL {f}");
-    }
-    assert!(
-        fails.is_empty(),
-        "{} failures (first ones above)",
-        fails.len()
-    );
+    assert_no_failures(&fails);
     assert!(runs > 0 || !filter.is_empty(), "no partition case ran");
 }
 
@@ -534,14 +525,7 @@ fn run_emulated_part(part: usize) {
         start.elapsed(),
         work.time
     );
-    for f in fails.iter().take(40) {
-        println!("FAIL {f}");
-    }
-    assert!(
-        fails.is_empty(),
-        "{} failures (first ones above)",
-        fails.len()
-    );
+    assert_no_failures(&fails);
     assert!(
         runs > 0 || !filter.is_empty(),
         "emulated part {part} has no cases"
@@ -641,14 +625,7 @@ fn emulated_example() {
         "emulated README example: {runs} runs in {:.2?} of Module::run",
         work.time
     );
-    for f in fails.iter().take(40) {
-        println!("FAIL {f}");
-    }
-    assert!(
-        fails.is_empty(),
-        "{} failures (first ones above)",
-        fails.len()
-    );
+    assert_no_failures(&fails);
     assert!(expected >= 50, "too few sizes: {expected}");
     assert_eq!(runs, expected, "every (N, preset, size) ran");
 }
@@ -794,14 +771,24 @@ fn emulated_ops() {
         "emulated ops: {runs} runs in {:.2?} of Module::run",
         work.time
     );
+    assert_no_failures(&fails);
+    // Per (local, preset): 6 sizes for N = 4, 5 for 8, 4 for 16, 3 for 32, 2 for 64.
+    assert_eq!(runs, 2 * 2 * 20, "every (local, preset, N, size) ran");
+}
+
+/// Prints the first 40 failures (the assertion message then points at them).
+fn print_failures(fails: &[String]) {
     for f in fails.iter().take(40) {
         println!("FAIL {f}");
     }
+}
+
+/// Fails the test when there are failures, printing the first ones.
+fn assert_no_failures(fails: &[String]) {
+    print_failures(fails);
     assert!(
         fails.is_empty(),
         "{} failures (first ones above)",
         fails.len()
     );
-    // Per (local, preset): 6 sizes for N = 4, 5 for 8, 4 for 16, 3 for 32, 2 for 64.
-    assert_eq!(runs, 2 * 2 * 20, "every (local, preset, N, size) ran");
 }

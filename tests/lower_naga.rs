@@ -167,7 +167,7 @@ const NAGA_REFUSES: [(&str, &str); 9] = [
     ),
     (
         "lower/naga/spec_workgroup_size.comp",
-        "the input has specialization constants",
+        "Initializer must be a const-expression",
     ),
 ];
 

@@ -16,39 +16,6 @@ use spv_subgroup_validate::fit;
 use crate::emit::Emitter;
 use crate::{LowerError, LowerOptions, Target};
 
-/// The extensions whose only purpose is a capability the pass can make unneeded: each goes with
-/// its capability (Vulkan refuses a module declaring an extension the device lacks,
-/// VUID-VkShaderModuleCreateInfo-pCode-08742, and naga refuses ones it does not know).
-const EXT_CAPABILITIES: [(&str, Capability); 7] = [
-    ("SPV_KHR_subgroup_vote", Capability::SubgroupVoteKHR),
-    (
-        "SPV_NV_shader_subgroup_partitioned",
-        Capability::GroupNonUniformPartitionedEXT,
-    ),
-    (
-        "SPV_EXT_shader_subgroup_partitioned",
-        Capability::GroupNonUniformPartitionedEXT,
-    ),
-    (
-        "SPV_KHR_subgroup_rotate",
-        Capability::GroupNonUniformRotateKHR,
-    ),
-    ("SPV_KHR_quad_control", Capability::QuadControlKHR),
-    // Also the name of an extended instruction set; kept while the module imports it.
-    ("SPV_AMD_shader_ballot", Capability::Groups),
-    (
-        "SPV_KHR_uniform_group_instructions",
-        Capability::GroupUniformArithmeticKHR,
-    ),
-];
-
-/// The capability extension `s` exists for, if it is one the pass may remove.
-fn ext_capability(s: &str) -> Option<Capability> {
-    EXT_CAPABILITIES
-        .iter()
-        .find_map(|&(e, c)| (e == s).then_some(c))
-}
-
 /// SPIR-V 1.3, the first version with the core `GroupNonUniform` instructions.
 const V1_3: u32 = 0x0001_0300;
 
@@ -154,7 +121,7 @@ pub(crate) fn has_removable(module: &Module, target: &Target) -> bool {
 /// Whether extension `s` is one whose capability the target lacks (and not also an extended
 /// instruction set the module imports).
 fn ext_removable(module: &Module, s: &str, target: &Target) -> bool {
-    ext_capability(s).is_some_and(|c| !fit::target_has(target, c))
+    fit::extension_capability(s).is_some_and(|c| !fit::target_has(target, c))
         && !imported(&module.ext_inst_imports, s)
 }
 
@@ -210,7 +177,9 @@ fn drop_unused(module: &mut Module, target: &Target, used: &[Capability]) {
         .retain(|c| !cap_of(c).and_then(Capability::from_u32).is_some_and(gone));
     let imports = &module.ext_inst_imports;
     module.extensions.retain(|e| {
-        !ext_of(e).is_some_and(|s| ext_capability(s).is_some_and(gone) && !imported(imports, s))
+        !ext_of(e).is_some_and(|s| {
+            fit::extension_capability(s).is_some_and(gone) && !imported(imports, s)
+        })
     });
 }
 

@@ -423,6 +423,39 @@ fn restriction(t: &Target, inst: &InstFit) -> Option<Restriction> {
     }
 }
 
+/// The extensions whose only purpose is a subgroup capability the lowering can make unneeded:
+/// each goes with its capability (Vulkan refuses a module declaring an extension the device
+/// lacks, VUID-VkShaderModuleCreateInfo-pCode-08742, and naga refuses ones it does not know).
+pub const CAPABILITY_EXTENSIONS: [(&str, Capability); 7] = [
+    ("SPV_KHR_subgroup_vote", Capability::SubgroupVoteKHR),
+    (
+        "SPV_NV_shader_subgroup_partitioned",
+        Capability::GroupNonUniformPartitionedEXT,
+    ),
+    (
+        "SPV_EXT_shader_subgroup_partitioned",
+        Capability::GroupNonUniformPartitionedEXT,
+    ),
+    (
+        "SPV_KHR_subgroup_rotate",
+        Capability::GroupNonUniformRotateKHR,
+    ),
+    ("SPV_KHR_quad_control", Capability::QuadControlKHR),
+    // Also the name of an extended instruction set; kept while the module imports it.
+    (AMD_SHADER_BALLOT, Capability::Groups),
+    (
+        "SPV_KHR_uniform_group_instructions",
+        Capability::GroupUniformArithmeticKHR,
+    ),
+];
+
+/// The capability extension `name` exists for, if it is one of [`CAPABILITY_EXTENSIONS`].
+pub fn extension_capability(name: &str) -> Option<Capability> {
+    CAPABILITY_EXTENSIONS
+        .iter()
+        .find_map(|&(e, c)| (e == name).then_some(c))
+}
+
 /// The name of `SPV_AMD_shader_ballot`'s extended instruction set (and of the extension).
 pub const AMD_SHADER_BALLOT: &str = "SPV_AMD_shader_ballot";
 

@@ -566,7 +566,13 @@ its WGSL writer cannot write out OpIsNan and OpIsInf. `spv-subgroup lower` rewri
 lowering rewrites is reported too: an entry point of a stage naga's front end does not read \
 (geometry, tessellation, ray tracing), SubgroupId or SubgroupLocalInvocationId in an entry point \
 whose LocalSize has more than one dimension or a stage where naga's validator does not give it \
-(SubgroupSize in a vertex shader), and an OpBitcast that changes the component count. `spv-subgroup lower --target naga` refuses such an input, and also runs \
+(SubgroupSize in a vertex shader), and what naga 30 refuses before it reads any code: a capability, \
+extension, extended instruction set or execution mode outside its lists (LocalSizeId, \
+StorageImageWriteWithoutFormat, DrawParameters, NonSemantic.DebugPrintf, ...), any other instruction \
+outside a function (OpSpecConstantOp, OpLine, OpDecorateString, ...), and a composite constant of \
+specialization constants that has no SpecId itself (glslang's gl_WorkGroupSize under local_size_x_id; \
+naga's validator: \"Initializer must be a const-expression\"). An OpBitcast that changes the component \
+count is left to naga (it takes some). `spv-subgroup lower --target naga` refuses such an input, and also runs \
 naga's front end, validator and WGSL writer on its output, reporting naga's refusal under this \
 rule. The target's `restrictions` (docs/targets.md) list them.";
 }

@@ -32,6 +32,7 @@ pub(crate) mod common;
 pub(crate) mod core;
 pub(crate) mod khr_ballot;
 pub(crate) mod naga_fit;
+pub(crate) mod naga_front_end;
 pub(crate) mod partition;
 pub(crate) mod partitioned_arith;
 pub(crate) mod provenance;
@@ -163,6 +164,7 @@ pub(crate) fn run(cx: &Cx<'_>, out: &mut Sink) {
     ray_volatile::check_module(cx, out);
     target_fit::check_module(cx, out);
     naga_fit::check_module(cx, out);
+    naga_front_end::check_module(cx, out);
 }
 
 #[cfg(test)]

@@ -25,21 +25,9 @@
 use spirv::{BuiltIn, Decoration, ExecutionMode, ExecutionModel, Op};
 
 use crate::module::Cx;
+use crate::rules::common::naga_reads_stage;
 use crate::rules::Rule;
 use crate::sink::Sink;
-
-/// The execution models naga 30's SPIR-V front end reads.
-fn stage_read(model: u32) -> bool {
-    [
-        ExecutionModel::Vertex,
-        ExecutionModel::Fragment,
-        ExecutionModel::GLCompute,
-        ExecutionModel::TaskEXT,
-        ExecutionModel::MeshEXT,
-    ]
-    .iter()
-    .any(|&m| m as u32 == model)
-}
 
 pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
     let Some(t) = cx.target else { return };
@@ -94,7 +82,7 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
                 continue;
             };
             let name = m.string(i, 3);
-            if !stage_read(model) {
+            if !naga_reads_stage(model) {
                 let stage = ExecutionModel::from_u32(model)
                     .map_or_else(|| model.to_string(), |s| format!("{s:?}"));
                 out.emit(

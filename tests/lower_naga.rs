@@ -18,7 +18,9 @@ use lower_common::{build, lower, wants, PATTERN};
 use spv_subgroup_lower::Target;
 use spv_subgroup_tests::naga::through_naga;
 
-/// Capabilities naga 30's SPIR-V front end does not accept (with their capability names).
+/// Capabilities whose types naga 30 refuses in the uses these fixtures make (its front end lists
+/// all three as supported capabilities; the refusals come from the type's uses, by the front end
+/// or the validator), with their capability names.
 const NAGA_UNSUPPORTED: [&str; 3] = ["Int8", "Int16", "Float16"];
 
 /// Fixtures whose input has a narrow type only in loads, stores and conversions (no 8-bit type,

@@ -97,10 +97,10 @@ pub struct Restrictions {
     pub scans_add_mul_only: bool,
     /// Bitwise group operations on 32-bit or wider values only.
     pub bitwise_32_bit_only: bool,
-    /// No `OpBitcast` between types of different component counts and no 16-bit float
-    /// constants (naga's IR keeps a bitcast's vector size and reads no half constant): the
-    /// lowering moves 64-bit values as 64-bit integers (`Int64`) and halves as 16-bit integers
-    /// (`Int16`) instead of as 32-bit 2-vectors.
+    /// No `OpBitcast` between types of different component counts (naga's IR keeps a bitcast's
+    /// vector size): the lowering moves 64-bit values as 64-bit integers (`Int64`) and halves as
+    /// 16-bit integers (`Int16`) instead of as 32-bit 2-vectors. (naga 30 does read 16-bit float
+    /// constants, `Literal::F16`: `fixtures/lower/naga/half_constant.spvasm`.)
     pub no_resizing_bitcast: bool,
     /// No `OpGroupNonUniformLogicalAnd/Or/Xor` (naga's validator takes bool operands only in
     /// `All` and `Any`): the lowering computes them from ballots.

@@ -245,8 +245,7 @@ pub(crate) struct Emitter<'t> {
     int64_words: bool,
     /// Whether a 16-bit float moves through a 16-bit integer (needs `Int16`) rather than a half
     /// 2-vector (needs nothing more): the target's consumer cannot bitcast a 2-vector to a scalar
-    /// (naga's IR keeps a bitcast's vector size) nor parse a half constant, as naga 30 cannot
-    /// (the target's `no_resizing_bitcast`).
+    /// (naga's IR keeps a bitcast's vector size; the target's `no_resizing_bitcast`).
     int16_words: bool,
     /// Whether code is being emitted inside a [`Code::by_subgroup_size`] choice (no nesting).
     in_size_choice: bool,

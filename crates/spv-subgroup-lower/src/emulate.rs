@@ -178,18 +178,32 @@ fn check_module(module: &Module, n: u32, target: &Target) -> Result<WorkgroupSiz
             }
         }
     }
-    for ep in &module.entry_points {
-        if let Some(Operand::ExecutionModel(m)) = ep.operands.first() {
-            if *m != ExecutionModel::GLCompute {
-                return Err(refuse(
-                    target,
-                    "OpEntryPoint",
-                    format!(
-                        "emulating subgroup size {n}: the {m:?} stage (only compute entry points \
-                         are emulated yet)"
-                    ),
-                ));
-            }
+    // The hardware built-ins the emulation loads are integer inputs, `Flat` in a module with a
+    // fragment shader (as the ordinary lowering's are, `stages.rs`); an entry point that must not
+    // list a `Flat` input beside it would need the ordinary lowering's copies of the shared
+    // functions, which this pass does not make.
+    let fragment = module.entry_points.iter().any(|ep| {
+        matches!(
+            ep.operands.first(),
+            Some(Operand::ExecutionModel(ExecutionModel::Fragment))
+        )
+    });
+    if fragment {
+        let twins = stages::twin_entry_points(module);
+        if let Some((ep, _)) = module.entry_points.iter().zip(&twins).find(|(_, &t)| t) {
+            let m = match ep.operands.first() {
+                Some(Operand::ExecutionModel(m)) => format!("{m:?}"),
+                _ => "another".to_owned(),
+            };
+            return Err(refuse(
+                target,
+                "OpEntryPoint",
+                format!(
+                    "emulating subgroup size {n}: a {m} entry point beside a fragment one in the \
+                     same module (the fragment stage needs the hardware lane id `Flat`, which a \
+                     {m} stage must not list; emulate each stage's module on its own)"
+                ),
+            ));
         }
     }
     let mut literal: BTreeSet<u32> = BTreeSet::new();

@@ -154,16 +154,11 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testutil::{run, shader, Expect};
+    use crate::rules::testutil::{messages, shader, Expect};
 
     /// The SG0704 messages of `src` validated for `target`.
     fn restrictions(src: &str, target: &str) -> Vec<String> {
-        run(src, "vulkan1.1", Some(target))
-            .diagnostics
-            .into_iter()
-            .filter(|d| d.rule.code() == "SG0704")
-            .map(|d| d.message)
-            .collect()
+        messages(src, target, "SG0704")
     }
 
     /// A compute module whose entry point lists `%lane`, a variable decorated `builtin`, with

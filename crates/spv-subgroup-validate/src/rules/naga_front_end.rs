@@ -252,16 +252,11 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testutil::run;
+    use crate::rules::testutil::messages;
 
     /// The SG0704 messages of `src` validated for `target`.
     fn restrictions(src: &str, target: &str) -> Vec<String> {
-        run(src, "vulkan1.1", Some(target))
-            .diagnostics
-            .into_iter()
-            .filter(|d| d.rule.code() == "SG0704")
-            .map(|d| d.message)
-            .collect()
+        messages(src, target, "SG0704")
     }
 
     /// A compute module with `header` after `OpCapability Shader` and `globals` before the

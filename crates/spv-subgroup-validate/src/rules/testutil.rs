@@ -96,3 +96,13 @@ pub(crate) const VOTE: &str = "OpCapability SubgroupVoteKHR\nOpExtension \"SPV_K
 /// Header lines enabling the partitioned extension (NV spelling) and core arithmetic.
 pub(crate) const PART: &str =
     "OpCapability GroupNonUniformPartitionedNV\nOpExtension \"SPV_NV_shader_subgroup_partitioned\"";
+
+/// The messages of rule `code` (`SG0704`) in `src` validated (Vulkan 1.1) for `target`.
+pub(crate) fn messages(src: &str, target: &str, code: &str) -> Vec<String> {
+    run(src, "vulkan1.1", Some(target))
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.rule.code() == code)
+        .map(|d| d.message)
+        .collect()
+}

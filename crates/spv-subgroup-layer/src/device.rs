@@ -10,7 +10,7 @@ use ash::vk;
 
 use crate::chain;
 use crate::dispatch::{self, DeviceData};
-use crate::shader::Outcome;
+use crate::shader::{Outcome, RequiredSize};
 
 /// `vkDestroyDevice`.
 ///
@@ -150,12 +150,52 @@ struct Keep {
         reason = "a stage's pNext points at the box, which must not move when the Vec grows"
     )]
     module_infos: Vec<Box<vk::ShaderModuleCreateInfo<'static>>>,
+    #[allow(clippy::vec_box, reason = "as above")]
+    sizes: Vec<Box<vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo<'static>>>,
     chains: Vec<chain::Edited>,
     stages: Vec<Vec<vk::PipelineShaderStageCreateInfo<'static>>>,
 }
 
-/// The stage with its chained `VkShaderModuleCreateInfo` lowered, or `None` to keep the stage
-/// as it is (a stage naming a module was lowered when the module was created).
+impl Keep {
+    /// Puts a required-size struct of `size` in front of the chain `head` and returns the new
+    /// head.
+    fn required_size_in_front(&mut self, size: u32, head: *const c_void) -> *const c_void {
+        let mut info = Box::new(
+            vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+                .required_subgroup_size(size),
+        );
+        info.p_next = head.cast_mut();
+        let new_head = (&*info as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo)
+            .cast::<c_void>();
+        self.sizes.push(info);
+        new_head
+    }
+}
+
+/// How a stage's (or shader's) required subgroup size goes down, and the hardware size its
+/// module is lowered for: `(mapping, hardware size)`.
+///
+/// # Safety
+/// `head` is NULL or a valid chain.
+unsafe fn map_required_size(
+    data: &DeviceData,
+    stage: vk::ShaderStageFlags,
+    head: *const c_void,
+) -> (RequiredSize, Option<u32>) {
+    // SAFETY: forwarded.
+    let Some(required) = (unsafe { required_size(head) }) else {
+        return (RequiredSize::Keep, None);
+    };
+    match data.lowerer.required_size(stage.as_raw(), required) {
+        RequiredSize::Keep => (RequiredSize::Keep, Some(required)),
+        RequiredSize::Replace(h) => (RequiredSize::Replace(h), Some(h)),
+        RequiredSize::Remove => (RequiredSize::Remove, None),
+    }
+}
+
+/// The stage with its chained `VkShaderModuleCreateInfo` lowered and its required subgroup size
+/// mapped to the driver's (with an emulated size), or `None` to keep the stage as it is (a
+/// stage naming a module was lowered when the module was created).
 ///
 /// # Safety
 /// `stage` is a valid stage create info.
@@ -164,41 +204,61 @@ unsafe fn lower_stage(
     stage: &vk::PipelineShaderStageCreateInfo<'static>,
     keep: &mut Keep,
 ) -> Option<vk::PipelineShaderStageCreateInfo<'static>> {
-    if stage.module != vk::ShaderModule::null() {
-        return None;
-    }
     // SAFETY: the stage's valid chain.
-    let smci = unsafe { chain::find(stage.p_next, vk::StructureType::SHADER_MODULE_CREATE_INFO) }
-        as *const vk::ShaderModuleCreateInfo<'static>;
-    if smci.is_null() {
+    let (mapping, hardware_size) = unsafe { map_required_size(data, stage.stage, stage.p_next) };
+    let smci = if stage.module == vk::ShaderModule::null() {
+        // SAFETY: the stage's valid chain.
+        let found =
+            unsafe { chain::find(stage.p_next, vk::StructureType::SHADER_MODULE_CREATE_INFO) };
+        found.cast::<vk::ShaderModuleCreateInfo<'static>>()
+    } else {
+        std::ptr::null()
+    };
+    let lowered = if smci.is_null() {
+        None
+    } else {
+        // SAFETY: the struct of this sType, with its code.
+        let ci = unsafe { &*smci };
+        // SAFETY: as above.
+        unsafe { words(ci.p_code, ci.code_size) }.and_then(|w| lower(data, w, hardware_size))
+    };
+    if lowered.is_none() && mapping == RequiredSize::Keep {
         return None;
     }
-    // SAFETY: the struct of this sType, with its code.
-    let (ci, size) = unsafe { (&*smci, required_size(stage.p_next)) };
-    // SAFETY: as above.
-    let out = lower(data, unsafe { words(ci.p_code, ci.code_size) }?, size)?;
+    let size_changes = mapping != RequiredSize::Keep;
     // SAFETY: the stage's valid chain, which outlives the call.
     let rest = unsafe {
         chain::without(stage.p_next, |s| {
-            s == vk::StructureType::SHADER_MODULE_CREATE_INFO
+            (lowered.is_some() && s == vk::StructureType::SHADER_MODULE_CREATE_INFO)
+                || (size_changes
+                    && s == vk::StructureType::PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
         })
     };
     if let chain::Edited::Unknown(s) = rest {
         data.lowerer.settings().error(&format!(
-            "a pipeline stage's module goes to the driver unlowered: a struct of sType {} the \
-             layer cannot copy comes before its VkShaderModuleCreateInfo",
+            "a pipeline stage goes to the driver as it is (its module unlowered, its required \
+             subgroup size unmapped): a struct of sType {} the layer cannot copy comes before \
+             the structs it changes",
             s.as_raw()
         ));
         return None;
     }
-    let mut module_info = Box::new(*ci);
-    module_info.p_code = out.as_ptr();
-    module_info.code_size = out.len() * 4;
-    module_info.p_next = rest.head(stage.p_next);
+    let mut head = rest.head(stage.p_next);
+    if let RequiredSize::Replace(size) = mapping {
+        head = keep.required_size_in_front(size, head);
+    }
+    if let Some(out) = lowered {
+        // SAFETY: checked non-null above (`lowered` comes from it).
+        let mut module_info = Box::new(unsafe { *smci });
+        module_info.p_code = out.as_ptr();
+        module_info.code_size = out.len() * 4;
+        module_info.p_next = head;
+        head = (&*module_info as *const vk::ShaderModuleCreateInfo).cast();
+        keep.code.push(out);
+        keep.module_infos.push(module_info);
+    }
     let mut new_stage = *stage;
-    new_stage.p_next = (&*module_info as *const vk::ShaderModuleCreateInfo).cast();
-    keep.code.push(out);
-    keep.module_infos.push(module_info);
+    new_stage.p_next = head;
     keep.chains.push(rest);
     Some(new_stage)
 }
@@ -323,16 +383,39 @@ pub unsafe fn create_shaders_ext(
             continue;
         }
         // SAFETY: `codeSize` bytes of SPIR-V at `pCode`, and the create info's valid chain.
-        let (code, size) = unsafe {
+        let (code, (mapping, size)) = unsafe {
             (
                 words(info.p_code.cast(), info.code_size),
-                required_size(info.p_next),
+                map_required_size(&data, info.stage, info.p_next),
             )
         };
         if let Some(out) = code.and_then(|w| lower(&data, w, size)) {
             info.p_code = out.as_ptr().cast();
             info.code_size = out.len() * 4;
             keep.code.push(out);
+            changed = true;
+        }
+        if mapping != RequiredSize::Keep {
+            // SAFETY: the create info's valid chain, which outlives the call.
+            let rest = unsafe {
+                chain::without(info.p_next, |s| {
+                    s == vk::StructureType::PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO
+                })
+            };
+            if let chain::Edited::Unknown(s) = rest {
+                data.lowerer.settings().error(&format!(
+                    "a shader's required subgroup size goes to the driver unmapped: a struct of \
+                     sType {} the layer cannot copy comes before it",
+                    s.as_raw()
+                ));
+                continue;
+            }
+            let mut head = rest.head(info.p_next);
+            if let RequiredSize::Replace(h) = mapping {
+                head = keep.required_size_in_front(h, head);
+            }
+            info.p_next = head;
+            keep.chains.push(rest);
             changed = true;
         }
     }

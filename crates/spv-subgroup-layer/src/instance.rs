@@ -202,6 +202,15 @@ pub unsafe fn facts(inst: &InstanceData, pd: vk::PhysicalDevice) -> Arc<DeviceFa
     }
     // SAFETY: forwarded.
     let f = Arc::new(unsafe { query_facts(inst, pd) });
+    // An emulated size this device cannot run is said once per device and instance; the device
+    // then reports and runs its own sizes.
+    if let Some(n) = inst.settings.subgroup_size {
+        if let Err(why) = f.can_emulate_size(n) {
+            inst.settings.error(&format!(
+                "SPV_SUBGROUP_LAYER_SUBGROUP_SIZE={n} ignored: {why}"
+            ));
+        }
+    }
     map.insert(pd, f.clone());
     f
 }
@@ -252,6 +261,11 @@ unsafe fn query_facts(inst: &InstanceData, pd: vk::PhysicalDevice) -> DeviceFact
             (sizes.min_subgroup_size, sizes.max_subgroup_size)
         } else {
             (subgroup.subgroup_size, subgroup.subgroup_size)
+        };
+        facts.required_size_stages = if size_control {
+            sizes.required_subgroup_size_stages.as_raw()
+        } else {
+            0
         };
     }
     if let (Some(features2), true) = (
@@ -458,27 +472,77 @@ pub unsafe fn get_physical_device_properties2(
     unsafe { down(pd, properties) };
     // SAFETY: as above.
     let emulation = unsafe { facts(&inst, pd) }.emulation(&inst.settings);
-    if properties.is_null() || !emulation.partitioned {
+    if properties.is_null() || !(emulation.partitioned || emulation.subgroup_size.is_some()) {
         return;
     }
-    let partitioned = vk::SubgroupFeatureFlags::from_raw(bits::PARTITIONED);
-    // SAFETY: the application's output chain, filled by the driver; the two structs are read
-    // as the types their sTypes name.
+    let added = if emulation.partitioned {
+        vk::SubgroupFeatureFlags::from_raw(bits::PARTITIONED)
+    } else {
+        vk::SubgroupFeatureFlags::empty()
+    };
+    // SAFETY: the application's output chain, filled by the driver; each struct is read as the
+    // type its sType names.
     unsafe {
         let head = (*properties).p_next;
         let s = chain::find(head, vk::StructureType::PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
             as *mut vk::PhysicalDeviceSubgroupProperties;
         if !s.is_null() {
-            (*s).supported_operations |= partitioned;
+            (*s).supported_operations |= added;
+            if let Some(n) = emulation.subgroup_size {
+                (*s).subgroup_size = n;
+            }
         }
         let v = chain::find(
             head,
             vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES,
         ) as *mut vk::PhysicalDeviceVulkan11Properties;
         if !v.is_null() {
-            (*v).subgroup_supported_operations |= partitioned;
+            (*v).subgroup_supported_operations |= added;
+            if let Some(n) = emulation.subgroup_size {
+                (*v).subgroup_size = n;
+            }
+        }
+        if let Some(n) = emulation.subgroup_size {
+            let c = chain::find(
+                head,
+                vk::StructureType::PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES,
+            ) as *mut vk::PhysicalDeviceSubgroupSizeControlProperties;
+            if !c.is_null() {
+                let c = &mut *c;
+                size_control_for(
+                    n,
+                    &mut c.min_subgroup_size,
+                    &mut c.max_subgroup_size,
+                    &mut c.max_compute_workgroup_subgroups,
+                );
+            }
+            let c = chain::find(
+                head,
+                vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES,
+            ) as *mut vk::PhysicalDeviceVulkan13Properties;
+            if !c.is_null() {
+                let c = &mut *c;
+                size_control_for(
+                    n,
+                    &mut c.min_subgroup_size,
+                    &mut c.max_subgroup_size,
+                    &mut c.max_compute_workgroup_subgroups,
+                );
+            }
         }
     }
+}
+
+/// The size-control limits (of `VkPhysicalDeviceSubgroupSizeControlProperties` or
+/// `VkPhysicalDeviceVulkan13Properties`) of a device that runs subgroups of `n` lanes only: the
+/// range `n` to `n`, and as many more subgroups per workgroup as the driver's smallest subgroup
+/// holds virtual ones. `requiredSubgroupSizeStages` stays the driver's: requiring `n` there is
+/// accepted and mapped to a size the driver runs (`Lowerer::required_size`).
+fn size_control_for(n: u32, min: &mut u32, max: &mut u32, workgroup_subgroups: &mut u32) {
+    let per_hardware_subgroup = (*min / n.max(1)).max(1);
+    *workgroup_subgroups = workgroup_subgroups.saturating_mul(per_hardware_subgroup);
+    *min = n;
+    *max = n;
 }
 
 /// `vkCreateDevice`.
@@ -622,4 +686,20 @@ pub unsafe fn create_device(
         },
     );
     vk::Result::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_size_control_range_is_the_emulated_size_with_more_subgroups_per_workgroup() {
+        // lavapipe at 16 lanes emulating 4: four virtual subgroups in each of its subgroups.
+        let (mut min, mut max, mut subgroups) = (16, 16, 64);
+        size_control_for(4, &mut min, &mut max, &mut subgroups);
+        assert_eq!((min, max, subgroups), (4, 4, 256));
+        let (mut min, mut max, mut subgroups) = (8, 64, 128);
+        size_control_for(8, &mut min, &mut max, &mut subgroups);
+        assert_eq!((min, max, subgroups), (8, 8, 128));
+    }
 }

@@ -128,6 +128,35 @@ fn run_through_layer(size: u32, by_name: bool) -> String {
             .any(|w| !tools::disassemble(w).contains("SubgroupVoteKHR")),
         "the forced module has its KHR votes lowered"
     );
+    // With SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=N below the hardware's size (`emulated_sizes`):
+    // the models' answers, and the modules emulated at N (the example and the size observer,
+    // which uses no emulated extension) valid and marked so.
+    for n in [4u32, 8].into_iter().filter(|&n| n < size) {
+        assert!(
+            out.contains(&format!("emulated {n} on {size}: model answers")),
+            "{out}"
+        );
+        let dir = dumps.path().join(format!("emulated-{n}"));
+        let mut emulated = 0;
+        for entry in std::fs::read_dir(&dir).expect("the emulated modules' dump folder") {
+            let p = entry.expect("an entry").path();
+            if p.to_string_lossy().ends_with(".lowered.spv") {
+                let words = tools::read_words(&p);
+                tools::spirv_val(&words, "vulkan1.3")
+                    .expect("the emulated module passes spirv-val");
+                let text = tools::disassemble(&words);
+                assert!(
+                    text.contains(&format!("--emulate-subgroup-size {n}")),
+                    "not emulated at {n}:\n{text}"
+                );
+                emulated += 1;
+            }
+        }
+        assert_eq!(
+            emulated, 2,
+            "the example and the observer, emulated at {n}:\n{out}"
+        );
+    }
     out
 }
 
@@ -229,10 +258,12 @@ fn vulkaninfo_lists_the_emulated_extensions() {
     assert!(with.contains("VK_LAYER_SPV_SUBGROUP_lower"), "{with}");
 }
 
-/// The application at subgroup size 4 with Khronos' validation layer above ours (checking the
+/// The application at subgroup size 16 with Khronos' validation layer above ours (checking the
 /// application's calls against the device the layer shows) and below it (checking what the layer
 /// sends the driver: the create info without the emulated names and struct, the lowered
-/// modules). It needs Debian's `vulkan-validationlayers` (`cargo xtask install-deps` installs it).
+/// modules, and, in the child's runs with `SPV_SUBGROUP_LAYER_SUBGROUP_SIZE` 4 and 8, the
+/// required subgroup size mapped to 16: unmapped, the layer below reports
+/// `VUID-VkPipelineShaderStageRequiredSubgroupSizeCreateInfo-requiredSubgroupSize-02761`). It needs Debian's `vulkan-validationlayers` (`cargo xtask install-deps` installs it).
 #[test]
 fn khronos_validation_above_and_below_reports_nothing() {
     let system = Path::new("/usr/share/vulkan/explicit_layer.d");
@@ -251,7 +282,7 @@ fn khronos_validation_above_and_below_reports_nothing() {
             ("VK_INSTANCE_LAYERS", layers),
             ("VK_LOADER_DEBUG", "layer"),
         ];
-        let out = lavapipe::run_suite(4, &env, Duration::from_secs(300));
+        let out = lavapipe::run_suite(16, &env, Duration::from_secs(300));
         print!("{out}");
         // Both layers were in the device's chain (the loader says so at VK_LOADER_DEBUG=layer).
         for name in ["VK_LAYER_KHRONOS_validation", "VK_LAYER_SPV_SUBGROUP_lower"] {
@@ -261,6 +292,7 @@ fn khronos_validation_above_and_below_reports_nothing() {
             );
         }
         assert!(out.contains("force=true: model answers"), "{out}");
+        assert!(out.contains("emulated 8 on 16: model answers"), "{out}");
         assert!(!out.contains("Validation Error"), "{layers}:\n{out}");
         assert!(!out.contains("Validation Warning"), "{layers}:\n{out}");
     }
@@ -372,6 +404,16 @@ fn a_refused_module_goes_down_unchanged_and_is_reported() {
             && out.contains("goes to the driver unchanged"),
         "no refusal on stderr:\n{out}"
     );
+    // An emulated size above the device's is refused, with why, and the device keeps its own.
+    assert!(
+        out.contains("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=16 ignored: the device `llvmpipe")
+            && out.contains("an emulated size must be at most 8"),
+        "no refusal of the emulated size on stderr:\n{out}"
+    );
+    assert!(
+        out.contains("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=16: reported 8"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -400,6 +442,16 @@ fn child_refusal() {
                 && text.contains("goes to the driver unchanged")
                 && text.contains("OpGroupNonUniformBroadcast")),
         "the messenger got no refusal: {messages:?}"
+    );
+    drop(app);
+    // SAFETY (test): one test on one thread; read at vkCreateInstance.
+    std::env::set_var("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE", "16");
+    let app = App::open(false, false);
+    let reported = app.reported_sizes();
+    assert_eq!(reported, [size; 6]);
+    println!(
+        "SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=16: reported {}",
+        reported[0]
     );
 }
 
@@ -453,6 +505,93 @@ fn child_suite() {
         let chained = app.pipeline_chained(&words);
         assert_eq!(app.dispatch(chained, &keys), want, "chained, force={force}");
         println!("force={force}: model answers at size {}", app.subgroup_size);
+        if !force {
+            let observer = observer_words();
+            let pipeline = app.pipeline(&observer);
+            assert_eq!(
+                app.dispatch(pipeline, &keys),
+                observer_model(&keys, app.subgroup_size as usize),
+                "the size observer, natively"
+            );
+            println!("observer: model answers at size {}", app.subgroup_size);
+        }
+    }
+    let native = std::env::var("SPV_CHILD_EXPECT_SIZE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .expect("the child's hardware subgroup size");
+    emulated_sizes(&words, native);
+}
+
+/// The SPIR-V of `tests/shaders/subgroup_observer.comp`.
+fn observer_words() -> Vec<u32> {
+    let shader = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shaders/subgroup_observer.comp");
+    tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles the size observer")
+}
+
+/// What `tests/shaders/subgroup_observer.comp` computes for subgroups of `size` (one workgroup
+/// of `example::LANES`, every lane active): per lane, (the ballot of `key > 100` in words 0 and 1,
+/// the subgroup's sum, its first lane's key), the inclusive sum, and `gl_SubgroupSize`,
+/// `gl_SubgroupInvocationID`, `gl_SubgroupID` and `gl_NumSubgroups` packed in bytes.
+fn observer_model(keys: &[u32], size: usize) -> (Vec<[u32; 4]>, Vec<u32>, Vec<u32>) {
+    let mut masks = Vec::new();
+    let mut sums = Vec::new();
+    let mut flags = Vec::new();
+    for i in 0..keys.len() {
+        let base = i / size * size;
+        let group = &keys[base..(base + size).min(keys.len())];
+        let mut ballot = [0u32; 2];
+        for (lane, _) in group.iter().enumerate().filter(|(_, &k)| k > 100) {
+            ballot[lane / 32] |= 1 << (lane % 32);
+        }
+        let total = group.iter().fold(0u32, |a, &k| a.wrapping_add(k));
+        masks.push([ballot[0], ballot[1], total, group[0]]);
+        sums.push(keys[base..=i].iter().fold(0u32, |a, &k| a.wrapping_add(k)));
+        let (lane, id, count) = (i - base, i / size, keys.len().div_ceil(size));
+        flags.push((size | lane << 8 | id << 16 | count << 24) as u32);
+    }
+    (masks, sums, flags)
+}
+
+/// The application again with `SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=N` for every N of 4 and 8 below
+/// the hardware's size, in this child (its Vulkan start-up is already paid): the device must
+/// report N everywhere the application reads a subgroup size, and the README example (through a
+/// module and chained behind a required size of N) and the size observer must give the host
+/// models' answers at N, the answers the same application gets on lavapipe at N natively
+/// (`lavapipe_subgroup_size_N`). The layer dumps these modules in `DUMP/emulated-N`.
+fn emulated_sizes(example_words: &[u32], hardware: u32) {
+    let dump = std::env::var_os(DUMP_VAR);
+    let observer = observer_words();
+    let keys = example::keys();
+    for n in [4u32, 8].into_iter().filter(|&n| n < hardware) {
+        // SAFETY (test): one test on one thread; the layer reads its settings at
+        // vkCreateInstance.
+        std::env::set_var("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE", n.to_string());
+        if let Some(dump) = &dump {
+            std::env::set_var(DUMP_VAR, Path::new(dump).join(format!("emulated-{n}")));
+        }
+        let app = App::open(std::env::var_os(BY_NAME_VAR).is_some(), false);
+        assert_eq!(app.reported_sizes(), [n; 6], "the sizes the device reports");
+        let want = example::model(&keys, n as usize);
+        let module = app.pipeline(example_words);
+        assert_eq!(
+            app.dispatch(module, &keys),
+            want,
+            "emulated {n}: the example"
+        );
+        let chained = app.pipeline_chained(example_words);
+        assert_eq!(app.dispatch(chained, &keys), want, "emulated {n}: chained");
+        let pipeline = app.pipeline(&observer);
+        assert_eq!(
+            app.dispatch(pipeline, &keys),
+            observer_model(&keys, n as usize),
+            "emulated {n}: the size observer"
+        );
+        println!("emulated {n} on {hardware}: model answers");
+    }
+    std::env::remove_var("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE");
+    if let Some(dump) = dump {
+        std::env::set_var(DUMP_VAR, dump);
     }
 }
 
@@ -481,6 +620,7 @@ struct App {
     pipeline_layout: vk::PipelineLayout,
     subgroup_size: u32,
     messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    physical_device: vk::PhysicalDevice,
 }
 
 /// What the application's debug-utils messenger received: (message id name, message).
@@ -716,7 +856,43 @@ impl App {
                 pipeline_layout,
                 subgroup_size,
                 messenger,
+                physical_device: pd,
             }
+        }
+    }
+
+    /// Every subgroup size the device reports: `subgroupSize` of
+    /// `VkPhysicalDeviceSubgroupProperties` and `VkPhysicalDeviceVulkan11Properties`, and
+    /// `minSubgroupSize`, `maxSubgroupSize` of `VkPhysicalDeviceSubgroupSizeControlProperties` and
+    /// `VkPhysicalDeviceVulkan13Properties`, each asked in a chain of its own.
+    fn reported_sizes(&self) -> [u32; 6] {
+        let pd = self.physical_device;
+        // SAFETY (test): queries on a live physical device with output chains on the stack.
+        unsafe {
+            let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+            let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup);
+            self.instance
+                .get_physical_device_properties2(pd, &mut props);
+            let mut v11 = vk::PhysicalDeviceVulkan11Properties::default();
+            let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut v11);
+            self.instance
+                .get_physical_device_properties2(pd, &mut props);
+            let mut control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+            let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut control);
+            self.instance
+                .get_physical_device_properties2(pd, &mut props);
+            let mut v13 = vk::PhysicalDeviceVulkan13Properties::default();
+            let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut v13);
+            self.instance
+                .get_physical_device_properties2(pd, &mut props);
+            [
+                subgroup.subgroup_size,
+                v11.subgroup_size,
+                control.min_subgroup_size,
+                control.max_subgroup_size,
+                v13.min_subgroup_size,
+                v13.max_subgroup_size,
+            ]
         }
     }
 

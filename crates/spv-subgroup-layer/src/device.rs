@@ -10,6 +10,8 @@ use ash::vk;
 
 use crate::chain;
 use crate::dispatch::{self, DeviceData};
+use crate::host_memory::{self, with_route, Callbacks};
+use crate::instance::command_route;
 use crate::shader::{Outcome, RequiredSize};
 
 /// `vkDestroyDevice`.
@@ -108,7 +110,7 @@ unsafe fn required_size(head: *const c_void) -> Option<u32> {
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn create_shader_module(
+unsafe fn create_shader_module_inner(
     device: vk::Device,
     create_info: *const vk::ShaderModuleCreateInfo,
     allocator: *const vk::AllocationCallbacks,
@@ -126,6 +128,11 @@ pub unsafe fn create_shader_module(
     let ci = unsafe { &*create_info };
     // SAFETY: as above.
     let lowered = unsafe { words(ci.p_code, ci.code_size) }.and_then(|w| lower(&data, w, None));
+    if out_of_memory(&data) {
+        // SAFETY: the application's output handle.
+        unsafe { null_handles(module, 1) };
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
     match lowered {
         None => {
             // SAFETY: passed down as it is.
@@ -267,7 +274,7 @@ unsafe fn lower_stage(
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn create_compute_pipelines(
+unsafe fn create_compute_pipelines_inner(
     device: vk::Device,
     cache: vk::PipelineCache,
     count: u32,
@@ -295,6 +302,11 @@ pub unsafe fn create_compute_pipelines(
             changed = true;
         }
     }
+    if out_of_memory(&data) {
+        // SAFETY: the application's array of `count` handles.
+        unsafe { null_handles(pipelines, count) };
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
     let passed = if changed { copies.as_ptr() } else { infos };
     // SAFETY: the create infos (the application's, or copies whose pointers `keep` holds alive).
     unsafe { down(device, cache, count, passed, allocator, pipelines) }
@@ -304,7 +316,7 @@ pub unsafe fn create_compute_pipelines(
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn create_graphics_pipelines(
+unsafe fn create_graphics_pipelines_inner(
     device: vk::Device,
     cache: vk::PipelineCache,
     count: u32,
@@ -347,6 +359,11 @@ pub unsafe fn create_graphics_pipelines(
             changed = true;
         }
     }
+    if out_of_memory(&data) {
+        // SAFETY: the application's array of `count` handles.
+        unsafe { null_handles(pipelines, count) };
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
     let passed = if changed { copies.as_ptr() } else { infos };
     // SAFETY: as in `create_compute_pipelines`.
     unsafe { down(device, cache, count, passed, allocator, pipelines) }
@@ -356,7 +373,7 @@ pub unsafe fn create_graphics_pipelines(
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn create_shaders_ext(
+unsafe fn create_shaders_ext_inner(
     device: vk::Device,
     count: u32,
     infos: *const vk::ShaderCreateInfoEXT<'static>,
@@ -419,7 +436,134 @@ pub unsafe fn create_shaders_ext(
             changed = true;
         }
     }
+    if out_of_memory(&data) {
+        // SAFETY: the application's array of `count` handles.
+        unsafe { null_handles(shaders, count) };
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
     let passed = if changed { copies.as_ptr() } else { infos };
     // SAFETY: as in `create_compute_pipelines`.
     unsafe { down(device, count, passed, allocator, shaders) }
+}
+
+/// Runs a device command that creates objects with `allocator`: the layer's temporaries (the
+/// lowering's, the copies of create infos) go through the most specific callbacks there are,
+/// the command's, else the device's (or its instance's), with `_COMMAND`.
+///
+/// # Safety
+/// `device` is a live device; `allocator` is NULL or valid for the call.
+unsafe fn in_command<R>(
+    device: vk::Device,
+    allocator: *const vk::AllocationCallbacks,
+    f: impl FnOnce() -> R,
+) -> R {
+    // SAFETY: forwarded.
+    let callbacks = unsafe { Callbacks::from_app(allocator) }
+        .or_else(|| unsafe { data_of(device) }.and_then(|d| d.callbacks));
+    host_memory::take_failure();
+    with_route(command_route(callbacks), f)
+}
+
+/// Whether the application's callbacks returned NULL during this command (said at the `error`
+/// level): the command then answers `VK_ERROR_OUT_OF_HOST_MEMORY` before calling down.
+fn out_of_memory(data: &DeviceData) -> bool {
+    let failed = host_memory::take_failure();
+    if failed {
+        data.lowerer.settings().error(
+            "the application's allocation callbacks returned NULL while the layer prepared a \
+             module: VK_ERROR_OUT_OF_HOST_MEMORY",
+        );
+    }
+    failed
+}
+
+/// Writes `VK_NULL_HANDLE` to the `count` handles at `out` (what a failed creation leaves).
+///
+/// # Safety
+/// `out` is NULL or the application's array of `count` handles.
+unsafe fn null_handles<H: vk::Handle>(out: *mut H, count: u32) {
+    if out.is_null() {
+        return;
+    }
+    for i in 0..count as usize {
+        // SAFETY: within the application's array.
+        unsafe { out.add(i).write(H::from_raw(0)) };
+    }
+}
+
+/// `vkCreateShaderModule`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_shader_module(
+    device: vk::Device,
+    create_info: *const vk::ShaderModuleCreateInfo,
+    allocator: *const vk::AllocationCallbacks,
+    module: *mut vk::ShaderModule,
+) -> vk::Result {
+    // SAFETY: forwarded.
+    unsafe {
+        in_command(device, allocator, || {
+            create_shader_module_inner(device, create_info, allocator, module)
+        })
+    }
+}
+
+/// `vkCreateComputePipelines`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_compute_pipelines(
+    device: vk::Device,
+    cache: vk::PipelineCache,
+    count: u32,
+    infos: *const vk::ComputePipelineCreateInfo<'static>,
+    allocator: *const vk::AllocationCallbacks,
+    pipelines: *mut vk::Pipeline,
+) -> vk::Result {
+    // SAFETY: forwarded.
+    unsafe {
+        in_command(device, allocator, || {
+            create_compute_pipelines_inner(device, cache, count, infos, allocator, pipelines)
+        })
+    }
+}
+
+/// `vkCreateGraphicsPipelines`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_graphics_pipelines(
+    device: vk::Device,
+    cache: vk::PipelineCache,
+    count: u32,
+    infos: *const vk::GraphicsPipelineCreateInfo<'static>,
+    allocator: *const vk::AllocationCallbacks,
+    pipelines: *mut vk::Pipeline,
+) -> vk::Result {
+    // SAFETY: forwarded.
+    unsafe {
+        in_command(device, allocator, || {
+            create_graphics_pipelines_inner(device, cache, count, infos, allocator, pipelines)
+        })
+    }
+}
+
+/// `vkCreateShadersEXT`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_shaders_ext(
+    device: vk::Device,
+    count: u32,
+    infos: *const vk::ShaderCreateInfoEXT<'static>,
+    allocator: *const vk::AllocationCallbacks,
+    shaders: *mut vk::ShaderEXT,
+) -> vk::Result {
+    // SAFETY: forwarded.
+    unsafe {
+        in_command(device, allocator, || {
+            create_shaders_ext_inner(device, count, infos, allocator, shaders)
+        })
+    }
 }

@@ -9,6 +9,7 @@ use ash::vk;
 
 use crate::chain::{self, PartitionedFeaturesExt, PARTITIONED_FEATURES_EXT};
 use crate::dispatch::{self, load_device_fn, load_instance_fn, DeviceData, InstanceData};
+use crate::host_memory::{self, with_route, Callbacks, Route};
 use crate::loader_abi::{LayerDeviceCreateInfo, LayerInstanceCreateInfo, VK_LAYER_LINK_INFO};
 use crate::settings::Settings;
 use crate::shader::{bits, DeviceFacts, Emulation, Lowerer};
@@ -32,7 +33,14 @@ fn emulated(name: &CStr, emulation: Emulation) -> bool {
     }
 }
 
-/// `vkCreateInstance`.
+/// The route of a command's temporaries: `callbacks` with `VK_SYSTEM_ALLOCATION_SCOPE_COMMAND`.
+pub fn command_route(callbacks: Option<Callbacks>) -> Option<Route> {
+    callbacks.map(|c| c.scope(vk::SystemAllocationScope::COMMAND))
+}
+
+/// `vkCreateInstance`: the layer's temporaries through the application's callbacks with
+/// `_COMMAND`, its state for the instance with `_INSTANCE`; a NULL from them gives
+/// `VK_ERROR_OUT_OF_HOST_MEMORY` (the instance below destroyed again).
 ///
 /// # Safety
 /// The loader's contract for `vkCreateInstance` in a layer.
@@ -40,6 +48,23 @@ pub unsafe fn create_instance(
     create_info: *const vk::InstanceCreateInfo,
     allocator: *const vk::AllocationCallbacks,
     instance_out: *mut vk::Instance,
+) -> vk::Result {
+    // SAFETY: the application's allocator, valid for the instance's lifetime.
+    let callbacks = unsafe { Callbacks::from_app(allocator) };
+    host_memory::take_failure();
+    with_route(command_route(callbacks), || {
+        // SAFETY: forwarded.
+        unsafe { create_instance_routed(create_info, allocator, instance_out, callbacks) }
+    })
+}
+
+/// # Safety
+/// As for [`create_instance`].
+unsafe fn create_instance_routed(
+    create_info: *const vk::InstanceCreateInfo,
+    allocator: *const vk::AllocationCallbacks,
+    instance_out: *mut vk::Instance,
+    callbacks: Option<Callbacks>,
 ) -> vk::Result {
     if create_info.is_null() || instance_out.is_null() {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -144,13 +169,9 @@ pub unsafe fn create_instance(
         }
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
-    let settings = Settings::from_env();
-    settings.info("layer active on a new instance");
-    // SAFETY: a live instance.
-    let key = unsafe { dispatch::key_of(instance) };
-    dispatch::insert_instance(
-        key,
-        InstanceData {
+    let owner = callbacks.map(|c| c.scope(vk::SystemAllocationScope::INSTANCE));
+    let data = with_route(owner, || {
+        Arc::new(InstanceData {
             instance,
             next_gipa,
             destroy_instance: destroy,
@@ -159,10 +180,30 @@ pub unsafe fn create_instance(
             get_features2: features2,
             enumerate_device_extensions: enumerate,
             submit_debug_message: submit,
-            settings,
+            settings: Settings::from_env(),
             facts: Default::default(),
-        },
-    );
+            callbacks,
+        })
+    });
+    if host_memory::take_failure() {
+        data.settings.error(
+            "the application's allocation callbacks returned NULL in vkCreateInstance: \
+             VK_ERROR_OUT_OF_HOST_MEMORY",
+        );
+        drop(data);
+        // SAFETY: the instance just created, with the application's allocator.
+        unsafe { destroy(instance, allocator) };
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
+    data.settings.info(&format!(
+        "layer active on a new instance (application allocation callbacks: {}; blocks from \
+         them so far in this process: {})",
+        if callbacks.is_some() { "yes" } else { "no" },
+        host_memory::blocks_from_callbacks()
+    ));
+    // SAFETY: a live instance.
+    let key = unsafe { dispatch::key_of(instance) };
+    dispatch::insert_instance(key, data);
     vk::Result::SUCCESS
 }
 
@@ -200,8 +241,12 @@ pub unsafe fn facts(inst: &InstanceData, pd: vk::PhysicalDevice) -> Arc<DeviceFa
     if let Some(f) = map.get(&pd) {
         return f.clone();
     }
+    // What the driver reports lives as long as the instance: made with its callbacks.
+    let owner = inst
+        .callbacks
+        .map(|c| c.scope(vk::SystemAllocationScope::INSTANCE));
     // SAFETY: forwarded.
-    let f = Arc::new(unsafe { query_facts(inst, pd) });
+    let f = with_route(owner, || Arc::new(unsafe { query_facts(inst, pd) }));
     // An emulated size this device cannot run is said once per device and instance; the device
     // then reports and runs its own sizes.
     if let Some(n) = inst.settings.subgroup_size {
@@ -211,7 +256,7 @@ pub unsafe fn facts(inst: &InstanceData, pd: vk::PhysicalDevice) -> Arc<DeviceFa
             ));
         }
     }
-    map.insert(pd, f.clone());
+    with_route(owner, || map.insert(pd, f.clone()));
     f
 }
 
@@ -376,7 +421,7 @@ fn extension_properties(name: &CStr, spec_version: u32) -> vk::ExtensionProperti
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn enumerate_device_extension_properties(
+unsafe fn enumerate_device_extension_properties_inner(
     pd: vk::PhysicalDevice,
     layer_name: *const c_char,
     count: *mut u32,
@@ -425,7 +470,7 @@ pub unsafe fn enumerate_device_extension_properties(
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn get_physical_device_features2(
+unsafe fn get_physical_device_features2_inner(
     pd: vk::PhysicalDevice,
     features: *mut vk::PhysicalDeviceFeatures2,
 ) {
@@ -457,7 +502,7 @@ pub unsafe fn get_physical_device_features2(
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn get_physical_device_properties2(
+unsafe fn get_physical_device_properties2_inner(
     pd: vk::PhysicalDevice,
     properties: *mut vk::PhysicalDeviceProperties2,
 ) {
@@ -545,7 +590,72 @@ fn size_control_for(n: u32, min: &mut u32, max: &mut u32, workgroup_subgroups: &
     *max = n;
 }
 
-/// `vkCreateDevice`.
+/// Runs `f` under the route of a command on `pd`: the temporaries through its instance's
+/// callbacks with `_COMMAND`.
+///
+/// # Safety
+/// `pd` is a live physical device.
+unsafe fn on_physical_device<R>(pd: vk::PhysicalDevice, f: impl FnOnce() -> R) -> R {
+    // SAFETY: forwarded.
+    let route = unsafe { instance_of(pd) }.and_then(|inst| command_route(inst.callbacks));
+    with_route(route, f)
+}
+
+/// `vkEnumerateDeviceExtensionProperties`; `VK_ERROR_OUT_OF_HOST_MEMORY` when the instance's
+/// callbacks returned NULL on the way.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn enumerate_device_extension_properties(
+    pd: vk::PhysicalDevice,
+    layer_name: *const c_char,
+    count: *mut u32,
+    properties: *mut vk::ExtensionProperties,
+) -> vk::Result {
+    host_memory::take_failure();
+    // SAFETY: forwarded.
+    let result = unsafe {
+        on_physical_device(pd, || {
+            enumerate_device_extension_properties_inner(pd, layer_name, count, properties)
+        })
+    };
+    if host_memory::take_failure() {
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
+    result
+}
+
+/// `vkGetPhysicalDeviceFeatures2` (and the KHR alias). A NULL from the callbacks cannot be
+/// reported by a command without a result: the layer's memory then comes from the system.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn get_physical_device_features2(
+    pd: vk::PhysicalDevice,
+    features: *mut vk::PhysicalDeviceFeatures2,
+) {
+    // SAFETY: forwarded.
+    unsafe { on_physical_device(pd, || get_physical_device_features2_inner(pd, features)) };
+    host_memory::take_failure();
+}
+
+/// `vkGetPhysicalDeviceProperties2` (and the KHR alias); memory as for
+/// [`get_physical_device_features2`].
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn get_physical_device_properties2(
+    pd: vk::PhysicalDevice,
+    properties: *mut vk::PhysicalDeviceProperties2,
+) {
+    // SAFETY: forwarded.
+    unsafe { on_physical_device(pd, || get_physical_device_properties2_inner(pd, properties)) };
+    host_memory::take_failure();
+}
+
+/// `vkCreateDevice`: the layer's temporaries through the device's callbacks (else the
+/// instance's) with `_COMMAND`, its state for the device with `_DEVICE`; a NULL from them gives
+/// `VK_ERROR_OUT_OF_HOST_MEMORY` (the device below destroyed again).
 ///
 /// # Safety
 /// The loader's contract for `vkCreateDevice` in a layer.
@@ -554,6 +664,26 @@ pub unsafe fn create_device(
     create_info: *const vk::DeviceCreateInfo,
     allocator: *const vk::AllocationCallbacks,
     device_out: *mut vk::Device,
+) -> vk::Result {
+    // SAFETY: the application's allocator, valid for the device's lifetime; a live physical
+    // device.
+    let callbacks = unsafe { Callbacks::from_app(allocator) }
+        .or_else(|| unsafe { instance_of(pd) }.and_then(|inst| inst.callbacks));
+    host_memory::take_failure();
+    with_route(command_route(callbacks), || {
+        // SAFETY: forwarded.
+        unsafe { create_device_routed(pd, create_info, allocator, device_out, callbacks) }
+    })
+}
+
+/// # Safety
+/// As for [`create_device`].
+unsafe fn create_device_routed(
+    pd: vk::PhysicalDevice,
+    create_info: *const vk::DeviceCreateInfo,
+    allocator: *const vk::AllocationCallbacks,
+    device_out: *mut vk::Device,
+    callbacks: Option<Callbacks>,
 ) -> vk::Result {
     if create_info.is_null() || device_out.is_null() {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -664,16 +794,10 @@ pub unsafe fn create_device(
         }
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
-    let lowerer = Lowerer::new(&facts, inst.settings.clone());
-    inst.settings.info(&format!(
-        "device `{}`: emulating partitioned: {}, vote: {}",
-        facts.name, emulation.partitioned, emulation.vote
-    ));
-    // SAFETY: a live device.
-    let key = unsafe { dispatch::key_of(device) };
-    dispatch::insert_device(
-        key,
-        DeviceData {
+    let owner = callbacks.map(|c| c.scope(vk::SystemAllocationScope::DEVICE));
+    let settings = inst.settings.clone();
+    let data = with_route(owner, || {
+        Arc::new(DeviceData {
             device,
             instance: inst,
             next_gdpa,
@@ -682,9 +806,32 @@ pub unsafe fn create_device(
             create_compute_pipelines: compute,
             create_graphics_pipelines: graphics,
             create_shaders: shaders,
-            lowerer,
-        },
-    );
+            lowerer: Lowerer::new(&facts, settings.clone()).with_owner(owner),
+            callbacks,
+        })
+    });
+    if host_memory::take_failure() {
+        settings.error(
+            "the application's allocation callbacks returned NULL in vkCreateDevice: \
+             VK_ERROR_OUT_OF_HOST_MEMORY",
+        );
+        drop(data);
+        // SAFETY: the device just created, with the application's allocator.
+        unsafe { destroy(device, allocator) };
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
+    settings.info(&format!(
+        "device `{}`: emulating partitioned: {}, vote: {}, subgroup size: {}",
+        facts.name,
+        emulation.partitioned,
+        emulation.vote,
+        emulation
+            .subgroup_size
+            .map_or("no".to_owned(), |n| n.to_string())
+    ));
+    // SAFETY: a live device.
+    let key = unsafe { dispatch::key_of(device) };
+    dispatch::insert_device(key, data);
     vk::Result::SUCCESS
 }
 

@@ -2,7 +2,8 @@
 //! lower it for the device's real target (`lower_and_verify`, the CLI's and the C interface's
 //! verified lowering), and keep the result in a cache by content (in memory, and on disk with
 //! `SPV_SUBGROUP_LAYER_CACHE`). No `unsafe` here: the Vulkan side hands in words and takes
-//! words back.
+//! words back. The cache belongs to the device: its entries are made under the device's
+//! allocation route (`host_memory.rs`), whatever route the command that lowers them runs under.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -13,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use spv_subgroup_lower::{lower_and_verify, LowerOptions};
 use spv_subgroup_validate::target::{Restrictions, SubgroupOps, Target};
 
+use crate::host_memory::{with_route, Route};
 use crate::settings::Settings;
 
 /// `VkSubgroupFeatureFlagBits`, as `supportedOperations` holds them.
@@ -290,6 +292,28 @@ pub struct Lowerer {
     /// The target's fingerprint, part of every cache key.
     target_key: String,
     cache: Mutex<HashMap<u128, Arc<[u32]>>>,
+    /// Where the cache's memory comes from: the device's allocation callbacks, if any.
+    owner: Option<Route>,
+}
+
+/// Builds the lowering's and validator's process-wide tables (built once, on first use) now,
+/// so that the first use is not under an application's allocation callbacks: the tables live
+/// as long as the process, longer than any instance whose callbacks could have made them.
+pub fn warm_up() {
+    // OpCapability Shader, OpMemoryModel Logical GLSL450: the smallest module there is.
+    let words = [
+        0x0723_0203,
+        0x0001_0000,
+        0,
+        1,
+        0,
+        (2 << 16) | OP_CAPABILITY,
+        1,
+        (3 << 16) | 14,
+        0,
+        1,
+    ];
+    let _ = spv_subgroup_validate::validate(&words, &Default::default());
 }
 
 /// Distinguishes the temporary files of concurrent disk-cache writes.
@@ -313,7 +337,14 @@ impl Lowerer {
             required_size_stages: facts.required_size_stages,
             settings,
             cache: Mutex::new(HashMap::new()),
+            owner: None,
         }
+    }
+
+    /// This lowering with its cache's memory from `owner` (the device's callbacks).
+    pub fn with_owner(mut self, owner: Option<Route>) -> Lowerer {
+        self.owner = owner;
+        self
     }
 
     /// What the layer emulates on this device.
@@ -391,7 +422,7 @@ impl Lowerer {
                     rewrites.join(", ")
                 ));
                 self.dump(&name, "lowered", &out);
-                let out: Arc<[u32]> = out.into();
+                let out: Arc<[u32]> = with_route(self.owner, || out.as_slice().into());
                 self.cache_store(key, &name, &out);
                 Outcome::Lowered(out)
             }
@@ -423,13 +454,13 @@ impl Lowerer {
         let dir = self.settings.cache_dir.as_ref()?;
         let bytes = std::fs::read(dir.join(format!("{name}.spv"))).ok()?;
         let words = words_of(&bytes)?;
-        let words: Arc<[u32]> = words.into();
-        self.lock_cache().insert(key, words.clone());
+        let words: Arc<[u32]> = with_route(self.owner, || words.as_slice().into());
+        with_route(self.owner, || self.lock_cache().insert(key, words.clone()));
         Some(words)
     }
 
     fn cache_store(&self, key: u128, name: &str, words: &Arc<[u32]>) {
-        self.lock_cache().insert(key, words.clone());
+        with_route(self.owner, || self.lock_cache().insert(key, words.clone()));
         if let Some(dir) = &self.settings.cache_dir {
             if let Err(e) = write_atomically(dir, &format!("{name}.spv"), words) {
                 self.settings.error(&format!(

@@ -595,6 +595,319 @@ fn emulated_sizes(example_words: &[u32], hardware: u32) {
     }
 }
 
+/// The application's allocation callbacks (docs/layer.md, "Host memory"), at subgroup size 8:
+/// a counting allocator sees every block it frees come from itself and none left after
+/// `vkDestroyDevice` (command, object and device scope) and `vkDestroyInstance` (all), the layer's
+/// included; an allocator failing from its k-th allocation on, for every k until the command
+/// succeeds, gets `VK_ERROR_OUT_OF_HOST_MEMORY` or success, never a crash, and nothing left
+/// allocated, for `vkCreateInstance`, `vkCreateDevice` and `vkCreateShaderModule`; the layer
+/// says on stderr that its own allocation failed there (so the failures reached the layer's
+/// code, not only the loader's and the driver's).
+#[test]
+fn allocation_callbacks_are_honoured_and_a_null_is_out_of_host_memory() {
+    let manifests = manifest_dir();
+    let path = manifests.path().to_str().expect("UTF-8").to_owned();
+    let env = [
+        (lavapipe::CHILD_VAR, "1"),
+        ("VK_LAYER_PATH", path.as_str()),
+        ("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower"),
+        ("SPV_SUBGROUP_LAYER_LOG", "error"),
+    ];
+    let out = lavapipe::run_child("child_allocation", 8, &env, Duration::from_secs(300));
+    print!("{out}");
+    assert!(out.contains("allocation callbacks: balanced"), "{out}");
+    for place in [
+        "in vkCreateInstance: VK_ERROR_OUT_OF_HOST_MEMORY",
+        "in vkCreateDevice: VK_ERROR_OUT_OF_HOST_MEMORY",
+        "while the layer prepared a module: VK_ERROR_OUT_OF_HOST_MEMORY",
+    ] {
+        assert!(
+            out.contains(&format!(
+                "VK_LAYER_SPV_SUBGROUP_lower: error: the application's allocation callbacks \
+                 returned NULL {place}"
+            )),
+            "the layer's own allocation never failed {place}:\n{out}"
+        );
+    }
+}
+
+/// One allocator for the whole child: what it has handed out, by address (size, alignment,
+/// scope), how many allocations it was asked for, from which one on it fails, and how many
+/// frees named a block it never made.
+struct Counter {
+    live: std::sync::Mutex<std::collections::BTreeMap<usize, (usize, usize, i32)>>,
+    asked: std::sync::atomic::AtomicUsize,
+    fail_from: std::sync::atomic::AtomicUsize,
+    foreign_frees: std::sync::atomic::AtomicUsize,
+}
+
+static COUNTER: Counter = Counter {
+    live: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+    asked: std::sync::atomic::AtomicUsize::new(0),
+    fail_from: std::sync::atomic::AtomicUsize::new(usize::MAX),
+    foreign_frees: std::sync::atomic::AtomicUsize::new(0),
+};
+
+impl Counter {
+    fn live(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<usize, (usize, usize, i32)>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts counting again, failing from allocation `fail_from` on (`usize::MAX`: never).
+    fn reset(&self, fail_from: usize) {
+        use std::sync::atomic::Ordering::SeqCst;
+        assert!(self.live().is_empty(), "blocks left: {:?}", self.live());
+        self.asked.store(0, SeqCst);
+        self.fail_from.store(fail_from, SeqCst);
+    }
+
+    /// The blocks alive of the scopes `scopes`.
+    fn live_in(&self, scopes: &[vk::SystemAllocationScope]) -> usize {
+        self.live()
+            .values()
+            .filter(|(_, _, s)| scopes.iter().any(|x| x.as_raw() == *s))
+            .count()
+    }
+}
+
+unsafe extern "system" fn counting_allocation(
+    _user: *mut c_void,
+    size: usize,
+    alignment: usize,
+    scope: vk::SystemAllocationScope,
+) -> *mut c_void {
+    use std::sync::atomic::Ordering::SeqCst;
+    let n = COUNTER.asked.fetch_add(1, SeqCst);
+    if n >= COUNTER.fail_from.load(SeqCst) {
+        return std::ptr::null_mut();
+    }
+    let Ok(layout) = std::alloc::Layout::from_size_align(size.max(1), alignment) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY (test): a non-zero size.
+    let p = unsafe { std::alloc::alloc(layout) };
+    if !p.is_null() {
+        COUNTER
+            .live()
+            .insert(p as usize, (layout.size(), alignment, scope.as_raw()));
+    }
+    p.cast()
+}
+
+unsafe extern "system" fn counting_reallocation(
+    user: *mut c_void,
+    original: *mut c_void,
+    size: usize,
+    alignment: usize,
+    scope: vk::SystemAllocationScope,
+) -> *mut c_void {
+    if original.is_null() {
+        // SAFETY (test): forwarded.
+        return unsafe { counting_allocation(user, size, alignment, scope) };
+    }
+    if size == 0 {
+        // SAFETY (test): forwarded.
+        unsafe { counting_free(user, original) };
+        return std::ptr::null_mut();
+    }
+    let Some((old_size, _, _)) = COUNTER.live().get(&(original as usize)).copied() else {
+        COUNTER
+            .foreign_frees
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        return std::ptr::null_mut();
+    };
+    // SAFETY (test): forwarded.
+    let new = unsafe { counting_allocation(user, size, alignment, scope) };
+    if !new.is_null() {
+        // SAFETY (test): both blocks hold at least the smaller size; the old one is ours.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                original.cast::<u8>(),
+                new.cast::<u8>(),
+                old_size.min(size),
+            );
+            counting_free(user, original);
+        }
+    }
+    new
+}
+
+unsafe extern "system" fn counting_free(_user: *mut c_void, memory: *mut c_void) {
+    if memory.is_null() {
+        return;
+    }
+    let entry = COUNTER.live().remove(&(memory as usize));
+    match entry {
+        Some((size, alignment, _)) => {
+            let layout = std::alloc::Layout::from_size_align(size, alignment).expect("its layout");
+            // SAFETY (test): a block `counting_allocation` made with this layout.
+            unsafe { std::alloc::dealloc(memory.cast(), layout) }
+        }
+        None => {
+            COUNTER
+                .foreign_frees
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+fn counting_callbacks() -> vk::AllocationCallbacks<'static> {
+    vk::AllocationCallbacks {
+        pfn_allocation: Some(counting_allocation),
+        pfn_reallocation: Some(counting_reallocation),
+        pfn_free: Some(counting_free),
+        ..Default::default()
+    }
+}
+
+/// Runs `attempt` with the counting allocator failing from its k-th allocation on, for k = 0,
+/// 1, ... until it succeeds: each try must succeed or fail with
+/// `VK_ERROR_OUT_OF_HOST_MEMORY`, leaving no block of the allocator behind. Returns how many
+/// tries failed.
+fn until_success(
+    what: &str,
+    mut attempt: impl FnMut(&vk::AllocationCallbacks) -> vk::Result,
+) -> usize {
+    let callbacks = counting_callbacks();
+    for k in 0..100_000 {
+        COUNTER.reset(k);
+        let result = attempt(&callbacks);
+        let left = COUNTER.live().len();
+        assert_eq!(
+            left, 0,
+            "{what}, failing from allocation {k} ({result:?}): blocks left"
+        );
+        match result {
+            vk::Result::SUCCESS => return k,
+            vk::Result::ERROR_OUT_OF_HOST_MEMORY => {}
+            other => panic!("{what}, failing from allocation {k}: {other:?}"),
+        }
+    }
+    panic!("{what} never succeeded");
+}
+
+#[test]
+#[ignore = "runs inside allocation_callbacks_are_honoured_and_a_null_is_out_of_host_memory"]
+fn child_allocation() {
+    use vk::SystemAllocationScope as Scope;
+    lavapipe::assert_child();
+    let shader = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+    let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles the example");
+    let callbacks = counting_callbacks();
+
+    // Counting: every object through the callbacks, then each scope empty when its object goes.
+    COUNTER.reset(usize::MAX);
+    let mut app = App::open_with(false, false, Some(callbacks));
+    println!("subgroup size: {}", app.subgroup_size);
+    // SAFETY (test): a live device; every object made with the callbacks is destroyed with them.
+    unsafe {
+        let module = app
+            .device
+            .create_shader_module(
+                &vk::ShaderModuleCreateInfo::default().code(&words),
+                Some(&callbacks),
+            )
+            .expect("a shader module");
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(app.pipeline_layout);
+        let pipeline = app
+            .device
+            .create_compute_pipelines(vk::PipelineCache::null(), &[info], Some(&callbacks))
+            .map_err(|(_, e)| e)
+            .expect("a compute pipeline")[0];
+        app.device.destroy_pipeline(pipeline, Some(&callbacks));
+        app.device.destroy_shader_module(module, Some(&callbacks));
+    }
+    let made = COUNTER.asked.load(std::sync::atomic::Ordering::SeqCst);
+    // (lavapipe 22.3 keeps two object-scope blocks of a destroyed pipeline until the device
+    // goes, so object scope is checked after vkDestroyDevice.)
+    assert_eq!(
+        COUNTER.live_in(&[Scope::COMMAND]),
+        0,
+        "{:?}",
+        COUNTER.live()
+    );
+    app.destroy_device_now();
+    assert_eq!(
+        COUNTER.live_in(&[Scope::COMMAND, Scope::OBJECT, Scope::DEVICE]),
+        0,
+        "device-scope blocks after vkDestroyDevice: {:?}",
+        COUNTER.live()
+    );
+    drop(app);
+    assert!(
+        COUNTER.live().is_empty(),
+        "blocks after vkDestroyInstance: {:?}",
+        COUNTER.live()
+    );
+    assert_eq!(
+        COUNTER
+            .foreign_frees
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
+    println!("allocation callbacks: balanced ({made} allocations)");
+
+    // Failing: every allocation of each command in turn.
+    let entry = App::open(false, false);
+    let app_info = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
+    let failed = until_success("vkCreateInstance", |cb| {
+        let info = vk::InstanceCreateInfo::default().application_info(&app_info);
+        // SAFETY (test): a valid create info; the instance is destroyed with the same callbacks.
+        match unsafe { entry._entry.create_instance(&info, Some(cb)) } {
+            Ok(instance) => {
+                unsafe { instance.destroy_instance(Some(cb)) };
+                vk::Result::SUCCESS
+            }
+            Err(e) => e,
+        }
+    });
+    println!("vkCreateInstance: {failed} failing allocations answered");
+    let priorities = [1.0];
+    let queues = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(entry.queue_family)
+        .queue_priorities(&priorities)];
+    // The emulated extensions: the layer copies the create info without them.
+    let enabled = [NV_PARTITIONED.as_ptr(), EXT_VOTE.as_ptr()];
+    let failed = until_success("vkCreateDevice", |cb| {
+        let info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_extension_names(&enabled);
+        // SAFETY (test): as above.
+        match unsafe {
+            entry
+                .instance
+                .create_device(entry.physical_device, &info, Some(cb))
+        } {
+            Ok(device) => {
+                unsafe { device.destroy_device(Some(cb)) };
+                vk::Result::SUCCESS
+            }
+            Err(e) => e,
+        }
+    });
+    println!("vkCreateDevice: {failed} failing allocations answered");
+    let failed = until_success("vkCreateShaderModule", |cb| {
+        let info = vk::ShaderModuleCreateInfo::default().code(&words);
+        // SAFETY (test): as above.
+        match unsafe { entry.device.create_shader_module(&info, Some(cb)) } {
+            Ok(module) => {
+                unsafe { entry.device.destroy_shader_module(module, Some(cb)) };
+                vk::Result::SUCCESS
+            }
+            Err(e) => e,
+        }
+    });
+    println!("vkCreateShaderModule: {failed} failing allocations answered");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The application: plain ash, no spv-subgroup crate.
 
@@ -621,6 +934,10 @@ struct App {
     subgroup_size: u32,
     messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     physical_device: vk::PhysicalDevice,
+    /// The callbacks the instance and the device were made with.
+    allocator: Option<vk::AllocationCallbacks<'static>>,
+    /// Whether `destroy_device_now` ran.
+    device_destroyed: bool,
 }
 
 /// What the application's debug-utils messenger received: (message id name, message).
@@ -662,6 +979,15 @@ const BUFFER_SIZES: [usize; 4] = [
 
 impl App {
     fn open(layer_by_name: bool, debug_utils: bool) -> App {
+        App::open_with(layer_by_name, debug_utils, None)
+    }
+
+    /// [`App::open`] with the instance and the device made (and destroyed) with `allocator`.
+    fn open_with(
+        layer_by_name: bool,
+        debug_utils: bool,
+        allocator: Option<vk::AllocationCallbacks<'static>>,
+    ) -> App {
         // For a run by hand on another device (the GPU machine): its name, and whether to require
         // the NV extension alone (a driver with VK_NV_shader_subgroup_partitioned natively, which
         // the layer passes through, need not have the EXT one or its feature struct).
@@ -681,7 +1007,8 @@ impl App {
             info = info.enabled_extension_names(&extensions);
         }
         // SAFETY (test): a valid create info.
-        let instance = unsafe { entry.create_instance(&info, None) }.expect("an instance");
+        let instance =
+            unsafe { entry.create_instance(&info, allocator.as_ref()) }.expect("an instance");
         let messenger = debug_utils.then(|| {
             let loader = ash::ext::debug_utils::Instance::new(&entry, &instance);
             let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
@@ -815,7 +1142,7 @@ impl App {
             device_info.p_next =
                 (&v13_features as *const vk::PhysicalDeviceVulkan13Features).cast();
             let device = instance
-                .create_device(pd, &device_info, None)
+                .create_device(pd, &device_info, allocator.as_ref())
                 .expect("a device with the emulated extensions");
             // The application's chain is as it was.
             assert_eq!(
@@ -857,6 +1184,8 @@ impl App {
                 subgroup_size,
                 messenger,
                 physical_device: pd,
+                allocator,
+                device_destroyed: false,
             }
         }
     }
@@ -1098,19 +1427,33 @@ impl App {
     }
 }
 
-impl Drop for App {
-    fn drop(&mut self) {
+impl App {
+    /// Destroys the device (and what it made) before the instance, which `drop` destroys.
+    fn destroy_device_now(&mut self) {
+        if self.device_destroyed {
+            return;
+        }
+        self.device_destroyed = true;
         // SAFETY (test): every object was made by this device, which is idle after the fences.
         unsafe {
             self.device
                 .destroy_pipeline_layout(self.pipeline_layout, None);
             self.device
                 .destroy_descriptor_set_layout(self.set_layout, None);
-            self.device.destroy_device(None);
+            self.device.destroy_device(self.allocator.as_ref());
+        }
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        self.destroy_device_now();
+        // SAFETY (test): the device is gone; the instance made nothing else still alive.
+        unsafe {
             if let Some((loader, messenger)) = self.messenger.take() {
                 loader.destroy_debug_utils_messenger(messenger, None);
             }
-            self.instance.destroy_instance(None);
+            self.instance.destroy_instance(self.allocator.as_ref());
         }
     }
 }

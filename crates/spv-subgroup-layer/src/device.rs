@@ -12,7 +12,7 @@ use crate::chain;
 use crate::dispatch::{self, DeviceData};
 use crate::host_memory::{self, with_route, Callbacks};
 use crate::instance::command_route;
-use crate::shader::{Outcome, RequiredSize};
+use crate::shader::{local_size_x, Outcome, RequiredSize};
 
 /// `vkDestroyDevice`.
 ///
@@ -127,13 +127,17 @@ unsafe fn create_shader_module_inner(
     // SAFETY: the application's create info, with `codeSize` bytes at `pCode`.
     let ci = unsafe { &*create_info };
     // SAFETY: as above.
-    let lowered = unsafe { words(ci.p_code, ci.code_size) }.and_then(|w| lower(&data, w, None));
+    let code = unsafe { words(ci.p_code, ci.code_size) };
+    let lowered = code.and_then(|w| lower(&data, w, None));
+    let local_x = code
+        .filter(|_| data.lowerer.emulation().subgroup_size.is_some())
+        .and_then(local_size_x);
     if out_of_memory(&data) {
         // SAFETY: the application's output handle.
         unsafe { null_handles(module, 1) };
         return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
     }
-    match lowered {
+    let result = match lowered {
         None => {
             // SAFETY: passed down as it is.
             unsafe { (data.create_shader_module)(device, create_info, allocator, module) }
@@ -145,7 +149,40 @@ unsafe fn create_shader_module_inner(
             // SAFETY: a copy whose code lives for the call.
             unsafe { (data.create_shader_module)(device, &copy, allocator, module) }
         }
+    };
+    if let (vk::Result::SUCCESS, Some(x), false) = (result, local_x, module.is_null()) {
+        // The map lives with the device: its memory too.
+        with_route(data.owner_route(), || {
+            let mut map = data
+                .module_local_x
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            // SAFETY: the handle the driver just wrote.
+            map.insert(unsafe { *module }, x);
+        });
     }
+    result
+}
+
+/// `vkDestroyShaderModule`: forgets the module's workgroup size.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn destroy_shader_module(
+    device: vk::Device,
+    module: vk::ShaderModule,
+    allocator: *const vk::AllocationCallbacks,
+) {
+    // SAFETY: a live device.
+    let Some(data) = (unsafe { data_of(device) }) else {
+        return;
+    };
+    data.module_local_x
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&module);
+    // SAFETY: calling down with the application's arguments.
+    unsafe { (data.destroy_shader_module)(device, module, allocator) };
 }
 
 /// What a changed pipeline create info points at, kept alive for the call down.
@@ -229,8 +266,24 @@ unsafe fn lower_stage(
         // SAFETY: as above.
         unsafe { words(ci.p_code, ci.code_size) }.and_then(|w| lower(data, w, hardware_size))
     };
+    let full = vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS;
+    let drop_full = stage.flags.contains(full) && {
+        let local_x = if smci.is_null() {
+            data.local_x_of(stage.module)
+        } else {
+            // SAFETY: as above.
+            let ci = unsafe { &*smci };
+            // SAFETY: as above.
+            unsafe { words(ci.p_code, ci.code_size) }.and_then(local_size_x)
+        };
+        data.lowerer.drops_full_subgroups(local_x, hardware_size)
+    };
     if lowered.is_none() && mapping == RequiredSize::Keep {
-        return None;
+        return drop_full.then(|| {
+            let mut new_stage = *stage;
+            new_stage.flags &= !full;
+            new_stage
+        });
     }
     let size_changes = mapping != RequiredSize::Keep;
     // SAFETY: the stage's valid chain, which outlives the call.
@@ -266,6 +319,9 @@ unsafe fn lower_stage(
     }
     let mut new_stage = *stage;
     new_stage.p_next = head;
+    if drop_full {
+        new_stage.flags &= !full;
+    }
     keep.chains.push(rest);
     Some(new_stage)
 }
@@ -406,6 +462,15 @@ unsafe fn create_shaders_ext_inner(
                 map_required_size(&data, info.stage, info.p_next),
             )
         };
+        let full = vk::ShaderCreateFlagsEXT::REQUIRE_FULL_SUBGROUPS;
+        if info.flags.contains(full)
+            && data
+                .lowerer
+                .drops_full_subgroups(code.and_then(local_size_x), size)
+        {
+            info.flags &= !full;
+            changed = true;
+        }
         if let Some(out) = code.and_then(|w| lower(&data, w, size)) {
             info.p_code = out.as_ptr().cast();
             info.code_size = out.len() * 4;

@@ -56,6 +56,8 @@ pub struct DeviceData {
     pub destroy_device: vk::PFN_vkDestroyDevice,
     /// `vkCreateShaderModule` below.
     pub create_shader_module: vk::PFN_vkCreateShaderModule,
+    /// `vkDestroyShaderModule` below.
+    pub destroy_shader_module: vk::PFN_vkDestroyShaderModule,
     /// `vkCreateComputePipelines` below.
     pub create_compute_pipelines: vk::PFN_vkCreateComputePipelines,
     /// `vkCreateGraphicsPipelines` below.
@@ -66,6 +68,26 @@ pub struct DeviceData {
     pub lowerer: Lowerer,
     /// The callbacks of `vkCreateDevice`, else the instance's, if any.
     pub callbacks: Option<Callbacks>,
+    /// With an emulated subgroup size: the workgroup x size of each live shader module that
+    /// fixes it (`shader::local_size_x`), for the full-subgroups flag of the stages naming it.
+    pub module_local_x: Mutex<HashMap<vk::ShaderModule, u32>>,
+}
+
+impl DeviceData {
+    /// The route of the device's own state: its callbacks with `_DEVICE`.
+    pub fn owner_route(&self) -> Option<crate::host_memory::Route> {
+        self.callbacks
+            .map(|c| c.scope(vk::SystemAllocationScope::DEVICE))
+    }
+
+    /// The workgroup x size recorded for `module`.
+    pub fn local_x_of(&self, module: vk::ShaderModule) -> Option<u32> {
+        let map = self
+            .module_local_x
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        map.get(&module).copied()
+    }
 }
 
 type Map<T> = LazyLock<RwLock<HashMap<usize, Arc<T>>>>;

@@ -773,6 +773,11 @@ unsafe fn create_device_routed(
                 device,
                 c"vkCreateShaderModule",
             ),
+            load_device_fn::<vk::PFN_vkDestroyShaderModule>(
+                next_gdpa,
+                device,
+                c"vkDestroyShaderModule",
+            ),
             load_device_fn::<vk::PFN_vkCreateComputePipelines>(
                 next_gdpa,
                 device,
@@ -786,7 +791,9 @@ unsafe fn create_device_routed(
             load_device_fn::<vk::PFN_vkCreateShadersEXT>(next_gdpa, device, c"vkCreateShadersEXT"),
         )
     };
-    let (Some(destroy), Some(module), Some(compute), Some(graphics), shaders) = loaded else {
+    let (Some(destroy), Some(module), Some(destroy_module), Some(compute), Some(graphics), shaders) =
+        loaded
+    else {
         // As for an instance: destroy what the layer cannot serve.
         if let Some(destroy) = loaded.0 {
             // SAFETY: the device just created, with the application's allocator.
@@ -803,11 +810,13 @@ unsafe fn create_device_routed(
             next_gdpa,
             destroy_device: destroy,
             create_shader_module: module,
+            destroy_shader_module: destroy_module,
             create_compute_pipelines: compute,
             create_graphics_pipelines: graphics,
             create_shaders: shaders,
             lowerer: Lowerer::new(&facts, settings.clone()).with_owner(owner),
             callbacks,
+            module_local_x: Default::default(),
         })
     });
     if host_memory::take_failure() {

@@ -106,6 +106,9 @@ fn device_command(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkCreateShaderModule" => {
             void_fn!(layer_create_shader_module, vk::PFN_vkCreateShaderModule)
         }
+        b"vkDestroyShaderModule" => {
+            void_fn!(layer_destroy_shader_module, vk::PFN_vkDestroyShaderModule)
+        }
         b"vkCreateComputePipelines" => {
             void_fn!(
                 layer_create_compute_pipelines,
@@ -293,6 +296,17 @@ unsafe extern "system" fn layer_create_shader_module(
     })
 }
 
+unsafe extern "system" fn layer_destroy_shader_module(
+    device: vk::Device,
+    module: vk::ShaderModule,
+    allocator: *const vk::AllocationCallbacks,
+) {
+    // SAFETY: forwarded.
+    guarded((), || unsafe {
+        device::destroy_shader_module(device, module, allocator)
+    })
+}
+
 unsafe extern "system" fn layer_create_compute_pipelines(
     device: vk::Device,
     cache: vk::PipelineCache,
@@ -375,6 +389,7 @@ mod tests {
             "vkGetDeviceProcAddr",
             "vkDestroyDevice",
             "vkCreateShaderModule",
+            "vkDestroyShaderModule",
             "vkCreateComputePipelines",
             "vkCreateGraphicsPipelines",
             "vkCreateShadersEXT",

@@ -255,6 +255,61 @@ pub fn uses_subgroups(words: &[u32]) -> bool {
     false
 }
 
+/// The x size of the workgroup of every compute entry point of the module, when the module
+/// fixes it: by a `WorkgroupSize` built-in that is a constant (not a specialization constant)
+/// composite, which overrides the execution modes, else by `LocalSize` literals, all entry points
+/// alike (`LocalSizeId` leaves it unknown). What
+/// `VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT`'s rule is about.
+pub fn local_size_x(words: &[u32]) -> Option<u32> {
+    const OP_EXECUTION_MODE: u32 = 16;
+    const OP_EXECUTION_MODE_ID: u32 = 331;
+    const OP_DECORATE: u32 = 71;
+    const OP_CONSTANT: u32 = 43;
+    const OP_CONSTANT_COMPOSITE: u32 = 44;
+    const OP_FUNCTION: u32 = 54;
+    const LOCAL_SIZE: u32 = 17;
+    const LOCAL_SIZE_ID: u32 = 38;
+    const DECORATION_BUILT_IN: u32 = 11;
+    const BUILT_IN_WORKGROUP_SIZE: u32 = 25;
+    let mut x = None;
+    let mut builtin = None;
+    let mut constants = HashMap::new();
+    let mut composites = HashMap::new();
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let (count, opcode) = ((first >> 16) as usize, first & 0xffff);
+        if count == 0 || opcode == OP_FUNCTION {
+            break;
+        }
+        let operands = words.get(at + 1..at + count)?;
+        match (opcode, operands) {
+            (OP_EXECUTION_MODE, [_, LOCAL_SIZE, size, ..]) => {
+                if x.is_some_and(|x| x != *size) {
+                    return None;
+                }
+                x = Some(*size);
+            }
+            (OP_EXECUTION_MODE_ID, [_, LOCAL_SIZE_ID, ..]) => return None,
+            (OP_DECORATE, [target, DECORATION_BUILT_IN, BUILT_IN_WORKGROUP_SIZE]) => {
+                builtin = Some(*target);
+            }
+            (OP_CONSTANT, [_, id, value]) => {
+                constants.insert(*id, *value);
+            }
+            (OP_CONSTANT_COMPOSITE, [_, id, first, ..]) => {
+                composites.insert(*id, *first);
+            }
+            _ => {}
+        }
+        at += count;
+    }
+    match builtin {
+        // A specialization constant (or anything else) the application may change: unknown.
+        Some(id) => constants.get(composites.get(&id)?).copied(),
+        None => x,
+    }
+}
+
 /// What a stage's `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo` becomes below the layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequiredSize {
@@ -285,8 +340,9 @@ pub struct Lowerer {
     target: Target,
     emulation: Emulation,
     fixed_size: Option<u32>,
-    /// The driver's smallest subgroup size and `requiredSubgroupSizeStages`.
+    /// The driver's smallest and largest subgroup sizes and `requiredSubgroupSizeStages`.
     min_size: u32,
+    max_size: u32,
     required_size_stages: u32,
     settings: Settings,
     /// The target's fingerprint, part of every cache key.
@@ -334,6 +390,7 @@ impl Lowerer {
             emulation,
             fixed_size: facts.fixed_subgroup_size(),
             min_size: facts.min_subgroup_size,
+            max_size: facts.max_subgroup_size,
             required_size_stages: facts.required_size_stages,
             settings,
             cache: Mutex::new(HashMap::new()),
@@ -379,6 +436,22 @@ impl Lowerer {
             }
             _ => RequiredSize::Keep,
         }
+    }
+
+    /// Whether a stage whose workgroup's x size is `local_x` must go down without
+    /// `VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT`, running at the hardware
+    /// size `hardware` (its required size as it goes down; `None`: any of the driver's). With an
+    /// emulated size N the application may ask for full subgroups with an x that is a multiple
+    /// of N but not of the hardware's size, which breaks the driver's rule for the flag
+    /// (`VUID-VkPipelineShaderStageCreateInfo-pNext-02757`, `-flags-02758`: x a multiple of the
+    /// required size, else of `maxSubgroupSize`); without the flag the driver fills the
+    /// workgroup's subgroups in order, every virtual subgroup of N lanes full as asked.
+    pub fn drops_full_subgroups(&self, local_x: Option<u32>, hardware: Option<u32>) -> bool {
+        let (Some(_), Some(x)) = (self.emulation.subgroup_size, local_x) else {
+            return false;
+        };
+        let h = hardware.unwrap_or(self.max_size).max(1);
+        !x.is_multiple_of(h)
     }
 
     /// Lowers `words` for this device, for pipelines of the hardware subgroup size
@@ -738,6 +811,40 @@ mod lowering_tests {
 
     fn no_settings() -> Settings {
         Settings::from_vars(|_| None)
+    }
+
+    #[test]
+    fn the_workgroup_x_size_is_read_where_literals_fix_it() {
+        let shader = tools::workspace_root()
+            .join("crates/spv-subgroup-layer/tests/shaders/full_subgroups.comp");
+        let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles it");
+        assert_eq!(local_size_x(&words), Some(8));
+        assert_eq!(local_size_x(&example()), Some(64));
+        // glslang's constant WorkgroupSize built-in holds the same 8; made a specialization
+        // constant, the application may change it: unknown.
+        let text = tools::disassemble(&words);
+        assert!(text.contains("BuiltIn WorkgroupSize"), "{text}");
+        let specialized = text.replace("OpConstantComposite", "OpSpecConstantComposite");
+        let specialized = tools::assemble(&specialized, "vulkan1.1").expect("spirv-as");
+        assert_eq!(local_size_x(&specialized), None);
+        // Emulating 4 on 16 lanes: x = 8 breaks the flag's rule at 16, x = 64 does not.
+        let facts = DeviceFacts {
+            subgroup_size: 16,
+            min_subgroup_size: 16,
+            max_subgroup_size: 16,
+            ..facts(0xbf)
+        };
+        let settings = Settings {
+            subgroup_size: Some(4),
+            ..no_settings()
+        };
+        let lowerer = Lowerer::new(&facts, settings);
+        assert!(lowerer.drops_full_subgroups(Some(8), Some(16)));
+        assert!(lowerer.drops_full_subgroups(Some(8), None));
+        assert!(!lowerer.drops_full_subgroups(Some(64), Some(16)));
+        assert!(!lowerer.drops_full_subgroups(None, Some(16)));
+        let native = Lowerer::new(&facts, no_settings());
+        assert!(!native.drops_full_subgroups(Some(8), Some(16)));
     }
 
     #[test]

@@ -129,8 +129,8 @@ fn run_through_layer(size: u32, by_name: bool) -> String {
         "the forced module has its KHR votes lowered"
     );
     // With SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=N below the hardware's size (`emulated_sizes`):
-    // the models' answers, and the modules emulated at N (the example and the size observer,
-    // which uses no emulated extension) valid and marked so.
+    // the models' answers, and the modules emulated at N (the example, and the size observer and
+    // the full-subgroups shader, which use no emulated extension) valid and marked so.
     for n in [4u32, 8].into_iter().filter(|&n| n < size) {
         assert!(
             out.contains(&format!("emulated {n} on {size}: model answers")),
@@ -153,8 +153,8 @@ fn run_through_layer(size: u32, by_name: bool) -> String {
             }
         }
         assert_eq!(
-            emulated, 2,
-            "the example and the observer, emulated at {n}:\n{out}"
+            emulated, 3,
+            "the example, the observer and the full-subgroups shader, emulated at {n}:\n{out}"
         );
     }
     out
@@ -514,6 +514,9 @@ fn child_suite() {
                 "the size observer, natively"
             );
             println!("observer: model answers at size {}", app.subgroup_size);
+            if 8 % app.subgroup_size == 0 {
+                check_full_subgroups(&app, app.subgroup_size, "natively");
+            }
         }
     }
     let native = std::env::var("SPV_CHILD_EXPECT_SIZE")
@@ -553,6 +556,37 @@ fn observer_model(keys: &[u32], size: usize) -> (Vec<[u32; 4]>, Vec<u32>, Vec<u3
     (masks, sums, flags)
 }
 
+/// `tests/shaders/full_subgroups.comp` (8 invocations) with full subgroups required at the
+/// device's size `size`, through a module and chained in the stage: the model's answers.
+fn check_full_subgroups(app: &App, size: u32, how: &str) {
+    let shader = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shaders/full_subgroups.comp");
+    let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles the shader");
+    let want = full_subgroups_model(size as usize);
+    for chained in [false, true] {
+        let pipeline = app.pipeline_full_subgroups(&words, chained);
+        assert_eq!(
+            app.dispatch(pipeline, &example::keys()),
+            want,
+            "full subgroups {how}, chained: {chained}"
+        );
+    }
+}
+
+/// What `tests/shaders/full_subgroups.comp` writes at subgroup size `size` (a divisor of 8):
+/// full subgroups, each lane's ballot of all of them, their count, and the size built-ins; the
+/// lanes past the workgroup's 8 stay 0.
+fn full_subgroups_model(size: usize) -> (Vec<[u32; 4]>, Vec<u32>, Vec<u32>) {
+    let mut masks = vec![[0u32; 4]; example::LANES];
+    let mut sums = vec![0u32; example::LANES];
+    let mut flags = vec![0u32; example::LANES];
+    for i in 0..8 {
+        masks[i][0] = (1u32 << size) - 1;
+        sums[i] = size as u32;
+        flags[i] = (size | (i % size) << 8 | (i / size) << 16 | (8 / size) << 24) as u32;
+    }
+    (masks, sums, flags)
+}
+
 /// The application again with `SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=N` for every N of 4 and 8 below
 /// the hardware's size, in this child (its Vulkan start-up is already paid): the device must
 /// report N everywhere the application reads a subgroup size, and the README example (through a
@@ -587,6 +621,7 @@ fn emulated_sizes(example_words: &[u32], hardware: u32) {
             observer_model(&keys, n as usize),
             "emulated {n}: the size observer"
         );
+        check_full_subgroups(&app, n, &format!("emulated {n}"));
         println!("emulated {n} on {hardware}: model answers");
     }
     std::env::remove_var("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE");
@@ -1134,6 +1169,8 @@ impl App {
                 p_next: (&mut library as *mut vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT)
                     .cast(),
                 subgroup_size_control: vk::TRUE,
+                // For `pipeline_full_subgroups`.
+                compute_full_subgroups: vk::TRUE,
                 ..Default::default()
             };
             let mut device_info = vk::DeviceCreateInfo::default()
@@ -1279,6 +1316,47 @@ impl App {
             (&mut module_info as *mut vk::ShaderModuleCreateInfo).cast()
         );
         pipeline
+    }
+
+    /// A compute pipeline whose stage requires full subgroups of the device's size
+    /// (`VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT` with a
+    /// `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo`), its module made by
+    /// `vkCreateShaderModule` or chained behind the size.
+    fn pipeline_full_subgroups(&self, words: &[u32], chained: bool) -> vk::Pipeline {
+        let mut module_info = vk::ShaderModuleCreateInfo::default().code(words);
+        let mut size = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(self.subgroup_size);
+        // SAFETY (test): calls on a live device with create infos whose chains live for them.
+        unsafe {
+            let mut module = vk::ShaderModule::null();
+            if chained {
+                size.p_next = (&mut module_info as *mut vk::ShaderModuleCreateInfo).cast();
+            } else {
+                module = self
+                    .device
+                    .create_shader_module(&module_info, None)
+                    .expect("a shader module");
+            }
+            let mut stage = vk::PipelineShaderStageCreateInfo::default()
+                .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS)
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(module)
+                .name(c"main");
+            stage.p_next =
+                (&size as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo).cast();
+            let info = vk::ComputePipelineCreateInfo::default()
+                .stage(stage)
+                .layout(self.pipeline_layout);
+            let pipeline = self
+                .device
+                .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
+                .map_err(|(_, e)| e)
+                .expect("a compute pipeline with full subgroups")[0];
+            if !chained {
+                self.device.destroy_shader_module(module, None);
+            }
+            pipeline
+        }
     }
 
     /// Runs `pipeline` on `keys` (one workgroup) and reads back masks, sums and flags.

@@ -108,6 +108,22 @@ unsafe fn create_instance_routed(
     }) else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
+    // Everything the instance's state needs from the allocator is taken before calling down: a
+    // NULL then fails the command with nothing created. Failing it after the layers below
+    // succeeded would need their instance destroyed again, and the loader (1.3.239) then frees
+    // some of its own blocks twice, once in vkDestroyInstance and once when the failed
+    // vkCreateInstance unwinds (seen with a counting allocator).
+    let owner = callbacks.map(|c| c.scope(vk::SystemAllocationScope::INSTANCE));
+    let (settings, mut slot) = with_route(owner, || {
+        (Settings::from_env(), Arc::<InstanceData>::new_uninit())
+    });
+    if host_memory::take_failure() {
+        settings.error(
+            "the application's allocation callbacks returned NULL in vkCreateInstance: \
+             VK_ERROR_OUT_OF_HOST_MEMORY",
+        );
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
     // SAFETY: calling down with the application's arguments.
     let result = unsafe { create(create_info, allocator, instance_out) };
     if result != vk::Result::SUCCESS {
@@ -169,38 +185,35 @@ unsafe fn create_instance_routed(
         }
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
-    let owner = callbacks.map(|c| c.scope(vk::SystemAllocationScope::INSTANCE));
-    let data = with_route(owner, || {
-        Arc::new(InstanceData {
-            instance,
-            next_gipa,
-            destroy_instance: destroy,
-            get_properties,
-            get_properties2: props2,
-            get_features2: features2,
-            enumerate_device_extensions: enumerate,
-            submit_debug_message: submit,
-            settings: Settings::from_env(),
-            facts: Default::default(),
-            callbacks,
-        })
+    // Filling the slot allocates nothing (the settings are built, an empty map takes no memory).
+    let Some(uninit) = Arc::get_mut(&mut slot) else {
+        // Unreachable: the slot was just made and never shared.
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    uninit.write(InstanceData {
+        instance,
+        next_gipa,
+        destroy_instance: destroy,
+        get_properties,
+        get_properties2: props2,
+        get_features2: features2,
+        enumerate_device_extensions: enumerate,
+        submit_debug_message: submit,
+        settings,
+        facts: Default::default(),
+        callbacks,
     });
-    if host_memory::take_failure() {
-        data.settings.error(
-            "the application's allocation callbacks returned NULL in vkCreateInstance: \
-             VK_ERROR_OUT_OF_HOST_MEMORY",
-        );
-        drop(data);
-        // SAFETY: the instance just created, with the application's allocator.
-        unsafe { destroy(instance, allocator) };
-        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
-    }
+    // SAFETY: written just above.
+    let data = unsafe { slot.assume_init() };
     data.settings.info(&format!(
         "layer active on a new instance (application allocation callbacks: {}; blocks from \
          them so far in this process: {})",
         if callbacks.is_some() { "yes" } else { "no" },
         host_memory::blocks_from_callbacks()
     ));
+    // A NULL since the call down (the line above) cannot fail the command any more (see
+    // above): that block came from the system allocator instead.
+    host_memory::take_failure();
     // SAFETY: a live instance.
     let key = unsafe { dispatch::key_of(instance) };
     dispatch::insert_instance(key, data);
@@ -757,6 +770,23 @@ unsafe fn create_device_routed(
     down_ci.p_next = edited.head(ci.p_next);
     down_ci.enabled_extension_count = names.len() as u32;
     down_ci.pp_enabled_extension_names = names.as_ptr();
+    // The device's state is allocated before calling down, as the instance's is (see
+    // `create_instance_routed`): a NULL fails the command with nothing created below.
+    let owner = callbacks.map(|c| c.scope(vk::SystemAllocationScope::DEVICE));
+    let settings = inst.settings.clone();
+    let (lowerer, mut slot) = with_route(owner, || {
+        (
+            Lowerer::new(&facts, settings.clone()).with_owner(owner),
+            Arc::<DeviceData>::new_uninit(),
+        )
+    });
+    if host_memory::take_failure() {
+        settings.error(
+            "the application's allocation callbacks returned NULL in vkCreateDevice: \
+             VK_ERROR_OUT_OF_HOST_MEMORY",
+        );
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
     // SAFETY: calling down with a create info whose every pointer is live for the call.
     let result = unsafe { create(pd, &down_ci, allocator, device_out) };
     if result != vk::Result::SUCCESS {
@@ -801,34 +831,27 @@ unsafe fn create_device_routed(
         }
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
-    let owner = callbacks.map(|c| c.scope(vk::SystemAllocationScope::DEVICE));
-    let settings = inst.settings.clone();
-    let data = with_route(owner, || {
-        Arc::new(DeviceData {
-            device,
-            instance: inst,
-            next_gdpa,
-            destroy_device: destroy,
-            create_shader_module: module,
-            destroy_shader_module: destroy_module,
-            create_compute_pipelines: compute,
-            create_graphics_pipelines: graphics,
-            create_shaders: shaders,
-            lowerer: Lowerer::new(&facts, settings.clone()).with_owner(owner),
-            callbacks,
-            module_local_x: Default::default(),
-        })
+    let Some(uninit) = Arc::get_mut(&mut slot) else {
+        // Unreachable: the slot was just made and never shared.
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // Allocates nothing: the lowering is built, an empty map takes no memory.
+    uninit.write(DeviceData {
+        device,
+        instance: inst,
+        next_gdpa,
+        destroy_device: destroy,
+        create_shader_module: module,
+        destroy_shader_module: destroy_module,
+        create_compute_pipelines: compute,
+        create_graphics_pipelines: graphics,
+        create_shaders: shaders,
+        lowerer,
+        callbacks,
+        module_local_x: Default::default(),
     });
-    if host_memory::take_failure() {
-        settings.error(
-            "the application's allocation callbacks returned NULL in vkCreateDevice: \
-             VK_ERROR_OUT_OF_HOST_MEMORY",
-        );
-        drop(data);
-        // SAFETY: the device just created, with the application's allocator.
-        unsafe { destroy(device, allocator) };
-        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
-    }
+    // SAFETY: written just above.
+    let data = unsafe { slot.assume_init() };
     settings.info(&format!(
         "device `{}`: emulating partitioned: {}, vote: {}, subgroup size: {}",
         facts.name,
@@ -838,6 +861,9 @@ unsafe fn create_device_routed(
             .subgroup_size
             .map_or("no".to_owned(), |n| n.to_string())
     ));
+    // A NULL since the call down cannot fail the command any more: that block came from the
+    // system allocator instead.
+    host_memory::take_failure();
     // SAFETY: a live device.
     let key = unsafe { dispatch::key_of(device) };
     dispatch::insert_device(key, data);

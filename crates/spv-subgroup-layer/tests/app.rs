@@ -635,9 +635,10 @@ fn emulated_sizes(example_words: &[u32], hardware: u32) {
 /// `vkDestroyDevice` (command, object and device scope) and `vkDestroyInstance` (all), the layer's
 /// included; an allocator failing from its k-th allocation on, for every k until the command
 /// succeeds, gets `VK_ERROR_OUT_OF_HOST_MEMORY` or success, never a crash, and nothing left
-/// allocated, for `vkCreateInstance`, `vkCreateDevice` and `vkCreateShaderModule`; the layer
-/// says on stderr that its own allocation failed there (so the failures reached the layer's
-/// code, not only the loader's and the driver's).
+/// allocated, for `vkCreateInstance` (without the layer too), `vkCreateDevice`,
+/// `vkCreateShaderModule` and `vkCreateComputePipelines`; the layer says on stderr that its own
+/// allocation failed in the first three (so the failures reached the layer's code, not only the
+/// loader's and the driver's).
 #[test]
 fn allocation_callbacks_are_honoured_and_a_null_is_out_of_host_memory() {
     let manifests = manifest_dir();
@@ -893,18 +894,53 @@ fn child_allocation() {
     // Failing: every allocation of each command in turn.
     let entry = App::open(false, false);
     let app_info = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
-    let failed = until_success("vkCreateInstance", |cb| {
-        let info = vk::InstanceCreateInfo::default().application_info(&app_info);
-        // SAFETY (test): a valid create info; the instance is destroyed with the same callbacks.
-        match unsafe { entry._entry.create_instance(&info, Some(cb)) } {
-            Ok(instance) => {
-                unsafe { instance.destroy_instance(Some(cb)) };
-                vk::Result::SUCCESS
+    let foreign = || {
+        COUNTER
+            .foreign_frees
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    // vkCreateInstance without the layer, then with it: the layer's own allocations add tries.
+    // (A layer that fails vkCreateInstance after the layers below succeeded, destroying their
+    // instance again, makes the Debian loader 1.3.239 free some of its blocks twice: 15 frees of
+    // blocks no longer allocated, from libvulkan.so.1, seen with gdb before the layer took its
+    // memory before calling down. The counter leaves such frees alone and counts them.)
+    let step_instances = || {
+        let before = foreign();
+        let failed = until_success("vkCreateInstance", |cb| {
+            let info = vk::InstanceCreateInfo::default().application_info(&app_info);
+            // SAFETY (test): a valid create info; the instance is destroyed with the same
+            // callbacks.
+            match unsafe { entry._entry.create_instance(&info, Some(cb)) } {
+                Ok(instance) => {
+                    unsafe { instance.destroy_instance(Some(cb)) };
+                    vk::Result::SUCCESS
+                }
+                Err(e) => e,
             }
-            Err(e) => e,
-        }
-    });
-    println!("vkCreateInstance: {failed} failing allocations answered");
+        });
+        (failed, foreign() - before)
+    };
+    let layers = std::env::var_os("VK_INSTANCE_LAYERS").expect("the layer enabled by the parent");
+    // SAFETY (test): one test on one thread; the loader reads it at vkCreateInstance.
+    std::env::remove_var("VK_INSTANCE_LAYERS");
+    let (failed_alone, foreign_alone) = step_instances();
+    std::env::set_var("VK_INSTANCE_LAYERS", &layers);
+    let (failed, foreign_with_layer) = step_instances();
+    println!(
+        "vkCreateInstance: {failed} failing allocations answered ({failed_alone} without the \
+         layer); frees of blocks not allocated: {foreign_with_layer} ({foreign_alone} without \
+         the layer)"
+    );
+    assert!(
+        failed > failed_alone,
+        "the layer allocated nothing through the callbacks"
+    );
+    assert_eq!(
+        (foreign_alone, foreign_with_layer),
+        (0, 0),
+        "frees of blocks the allocator never made (or had freed), without and with the layer"
+    );
+    let foreign_after_instances = foreign();
     let priorities = [1.0];
     let queues = [vk::DeviceQueueCreateInfo::default()
         .queue_family_index(entry.queue_family)
@@ -941,6 +977,43 @@ fn child_allocation() {
         }
     });
     println!("vkCreateShaderModule: {failed} failing allocations answered");
+    // A pipeline whose stage chains the module: lowered during vkCreateComputePipelines. A
+    // failed creation leaves VK_NULL_HANDLE in the output.
+    let failed = until_success("vkCreateComputePipelines", |cb| {
+        let mut module_info = vk::ShaderModuleCreateInfo::default().code(&words);
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .name(c"main");
+        stage.p_next = (&mut module_info as *mut vk::ShaderModuleCreateInfo).cast();
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(entry.pipeline_layout);
+        // SAFETY (test): as above; the chain lives for the call.
+        match unsafe {
+            entry
+                .device
+                .create_compute_pipelines(vk::PipelineCache::null(), &[info], Some(cb))
+        } {
+            Ok(pipelines) => {
+                unsafe { entry.device.destroy_pipeline(pipelines[0], Some(cb)) };
+                vk::Result::SUCCESS
+            }
+            Err((pipelines, e)) => {
+                assert!(
+                    pipelines.iter().all(|p| *p == vk::Pipeline::null()),
+                    "{pipelines:?}"
+                );
+                e
+            }
+        }
+    });
+    println!("vkCreateComputePipelines: {failed} failing allocations answered");
+    assert_eq!(
+        foreign(),
+        foreign_after_instances,
+        "frees of blocks the allocator never made (or had freed), in vkCreateDevice, \
+         vkCreateShaderModule or vkCreateComputePipelines"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

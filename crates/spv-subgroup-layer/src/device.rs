@@ -10,7 +10,9 @@ use ash::vk;
 
 use crate::chain;
 use crate::dispatch::{self, DeviceData};
-use crate::shader::Outcome;
+use crate::host_memory::{self, with_route, Callbacks};
+use crate::instance::command_route;
+use crate::shader::{local_size_x, Outcome, RequiredSize};
 
 /// `vkDestroyDevice`.
 ///
@@ -108,7 +110,7 @@ unsafe fn required_size(head: *const c_void) -> Option<u32> {
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn create_shader_module(
+unsafe fn create_shader_module_inner(
     device: vk::Device,
     create_info: *const vk::ShaderModuleCreateInfo,
     allocator: *const vk::AllocationCallbacks,
@@ -125,8 +127,17 @@ pub unsafe fn create_shader_module(
     // SAFETY: the application's create info, with `codeSize` bytes at `pCode`.
     let ci = unsafe { &*create_info };
     // SAFETY: as above.
-    let lowered = unsafe { words(ci.p_code, ci.code_size) }.and_then(|w| lower(&data, w, None));
-    match lowered {
+    let code = unsafe { words(ci.p_code, ci.code_size) };
+    let lowered = code.and_then(|w| lower(&data, w, None));
+    let local_x = code
+        .filter(|_| data.lowerer.emulation().subgroup_size.is_some())
+        .and_then(local_size_x);
+    if out_of_memory(&data) {
+        // SAFETY: the application's output handle.
+        unsafe { null_handles(module, 1) };
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
+    let result = match lowered {
         None => {
             // SAFETY: passed down as it is.
             unsafe { (data.create_shader_module)(device, create_info, allocator, module) }
@@ -138,7 +149,40 @@ pub unsafe fn create_shader_module(
             // SAFETY: a copy whose code lives for the call.
             unsafe { (data.create_shader_module)(device, &copy, allocator, module) }
         }
+    };
+    if let (vk::Result::SUCCESS, Some(x), false) = (result, local_x, module.is_null()) {
+        // The map lives with the device: its memory too.
+        with_route(data.owner_route(), || {
+            let mut map = data
+                .module_local_x
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            // SAFETY: the handle the driver just wrote.
+            map.insert(unsafe { *module }, x);
+        });
     }
+    result
+}
+
+/// `vkDestroyShaderModule`: forgets the module's workgroup size.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn destroy_shader_module(
+    device: vk::Device,
+    module: vk::ShaderModule,
+    allocator: *const vk::AllocationCallbacks,
+) {
+    // SAFETY: a live device.
+    let Some(data) = (unsafe { data_of(device) }) else {
+        return;
+    };
+    data.module_local_x
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&module);
+    // SAFETY: calling down with the application's arguments.
+    unsafe { (data.destroy_shader_module)(device, module, allocator) };
 }
 
 /// What a changed pipeline create info points at, kept alive for the call down.
@@ -150,12 +194,52 @@ struct Keep {
         reason = "a stage's pNext points at the box, which must not move when the Vec grows"
     )]
     module_infos: Vec<Box<vk::ShaderModuleCreateInfo<'static>>>,
+    #[allow(clippy::vec_box, reason = "as above")]
+    sizes: Vec<Box<vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo<'static>>>,
     chains: Vec<chain::Edited>,
     stages: Vec<Vec<vk::PipelineShaderStageCreateInfo<'static>>>,
 }
 
-/// The stage with its chained `VkShaderModuleCreateInfo` lowered, or `None` to keep the stage
-/// as it is (a stage naming a module was lowered when the module was created).
+impl Keep {
+    /// Puts a required-size struct of `size` in front of the chain `head` and returns the new
+    /// head.
+    fn required_size_in_front(&mut self, size: u32, head: *const c_void) -> *const c_void {
+        let mut info = Box::new(
+            vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+                .required_subgroup_size(size),
+        );
+        info.p_next = head.cast_mut();
+        let new_head = (&*info as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo)
+            .cast::<c_void>();
+        self.sizes.push(info);
+        new_head
+    }
+}
+
+/// How a stage's (or shader's) required subgroup size goes down, and the hardware size its
+/// module is lowered for: `(mapping, hardware size)`.
+///
+/// # Safety
+/// `head` is NULL or a valid chain.
+unsafe fn map_required_size(
+    data: &DeviceData,
+    stage: vk::ShaderStageFlags,
+    head: *const c_void,
+) -> (RequiredSize, Option<u32>) {
+    // SAFETY: forwarded.
+    let Some(required) = (unsafe { required_size(head) }) else {
+        return (RequiredSize::Keep, None);
+    };
+    match data.lowerer.required_size(stage.as_raw(), required) {
+        RequiredSize::Keep => (RequiredSize::Keep, Some(required)),
+        RequiredSize::Replace(h) => (RequiredSize::Replace(h), Some(h)),
+        RequiredSize::Remove => (RequiredSize::Remove, None),
+    }
+}
+
+/// The stage with its chained `VkShaderModuleCreateInfo` lowered and its required subgroup size
+/// mapped to the driver's (with an emulated size), or `None` to keep the stage as it is (a
+/// stage naming a module was lowered when the module was created).
 ///
 /// # Safety
 /// `stage` is a valid stage create info.
@@ -164,41 +248,80 @@ unsafe fn lower_stage(
     stage: &vk::PipelineShaderStageCreateInfo<'static>,
     keep: &mut Keep,
 ) -> Option<vk::PipelineShaderStageCreateInfo<'static>> {
-    if stage.module != vk::ShaderModule::null() {
-        return None;
-    }
     // SAFETY: the stage's valid chain.
-    let smci = unsafe { chain::find(stage.p_next, vk::StructureType::SHADER_MODULE_CREATE_INFO) }
-        as *const vk::ShaderModuleCreateInfo<'static>;
-    if smci.is_null() {
-        return None;
+    let (mapping, hardware_size) = unsafe { map_required_size(data, stage.stage, stage.p_next) };
+    let smci = if stage.module == vk::ShaderModule::null() {
+        // SAFETY: the stage's valid chain.
+        let found =
+            unsafe { chain::find(stage.p_next, vk::StructureType::SHADER_MODULE_CREATE_INFO) };
+        found.cast::<vk::ShaderModuleCreateInfo<'static>>()
+    } else {
+        std::ptr::null()
+    };
+    let lowered = if smci.is_null() {
+        None
+    } else {
+        // SAFETY: the struct of this sType, with its code.
+        let ci = unsafe { &*smci };
+        // SAFETY: as above.
+        unsafe { words(ci.p_code, ci.code_size) }.and_then(|w| lower(data, w, hardware_size))
+    };
+    let full = vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS;
+    let drop_full = stage.flags.contains(full) && {
+        let local_x = if smci.is_null() {
+            data.local_x_of(stage.module)
+        } else {
+            // SAFETY: as above.
+            let ci = unsafe { &*smci };
+            // SAFETY: as above.
+            unsafe { words(ci.p_code, ci.code_size) }.and_then(local_size_x)
+        };
+        data.lowerer.drops_full_subgroups(local_x, hardware_size)
+    };
+    if lowered.is_none() && mapping == RequiredSize::Keep {
+        return drop_full.then(|| {
+            let mut new_stage = *stage;
+            new_stage.flags &= !full;
+            new_stage
+        });
     }
-    // SAFETY: the struct of this sType, with its code.
-    let (ci, size) = unsafe { (&*smci, required_size(stage.p_next)) };
-    // SAFETY: as above.
-    let out = lower(data, unsafe { words(ci.p_code, ci.code_size) }?, size)?;
+    let size_changes = mapping != RequiredSize::Keep;
     // SAFETY: the stage's valid chain, which outlives the call.
     let rest = unsafe {
         chain::without(stage.p_next, |s| {
-            s == vk::StructureType::SHADER_MODULE_CREATE_INFO
+            (lowered.is_some() && s == vk::StructureType::SHADER_MODULE_CREATE_INFO)
+                || (size_changes
+                    && s == vk::StructureType::PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
         })
     };
     if let chain::Edited::Unknown(s) = rest {
         data.lowerer.settings().error(&format!(
-            "a pipeline stage's module goes to the driver unlowered: a struct of sType {} the \
-             layer cannot copy comes before its VkShaderModuleCreateInfo",
+            "a pipeline stage goes to the driver as it is (its module unlowered, its required \
+             subgroup size unmapped): a struct of sType {} the layer cannot copy comes before \
+             the structs it changes",
             s.as_raw()
         ));
         return None;
     }
-    let mut module_info = Box::new(*ci);
-    module_info.p_code = out.as_ptr();
-    module_info.code_size = out.len() * 4;
-    module_info.p_next = rest.head(stage.p_next);
+    let mut head = rest.head(stage.p_next);
+    if let RequiredSize::Replace(size) = mapping {
+        head = keep.required_size_in_front(size, head);
+    }
+    if let Some(out) = lowered {
+        // SAFETY: checked non-null above (`lowered` comes from it).
+        let mut module_info = Box::new(unsafe { *smci });
+        module_info.p_code = out.as_ptr();
+        module_info.code_size = out.len() * 4;
+        module_info.p_next = head;
+        head = (&*module_info as *const vk::ShaderModuleCreateInfo).cast();
+        keep.code.push(out);
+        keep.module_infos.push(module_info);
+    }
     let mut new_stage = *stage;
-    new_stage.p_next = (&*module_info as *const vk::ShaderModuleCreateInfo).cast();
-    keep.code.push(out);
-    keep.module_infos.push(module_info);
+    new_stage.p_next = head;
+    if drop_full {
+        new_stage.flags &= !full;
+    }
     keep.chains.push(rest);
     Some(new_stage)
 }
@@ -207,7 +330,7 @@ unsafe fn lower_stage(
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn create_compute_pipelines(
+unsafe fn create_compute_pipelines_inner(
     device: vk::Device,
     cache: vk::PipelineCache,
     count: u32,
@@ -235,6 +358,11 @@ pub unsafe fn create_compute_pipelines(
             changed = true;
         }
     }
+    if out_of_memory(&data) {
+        // SAFETY: the application's array of `count` handles.
+        unsafe { null_handles(pipelines, count) };
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
     let passed = if changed { copies.as_ptr() } else { infos };
     // SAFETY: the create infos (the application's, or copies whose pointers `keep` holds alive).
     unsafe { down(device, cache, count, passed, allocator, pipelines) }
@@ -244,7 +372,7 @@ pub unsafe fn create_compute_pipelines(
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn create_graphics_pipelines(
+unsafe fn create_graphics_pipelines_inner(
     device: vk::Device,
     cache: vk::PipelineCache,
     count: u32,
@@ -287,6 +415,11 @@ pub unsafe fn create_graphics_pipelines(
             changed = true;
         }
     }
+    if out_of_memory(&data) {
+        // SAFETY: the application's array of `count` handles.
+        unsafe { null_handles(pipelines, count) };
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
     let passed = if changed { copies.as_ptr() } else { infos };
     // SAFETY: as in `create_compute_pipelines`.
     unsafe { down(device, cache, count, passed, allocator, pipelines) }
@@ -296,7 +429,7 @@ pub unsafe fn create_graphics_pipelines(
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn create_shaders_ext(
+unsafe fn create_shaders_ext_inner(
     device: vk::Device,
     count: u32,
     infos: *const vk::ShaderCreateInfoEXT<'static>,
@@ -323,20 +456,179 @@ pub unsafe fn create_shaders_ext(
             continue;
         }
         // SAFETY: `codeSize` bytes of SPIR-V at `pCode`, and the create info's valid chain.
-        let (code, size) = unsafe {
+        let (code, (mapping, size)) = unsafe {
             (
                 words(info.p_code.cast(), info.code_size),
-                required_size(info.p_next),
+                map_required_size(&data, info.stage, info.p_next),
             )
         };
+        let full = vk::ShaderCreateFlagsEXT::REQUIRE_FULL_SUBGROUPS;
+        if info.flags.contains(full)
+            && data
+                .lowerer
+                .drops_full_subgroups(code.and_then(local_size_x), size)
+        {
+            info.flags &= !full;
+            changed = true;
+        }
         if let Some(out) = code.and_then(|w| lower(&data, w, size)) {
             info.p_code = out.as_ptr().cast();
             info.code_size = out.len() * 4;
             keep.code.push(out);
             changed = true;
         }
+        if mapping != RequiredSize::Keep {
+            // SAFETY: the create info's valid chain, which outlives the call.
+            let rest = unsafe {
+                chain::without(info.p_next, |s| {
+                    s == vk::StructureType::PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO
+                })
+            };
+            if let chain::Edited::Unknown(s) = rest {
+                data.lowerer.settings().error(&format!(
+                    "a shader's required subgroup size goes to the driver unmapped: a struct of \
+                     sType {} the layer cannot copy comes before it",
+                    s.as_raw()
+                ));
+                continue;
+            }
+            let mut head = rest.head(info.p_next);
+            if let RequiredSize::Replace(h) = mapping {
+                head = keep.required_size_in_front(h, head);
+            }
+            info.p_next = head;
+            keep.chains.push(rest);
+            changed = true;
+        }
+    }
+    if out_of_memory(&data) {
+        // SAFETY: the application's array of `count` handles.
+        unsafe { null_handles(shaders, count) };
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
     }
     let passed = if changed { copies.as_ptr() } else { infos };
     // SAFETY: as in `create_compute_pipelines`.
     unsafe { down(device, count, passed, allocator, shaders) }
+}
+
+/// Runs a device command that creates objects with `allocator`: the layer's temporaries (the
+/// lowering's, the copies of create infos) go through the most specific callbacks there are,
+/// the command's, else the device's (or its instance's), with `_COMMAND`.
+///
+/// # Safety
+/// `device` is a live device; `allocator` is NULL or valid for the call.
+unsafe fn in_command<R>(
+    device: vk::Device,
+    allocator: *const vk::AllocationCallbacks,
+    f: impl FnOnce() -> R,
+) -> R {
+    // SAFETY: forwarded.
+    let callbacks = unsafe { Callbacks::from_app(allocator) }
+        .or_else(|| unsafe { data_of(device) }.and_then(|d| d.callbacks));
+    host_memory::take_failure();
+    with_route(command_route(callbacks), f)
+}
+
+/// Whether the application's callbacks returned NULL during this command (said at the `error`
+/// level): the command then answers `VK_ERROR_OUT_OF_HOST_MEMORY` before calling down.
+fn out_of_memory(data: &DeviceData) -> bool {
+    let failed = host_memory::take_failure();
+    if failed {
+        data.lowerer.settings().error(
+            "the application's allocation callbacks returned NULL while the layer prepared a \
+             module: VK_ERROR_OUT_OF_HOST_MEMORY",
+        );
+    }
+    failed
+}
+
+/// Writes `VK_NULL_HANDLE` to the `count` handles at `out` (what a failed creation leaves).
+///
+/// # Safety
+/// `out` is NULL or the application's array of `count` handles.
+unsafe fn null_handles<H: vk::Handle>(out: *mut H, count: u32) {
+    if out.is_null() {
+        return;
+    }
+    for i in 0..count as usize {
+        // SAFETY: within the application's array.
+        unsafe { out.add(i).write(H::from_raw(0)) };
+    }
+}
+
+/// `vkCreateShaderModule`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_shader_module(
+    device: vk::Device,
+    create_info: *const vk::ShaderModuleCreateInfo,
+    allocator: *const vk::AllocationCallbacks,
+    module: *mut vk::ShaderModule,
+) -> vk::Result {
+    // SAFETY: forwarded.
+    unsafe {
+        in_command(device, allocator, || {
+            create_shader_module_inner(device, create_info, allocator, module)
+        })
+    }
+}
+
+/// `vkCreateComputePipelines`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_compute_pipelines(
+    device: vk::Device,
+    cache: vk::PipelineCache,
+    count: u32,
+    infos: *const vk::ComputePipelineCreateInfo<'static>,
+    allocator: *const vk::AllocationCallbacks,
+    pipelines: *mut vk::Pipeline,
+) -> vk::Result {
+    // SAFETY: forwarded.
+    unsafe {
+        in_command(device, allocator, || {
+            create_compute_pipelines_inner(device, cache, count, infos, allocator, pipelines)
+        })
+    }
+}
+
+/// `vkCreateGraphicsPipelines`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_graphics_pipelines(
+    device: vk::Device,
+    cache: vk::PipelineCache,
+    count: u32,
+    infos: *const vk::GraphicsPipelineCreateInfo<'static>,
+    allocator: *const vk::AllocationCallbacks,
+    pipelines: *mut vk::Pipeline,
+) -> vk::Result {
+    // SAFETY: forwarded.
+    unsafe {
+        in_command(device, allocator, || {
+            create_graphics_pipelines_inner(device, cache, count, infos, allocator, pipelines)
+        })
+    }
+}
+
+/// `vkCreateShadersEXT`.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn create_shaders_ext(
+    device: vk::Device,
+    count: u32,
+    infos: *const vk::ShaderCreateInfoEXT<'static>,
+    allocator: *const vk::AllocationCallbacks,
+    shaders: *mut vk::ShaderEXT,
+) -> vk::Result {
+    // SAFETY: forwarded.
+    unsafe {
+        in_command(device, allocator, || {
+            create_shaders_ext_inner(device, count, infos, allocator, shaders)
+        })
+    }
 }

@@ -2,7 +2,9 @@
 //! to, the settings and the lowering, in two global maps keyed by the loader's dispatch key
 //! (so a physical device finds its instance, a queue its device). Reads take a read lock and
 //! clone an `Arc`, so calls from many threads never wait on each other for long; only create
-//! and destroy write.
+//! and destroy write. The maps themselves belong to the process, not to an instance or device:
+//! they are grown under no allocation route (`host_memory.rs`), while each `Arc` they hold was
+//! made with its object's callbacks.
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
@@ -10,6 +12,7 @@ use std::sync::{Arc, LazyLock, Mutex, RwLock};
 
 use ash::vk;
 
+use crate::host_memory::{with_route, Callbacks};
 use crate::settings::Settings;
 use crate::shader::{DeviceFacts, Lowerer};
 
@@ -34,6 +37,8 @@ pub struct InstanceData {
     pub submit_debug_message: Option<vk::PFN_vkSubmitDebugUtilsMessageEXT>,
     /// The settings read when the instance was created.
     pub settings: Settings,
+    /// The application's allocation callbacks of `vkCreateInstance`, if any.
+    pub callbacks: Option<Callbacks>,
     /// What each physical device reports below the layer, asked once.
     pub facts: Mutex<HashMap<vk::PhysicalDevice, Arc<DeviceFacts>>>,
 }
@@ -51,6 +56,8 @@ pub struct DeviceData {
     pub destroy_device: vk::PFN_vkDestroyDevice,
     /// `vkCreateShaderModule` below.
     pub create_shader_module: vk::PFN_vkCreateShaderModule,
+    /// `vkDestroyShaderModule` below.
+    pub destroy_shader_module: vk::PFN_vkDestroyShaderModule,
     /// `vkCreateComputePipelines` below.
     pub create_compute_pipelines: vk::PFN_vkCreateComputePipelines,
     /// `vkCreateGraphicsPipelines` below.
@@ -59,6 +66,28 @@ pub struct DeviceData {
     pub create_shaders: Option<vk::PFN_vkCreateShadersEXT>,
     /// The lowering for this device's target.
     pub lowerer: Lowerer,
+    /// The callbacks of `vkCreateDevice`, else the instance's, if any.
+    pub callbacks: Option<Callbacks>,
+    /// With an emulated subgroup size: the workgroup x size of each live shader module that
+    /// fixes it (`shader::local_size_x`), for the full-subgroups flag of the stages naming it.
+    pub module_local_x: Mutex<HashMap<vk::ShaderModule, u32>>,
+}
+
+impl DeviceData {
+    /// The route of the device's own state: its callbacks with `_DEVICE`.
+    pub fn owner_route(&self) -> Option<crate::host_memory::Route> {
+        self.callbacks
+            .map(|c| c.scope(vk::SystemAllocationScope::DEVICE))
+    }
+
+    /// The workgroup x size recorded for `module`.
+    pub fn local_x_of(&self, module: vk::ShaderModule) -> Option<u32> {
+        let map = self
+            .module_local_x
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        map.get(&module).copied()
+    }
 }
 
 type Map<T> = LazyLock<RwLock<HashMap<usize, Arc<T>>>>;
@@ -69,10 +98,12 @@ static DEVICES: Map<DeviceData> = LazyLock::new(|| RwLock::new(HashMap::new()));
 fn get<T>(map: &Map<T>, key: usize) -> Option<Arc<T>> {
     // A panic never happens while a map's lock is held (inserts and removes only), so a
     // poisoned lock still guards a whole map.
-    map.read()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&key)
-        .cloned()
+    with_route(None, || {
+        map.read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+            .cloned()
+    })
 }
 
 /// The instance of the dispatch key `key`.
@@ -85,28 +116,38 @@ pub fn device(key: usize) -> Option<Arc<DeviceData>> {
     get(&DEVICES, key)
 }
 
-/// Records an instance under its dispatch key.
-pub fn insert_instance(key: usize, data: InstanceData) {
-    let mut map = INSTANCES.write().unwrap_or_else(|p| p.into_inner());
-    map.insert(key, Arc::new(data));
+fn insert<T>(map: &Map<T>, key: usize, data: Arc<T>) {
+    with_route(None, || {
+        let mut map = map.write().unwrap_or_else(|p| p.into_inner());
+        map.insert(key, data);
+    })
+}
+
+fn remove<T>(map: &Map<T>, key: usize) -> Option<Arc<T>> {
+    with_route(None, || {
+        let mut map = map.write().unwrap_or_else(|p| p.into_inner());
+        map.remove(&key)
+    })
+}
+
+/// Records an instance under its dispatch key (`data` made under the instance's route).
+pub fn insert_instance(key: usize, data: Arc<InstanceData>) {
+    insert(&INSTANCES, key, data);
 }
 
 /// Forgets an instance.
 pub fn remove_instance(key: usize) -> Option<Arc<InstanceData>> {
-    let mut map = INSTANCES.write().unwrap_or_else(|p| p.into_inner());
-    map.remove(&key)
+    remove(&INSTANCES, key)
 }
 
-/// Records a device under its dispatch key.
-pub fn insert_device(key: usize, data: DeviceData) {
-    let mut map = DEVICES.write().unwrap_or_else(|p| p.into_inner());
-    map.insert(key, Arc::new(data));
+/// Records a device under its dispatch key (`data` made under the device's route).
+pub fn insert_device(key: usize, data: Arc<DeviceData>) {
+    insert(&DEVICES, key, data);
 }
 
 /// Forgets a device.
 pub fn remove_device(key: usize) -> Option<Arc<DeviceData>> {
-    let mut map = DEVICES.write().unwrap_or_else(|p| p.into_inner());
-    map.remove(&key)
+    remove(&DEVICES, key)
 }
 
 /// Looks up `name` through `gipa` for `instance` and casts it to the function type `F`.

@@ -9,6 +9,7 @@ use ash::vk;
 
 use crate::chain::{self, PartitionedFeaturesExt, PARTITIONED_FEATURES_EXT};
 use crate::dispatch::{self, load_device_fn, load_instance_fn, DeviceData, InstanceData};
+use crate::host_memory::{self, with_route, Callbacks, Route};
 use crate::loader_abi::{LayerDeviceCreateInfo, LayerInstanceCreateInfo, VK_LAYER_LINK_INFO};
 use crate::settings::Settings;
 use crate::shader::{bits, DeviceFacts, Emulation, Lowerer};
@@ -32,7 +33,14 @@ fn emulated(name: &CStr, emulation: Emulation) -> bool {
     }
 }
 
-/// `vkCreateInstance`.
+/// The route of a command's temporaries: `callbacks` with `VK_SYSTEM_ALLOCATION_SCOPE_COMMAND`.
+pub fn command_route(callbacks: Option<Callbacks>) -> Option<Route> {
+    callbacks.map(|c| c.scope(vk::SystemAllocationScope::COMMAND))
+}
+
+/// `vkCreateInstance`: the layer's temporaries through the application's callbacks with
+/// `_COMMAND`, its state for the instance with `_INSTANCE`; a NULL from them gives
+/// `VK_ERROR_OUT_OF_HOST_MEMORY` (the instance below destroyed again).
 ///
 /// # Safety
 /// The loader's contract for `vkCreateInstance` in a layer.
@@ -40,6 +48,23 @@ pub unsafe fn create_instance(
     create_info: *const vk::InstanceCreateInfo,
     allocator: *const vk::AllocationCallbacks,
     instance_out: *mut vk::Instance,
+) -> vk::Result {
+    // SAFETY: the application's allocator, valid for the instance's lifetime.
+    let callbacks = unsafe { Callbacks::from_app(allocator) };
+    host_memory::take_failure();
+    with_route(command_route(callbacks), || {
+        // SAFETY: forwarded.
+        unsafe { create_instance_routed(create_info, allocator, instance_out, callbacks) }
+    })
+}
+
+/// # Safety
+/// As for [`create_instance`].
+unsafe fn create_instance_routed(
+    create_info: *const vk::InstanceCreateInfo,
+    allocator: *const vk::AllocationCallbacks,
+    instance_out: *mut vk::Instance,
+    callbacks: Option<Callbacks>,
 ) -> vk::Result {
     if create_info.is_null() || instance_out.is_null() {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -83,6 +108,22 @@ pub unsafe fn create_instance(
     }) else {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
+    // Everything the instance's state needs from the allocator is taken before calling down: a
+    // NULL then fails the command with nothing created. Failing it after the layers below
+    // succeeded would need their instance destroyed again, and the loader (1.3.239) then frees
+    // some of its own blocks twice, once in vkDestroyInstance and once when the failed
+    // vkCreateInstance unwinds (seen with a counting allocator).
+    let owner = callbacks.map(|c| c.scope(vk::SystemAllocationScope::INSTANCE));
+    let (settings, mut slot) = with_route(owner, || {
+        (Settings::from_env(), Arc::<InstanceData>::new_uninit())
+    });
+    if host_memory::take_failure() {
+        settings.error(
+            "the application's allocation callbacks returned NULL in vkCreateInstance: \
+             VK_ERROR_OUT_OF_HOST_MEMORY",
+        );
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
     // SAFETY: calling down with the application's arguments.
     let result = unsafe { create(create_info, allocator, instance_out) };
     if result != vk::Result::SUCCESS {
@@ -144,25 +185,38 @@ pub unsafe fn create_instance(
         }
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
-    let settings = Settings::from_env();
-    settings.info("layer active on a new instance");
+    // Filling the slot allocates nothing (the settings are built, an empty map takes no memory).
+    let Some(uninit) = Arc::get_mut(&mut slot) else {
+        // Unreachable: the slot was just made and never shared.
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    uninit.write(InstanceData {
+        instance,
+        next_gipa,
+        destroy_instance: destroy,
+        get_properties,
+        get_properties2: props2,
+        get_features2: features2,
+        enumerate_device_extensions: enumerate,
+        submit_debug_message: submit,
+        settings,
+        facts: Default::default(),
+        callbacks,
+    });
+    // SAFETY: written just above.
+    let data = unsafe { slot.assume_init() };
+    data.settings.info(&format!(
+        "layer active on a new instance (application allocation callbacks: {}; blocks from \
+         them so far in this process: {})",
+        if callbacks.is_some() { "yes" } else { "no" },
+        host_memory::blocks_from_callbacks()
+    ));
+    // A NULL since the call down (the line above) cannot fail the command any more (see
+    // above): that block came from the system allocator instead.
+    host_memory::take_failure();
     // SAFETY: a live instance.
     let key = unsafe { dispatch::key_of(instance) };
-    dispatch::insert_instance(
-        key,
-        InstanceData {
-            instance,
-            next_gipa,
-            destroy_instance: destroy,
-            get_properties,
-            get_properties2: props2,
-            get_features2: features2,
-            enumerate_device_extensions: enumerate,
-            submit_debug_message: submit,
-            settings,
-            facts: Default::default(),
-        },
-    );
+    dispatch::insert_instance(key, data);
     vk::Result::SUCCESS
 }
 
@@ -200,9 +254,22 @@ pub unsafe fn facts(inst: &InstanceData, pd: vk::PhysicalDevice) -> Arc<DeviceFa
     if let Some(f) = map.get(&pd) {
         return f.clone();
     }
+    // What the driver reports lives as long as the instance: made with its callbacks.
+    let owner = inst
+        .callbacks
+        .map(|c| c.scope(vk::SystemAllocationScope::INSTANCE));
     // SAFETY: forwarded.
-    let f = Arc::new(unsafe { query_facts(inst, pd) });
-    map.insert(pd, f.clone());
+    let f = with_route(owner, || Arc::new(unsafe { query_facts(inst, pd) }));
+    // An emulated size this device cannot run is said once per device and instance; the device
+    // then reports and runs its own sizes.
+    if let Some(n) = inst.settings.subgroup_size {
+        if let Err(why) = f.can_emulate_size(n) {
+            inst.settings.error(&format!(
+                "SPV_SUBGROUP_LAYER_SUBGROUP_SIZE={n} ignored: {why}"
+            ));
+        }
+    }
+    with_route(owner, || map.insert(pd, f.clone()));
     f
 }
 
@@ -252,6 +319,11 @@ unsafe fn query_facts(inst: &InstanceData, pd: vk::PhysicalDevice) -> DeviceFact
             (sizes.min_subgroup_size, sizes.max_subgroup_size)
         } else {
             (subgroup.subgroup_size, subgroup.subgroup_size)
+        };
+        facts.required_size_stages = if size_control {
+            sizes.required_subgroup_size_stages.as_raw()
+        } else {
+            0
         };
     }
     if let (Some(features2), true) = (
@@ -362,7 +434,7 @@ fn extension_properties(name: &CStr, spec_version: u32) -> vk::ExtensionProperti
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn enumerate_device_extension_properties(
+unsafe fn enumerate_device_extension_properties_inner(
     pd: vk::PhysicalDevice,
     layer_name: *const c_char,
     count: *mut u32,
@@ -411,7 +483,7 @@ pub unsafe fn enumerate_device_extension_properties(
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn get_physical_device_features2(
+unsafe fn get_physical_device_features2_inner(
     pd: vk::PhysicalDevice,
     features: *mut vk::PhysicalDeviceFeatures2,
 ) {
@@ -443,7 +515,7 @@ pub unsafe fn get_physical_device_features2(
 ///
 /// # Safety
 /// The spec's contract for the command.
-pub unsafe fn get_physical_device_properties2(
+unsafe fn get_physical_device_properties2_inner(
     pd: vk::PhysicalDevice,
     properties: *mut vk::PhysicalDeviceProperties2,
 ) {
@@ -458,30 +530,145 @@ pub unsafe fn get_physical_device_properties2(
     unsafe { down(pd, properties) };
     // SAFETY: as above.
     let emulation = unsafe { facts(&inst, pd) }.emulation(&inst.settings);
-    if properties.is_null() || !emulation.partitioned {
+    if properties.is_null() || !(emulation.partitioned || emulation.subgroup_size.is_some()) {
         return;
     }
-    let partitioned = vk::SubgroupFeatureFlags::from_raw(bits::PARTITIONED);
-    // SAFETY: the application's output chain, filled by the driver; the two structs are read
-    // as the types their sTypes name.
+    let added = if emulation.partitioned {
+        vk::SubgroupFeatureFlags::from_raw(bits::PARTITIONED)
+    } else {
+        vk::SubgroupFeatureFlags::empty()
+    };
+    // SAFETY: the application's output chain, filled by the driver; each struct is read as the
+    // type its sType names.
     unsafe {
         let head = (*properties).p_next;
         let s = chain::find(head, vk::StructureType::PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
             as *mut vk::PhysicalDeviceSubgroupProperties;
         if !s.is_null() {
-            (*s).supported_operations |= partitioned;
+            (*s).supported_operations |= added;
+            if let Some(n) = emulation.subgroup_size {
+                (*s).subgroup_size = n;
+            }
         }
         let v = chain::find(
             head,
             vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES,
         ) as *mut vk::PhysicalDeviceVulkan11Properties;
         if !v.is_null() {
-            (*v).subgroup_supported_operations |= partitioned;
+            (*v).subgroup_supported_operations |= added;
+            if let Some(n) = emulation.subgroup_size {
+                (*v).subgroup_size = n;
+            }
+        }
+        if let Some(n) = emulation.subgroup_size {
+            let c = chain::find(
+                head,
+                vk::StructureType::PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES,
+            ) as *mut vk::PhysicalDeviceSubgroupSizeControlProperties;
+            if !c.is_null() {
+                let c = &mut *c;
+                size_control_for(
+                    n,
+                    &mut c.min_subgroup_size,
+                    &mut c.max_subgroup_size,
+                    &mut c.max_compute_workgroup_subgroups,
+                );
+            }
+            let c = chain::find(
+                head,
+                vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES,
+            ) as *mut vk::PhysicalDeviceVulkan13Properties;
+            if !c.is_null() {
+                let c = &mut *c;
+                size_control_for(
+                    n,
+                    &mut c.min_subgroup_size,
+                    &mut c.max_subgroup_size,
+                    &mut c.max_compute_workgroup_subgroups,
+                );
+            }
         }
     }
 }
 
-/// `vkCreateDevice`.
+/// The size-control limits (of `VkPhysicalDeviceSubgroupSizeControlProperties` or
+/// `VkPhysicalDeviceVulkan13Properties`) of a device that runs subgroups of `n` lanes only: the
+/// range `n` to `n`, and as many more subgroups per workgroup as the driver's smallest subgroup
+/// holds virtual ones. `requiredSubgroupSizeStages` stays the driver's: requiring `n` there is
+/// accepted and mapped to a size the driver runs (`Lowerer::required_size`).
+fn size_control_for(n: u32, min: &mut u32, max: &mut u32, workgroup_subgroups: &mut u32) {
+    let per_hardware_subgroup = (*min / n.max(1)).max(1);
+    *workgroup_subgroups = workgroup_subgroups.saturating_mul(per_hardware_subgroup);
+    *min = n;
+    *max = n;
+}
+
+/// Runs `f` under the route of a command on `pd`: the temporaries through its instance's
+/// callbacks with `_COMMAND`.
+///
+/// # Safety
+/// `pd` is a live physical device.
+unsafe fn on_physical_device<R>(pd: vk::PhysicalDevice, f: impl FnOnce() -> R) -> R {
+    // SAFETY: forwarded.
+    let route = unsafe { instance_of(pd) }.and_then(|inst| command_route(inst.callbacks));
+    with_route(route, f)
+}
+
+/// `vkEnumerateDeviceExtensionProperties`; `VK_ERROR_OUT_OF_HOST_MEMORY` when the instance's
+/// callbacks returned NULL on the way.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn enumerate_device_extension_properties(
+    pd: vk::PhysicalDevice,
+    layer_name: *const c_char,
+    count: *mut u32,
+    properties: *mut vk::ExtensionProperties,
+) -> vk::Result {
+    host_memory::take_failure();
+    // SAFETY: forwarded.
+    let result = unsafe {
+        on_physical_device(pd, || {
+            enumerate_device_extension_properties_inner(pd, layer_name, count, properties)
+        })
+    };
+    if host_memory::take_failure() {
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
+    result
+}
+
+/// `vkGetPhysicalDeviceFeatures2` (and the KHR alias). A NULL from the callbacks cannot be
+/// reported by a command without a result: the layer's memory then comes from the system.
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn get_physical_device_features2(
+    pd: vk::PhysicalDevice,
+    features: *mut vk::PhysicalDeviceFeatures2,
+) {
+    // SAFETY: forwarded.
+    unsafe { on_physical_device(pd, || get_physical_device_features2_inner(pd, features)) };
+    host_memory::take_failure();
+}
+
+/// `vkGetPhysicalDeviceProperties2` (and the KHR alias); memory as for
+/// [`get_physical_device_features2`].
+///
+/// # Safety
+/// The spec's contract for the command.
+pub unsafe fn get_physical_device_properties2(
+    pd: vk::PhysicalDevice,
+    properties: *mut vk::PhysicalDeviceProperties2,
+) {
+    // SAFETY: forwarded.
+    unsafe { on_physical_device(pd, || get_physical_device_properties2_inner(pd, properties)) };
+    host_memory::take_failure();
+}
+
+/// `vkCreateDevice`: the layer's temporaries through the device's callbacks (else the
+/// instance's) with `_COMMAND`, its state for the device with `_DEVICE`; a NULL from them gives
+/// `VK_ERROR_OUT_OF_HOST_MEMORY` (the device below destroyed again).
 ///
 /// # Safety
 /// The loader's contract for `vkCreateDevice` in a layer.
@@ -490,6 +677,26 @@ pub unsafe fn create_device(
     create_info: *const vk::DeviceCreateInfo,
     allocator: *const vk::AllocationCallbacks,
     device_out: *mut vk::Device,
+) -> vk::Result {
+    // SAFETY: the application's allocator, valid for the device's lifetime; a live physical
+    // device.
+    let callbacks = unsafe { Callbacks::from_app(allocator) }
+        .or_else(|| unsafe { instance_of(pd) }.and_then(|inst| inst.callbacks));
+    host_memory::take_failure();
+    with_route(command_route(callbacks), || {
+        // SAFETY: forwarded.
+        unsafe { create_device_routed(pd, create_info, allocator, device_out, callbacks) }
+    })
+}
+
+/// # Safety
+/// As for [`create_device`].
+unsafe fn create_device_routed(
+    pd: vk::PhysicalDevice,
+    create_info: *const vk::DeviceCreateInfo,
+    allocator: *const vk::AllocationCallbacks,
+    device_out: *mut vk::Device,
+    callbacks: Option<Callbacks>,
 ) -> vk::Result {
     if create_info.is_null() || device_out.is_null() {
         return vk::Result::ERROR_INITIALIZATION_FAILED;
@@ -563,6 +770,23 @@ pub unsafe fn create_device(
     down_ci.p_next = edited.head(ci.p_next);
     down_ci.enabled_extension_count = names.len() as u32;
     down_ci.pp_enabled_extension_names = names.as_ptr();
+    // The device's state is allocated before calling down, as the instance's is (see
+    // `create_instance_routed`): a NULL fails the command with nothing created below.
+    let owner = callbacks.map(|c| c.scope(vk::SystemAllocationScope::DEVICE));
+    let settings = inst.settings.clone();
+    let (lowerer, mut slot) = with_route(owner, || {
+        (
+            Lowerer::new(&facts, settings.clone()).with_owner(owner),
+            Arc::<DeviceData>::new_uninit(),
+        )
+    });
+    if host_memory::take_failure() {
+        settings.error(
+            "the application's allocation callbacks returned NULL in vkCreateDevice: \
+             VK_ERROR_OUT_OF_HOST_MEMORY",
+        );
+        return vk::Result::ERROR_OUT_OF_HOST_MEMORY;
+    }
     // SAFETY: calling down with a create info whose every pointer is live for the call.
     let result = unsafe { create(pd, &down_ci, allocator, device_out) };
     if result != vk::Result::SUCCESS {
@@ -579,6 +803,11 @@ pub unsafe fn create_device(
                 device,
                 c"vkCreateShaderModule",
             ),
+            load_device_fn::<vk::PFN_vkDestroyShaderModule>(
+                next_gdpa,
+                device,
+                c"vkDestroyShaderModule",
+            ),
             load_device_fn::<vk::PFN_vkCreateComputePipelines>(
                 next_gdpa,
                 device,
@@ -592,7 +821,9 @@ pub unsafe fn create_device(
             load_device_fn::<vk::PFN_vkCreateShadersEXT>(next_gdpa, device, c"vkCreateShadersEXT"),
         )
     };
-    let (Some(destroy), Some(module), Some(compute), Some(graphics), shaders) = loaded else {
+    let (Some(destroy), Some(module), Some(destroy_module), Some(compute), Some(graphics), shaders) =
+        loaded
+    else {
         // As for an instance: destroy what the layer cannot serve.
         if let Some(destroy) = loaded.0 {
             // SAFETY: the device just created, with the application's allocator.
@@ -600,26 +831,57 @@ pub unsafe fn create_device(
         }
         return vk::Result::ERROR_INITIALIZATION_FAILED;
     };
-    let lowerer = Lowerer::new(&facts, inst.settings.clone());
-    inst.settings.info(&format!(
-        "device `{}`: emulating partitioned: {}, vote: {}",
-        facts.name, emulation.partitioned, emulation.vote
+    let Some(uninit) = Arc::get_mut(&mut slot) else {
+        // Unreachable: the slot was just made and never shared.
+        return vk::Result::ERROR_INITIALIZATION_FAILED;
+    };
+    // Allocates nothing: the lowering is built, an empty map takes no memory.
+    uninit.write(DeviceData {
+        device,
+        instance: inst,
+        next_gdpa,
+        destroy_device: destroy,
+        create_shader_module: module,
+        destroy_shader_module: destroy_module,
+        create_compute_pipelines: compute,
+        create_graphics_pipelines: graphics,
+        create_shaders: shaders,
+        lowerer,
+        callbacks,
+        module_local_x: Default::default(),
+    });
+    // SAFETY: written just above.
+    let data = unsafe { slot.assume_init() };
+    settings.info(&format!(
+        "device `{}`: emulating partitioned: {}, vote: {}, subgroup size: {}",
+        facts.name,
+        emulation.partitioned,
+        emulation.vote,
+        emulation
+            .subgroup_size
+            .map_or("no".to_owned(), |n| n.to_string())
     ));
+    // A NULL since the call down cannot fail the command any more: that block came from the
+    // system allocator instead.
+    host_memory::take_failure();
     // SAFETY: a live device.
     let key = unsafe { dispatch::key_of(device) };
-    dispatch::insert_device(
-        key,
-        DeviceData {
-            device,
-            instance: inst,
-            next_gdpa,
-            destroy_device: destroy,
-            create_shader_module: module,
-            create_compute_pipelines: compute,
-            create_graphics_pipelines: graphics,
-            create_shaders: shaders,
-            lowerer,
-        },
-    );
+    dispatch::insert_device(key, data);
     vk::Result::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_size_control_range_is_the_emulated_size_with_more_subgroups_per_workgroup() {
+        // lavapipe at 16 lanes emulating 4: four virtual subgroups in each of its subgroups.
+        let (mut min, mut max, mut subgroups) = (16, 16, 64);
+        size_control_for(4, &mut min, &mut max, &mut subgroups);
+        assert_eq!((min, max, subgroups), (4, 4, 256));
+        let (mut min, mut max, mut subgroups) = (8, 64, 128);
+        size_control_for(8, &mut min, &mut max, &mut subgroups);
+        assert_eq!((min, max, subgroups), (8, 8, 128));
+    }
 }

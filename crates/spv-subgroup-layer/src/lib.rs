@@ -21,6 +21,7 @@
 pub mod chain;
 pub mod device;
 pub mod dispatch;
+pub mod host_memory;
 pub mod install;
 pub mod instance;
 pub mod loader_abi;
@@ -34,14 +35,30 @@ use ash::vk;
 
 use crate::loader_abi::{NegotiateLayerInterface, LAYER_NEGOTIATE_INTERFACE_STRUCT};
 
+/// Every allocation of the layer's code goes through the route its entry point sets: the
+/// application's callbacks, or the system allocator (`host_memory.rs`).
+#[global_allocator]
+static ALLOCATOR: host_memory::Router = host_memory::Router;
+
 /// The layer's name, as the manifest and `VK_INSTANCE_LAYERS` spell it.
 pub const LAYER_NAME: &CStr = c"VK_LAYER_SPV_SUBGROUP_lower";
 
 /// The loader interface version the layer speaks.
 const INTERFACE_VERSION: u32 = 2;
 
-/// Runs `f`, turning a panic into `on_panic`.
+/// Builds what the process keeps from the first call on, once.
+static WARM_UP: std::sync::Once = std::sync::Once::new();
+
+/// Runs `f`, turning a panic into `on_panic`. Before it, once and under no allocation route,
+/// the lowering's process-wide tables, so that none is made with an application's callbacks
+/// that it would outlive (`host_memory.rs`).
+///
+/// Nothing here may register a thread-exit destructor (`std::thread::current()` does, through a
+/// pthread key): the loader unloads the library at `vkDestroyInstance`, and a destructor left in
+/// unmapped code crashes the thread when it exits (seen on lavapipe). The layer's thread-locals
+/// have constant initializers and no destructors for that reason.
 fn guarded<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
+    host_memory::with_route(None, || WARM_UP.call_once(shader::warm_up));
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
 }
 
@@ -88,6 +105,9 @@ fn device_command(name: &[u8]) -> vk::PFN_vkVoidFunction {
         b"vkDestroyDevice" => void_fn!(layer_destroy_device, vk::PFN_vkDestroyDevice),
         b"vkCreateShaderModule" => {
             void_fn!(layer_create_shader_module, vk::PFN_vkCreateShaderModule)
+        }
+        b"vkDestroyShaderModule" => {
+            void_fn!(layer_destroy_shader_module, vk::PFN_vkDestroyShaderModule)
         }
         b"vkCreateComputePipelines" => {
             void_fn!(
@@ -276,6 +296,17 @@ unsafe extern "system" fn layer_create_shader_module(
     })
 }
 
+unsafe extern "system" fn layer_destroy_shader_module(
+    device: vk::Device,
+    module: vk::ShaderModule,
+    allocator: *const vk::AllocationCallbacks,
+) {
+    // SAFETY: forwarded.
+    guarded((), || unsafe {
+        device::destroy_shader_module(device, module, allocator)
+    })
+}
+
 unsafe extern "system" fn layer_create_compute_pipelines(
     device: vk::Device,
     cache: vk::PipelineCache,
@@ -358,6 +389,7 @@ mod tests {
             "vkGetDeviceProcAddr",
             "vkDestroyDevice",
             "vkCreateShaderModule",
+            "vkDestroyShaderModule",
             "vkCreateComputePipelines",
             "vkCreateGraphicsPipelines",
             "vkCreateShadersEXT",

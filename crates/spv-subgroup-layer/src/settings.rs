@@ -27,7 +27,14 @@ pub struct Settings {
     pub cache_dir: Option<PathBuf>,
     /// `SPV_SUBGROUP_LAYER_DUMP=DIR`: every original and lowered module is written here.
     pub dump_dir: Option<PathBuf>,
+    /// `SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=N`: the subgroup size every device reports and every
+    /// module is emulated at (a power of two from 1 to 64; each device checks it against its
+    /// own sizes, `DeviceFacts::emulated_size`).
+    pub subgroup_size: Option<u32>,
 }
+
+/// The largest subgroup size the lowering emulates (`LowerOptions::emulate_subgroup_size`).
+pub const MAX_EMULATED_SUBGROUP_SIZE: u32 = 64;
 
 impl Settings {
     /// The settings of this process's environment now.
@@ -46,6 +53,13 @@ impl Settings {
             Some(other) => (LogLevel::Error, Some(other.to_owned())),
         };
         let dir = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let (subgroup_size, bad_size) = match text("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE").as_deref() {
+            None | Some("") => (None, None),
+            Some(t) => match t.parse::<u32>() {
+                Ok(n) if n.is_power_of_two() && n <= MAX_EMULATED_SUBGROUP_SIZE => (Some(n), None),
+                _ => (None, Some(t.to_owned())),
+            },
+        };
         let settings = Settings {
             force: matches!(
                 text("SPV_SUBGROUP_LAYER_FORCE").as_deref(),
@@ -54,10 +68,17 @@ impl Settings {
             log,
             cache_dir: dir("SPV_SUBGROUP_LAYER_CACHE"),
             dump_dir: dir("SPV_SUBGROUP_LAYER_DUMP"),
+            subgroup_size,
         };
         if let Some(bad) = bad_log {
             settings.error(&format!(
                 "SPV_SUBGROUP_LAYER_LOG={bad:?} is not one of off, error, info; using error"
+            ));
+        }
+        if let Some(bad) = bad_size {
+            settings.error(&format!(
+                "SPV_SUBGROUP_LAYER_SUBGROUP_SIZE={bad:?} is not a power of two from 1 to \
+                 {MAX_EMULATED_SUBGROUP_SIZE}; ignored (devices report and run their own size)"
             ));
         }
         settings
@@ -97,6 +118,20 @@ mod tests {
         assert_eq!(s.log, LogLevel::Error);
         assert_eq!(s.cache_dir, None);
         assert_eq!(s.dump_dir, None);
+        assert_eq!(s.subgroup_size, None);
+    }
+
+    #[test]
+    fn the_emulated_size_is_a_power_of_two_up_to_64_or_ignored() {
+        let size = |v: &str| settings(&[("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE", v)]).subgroup_size;
+        for n in [1, 2, 4, 8, 16, 32, 64] {
+            assert_eq!(size(&n.to_string()), Some(n));
+        }
+        assert_eq!(size(" 8 "), Some(8));
+        for bad in ["0", "3", "12", "128", "-8", "eight", "8.0"] {
+            assert_eq!(size(bad), None, "{bad}");
+        }
+        assert_eq!(size(""), None);
     }
 
     #[test]
@@ -106,7 +141,9 @@ mod tests {
             ("SPV_SUBGROUP_LAYER_LOG", "info"),
             ("SPV_SUBGROUP_LAYER_CACHE", "/tmp/c"),
             ("SPV_SUBGROUP_LAYER_DUMP", "/tmp/d"),
+            ("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE", "8"),
         ]);
+        assert_eq!(s.subgroup_size, Some(8));
         assert!(s.force);
         assert_eq!(s.log, LogLevel::Info);
         assert_eq!(s.cache_dir, Some(PathBuf::from("/tmp/c")));

@@ -2,7 +2,8 @@
 //! lower it for the device's real target (`lower_and_verify`, the CLI's and the C interface's
 //! verified lowering), and keep the result in a cache by content (in memory, and on disk with
 //! `SPV_SUBGROUP_LAYER_CACHE`). No `unsafe` here: the Vulkan side hands in words and takes
-//! words back.
+//! words back. The cache belongs to the device: its entries are made under the device's
+//! allocation route (`host_memory.rs`), whatever route the command that lowers them runs under.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -13,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use spv_subgroup_lower::{lower_and_verify, LowerOptions};
 use spv_subgroup_validate::target::{Restrictions, SubgroupOps, Target};
 
+use crate::host_memory::{with_route, Route};
 use crate::settings::Settings;
 
 /// `VkSubgroupFeatureFlagBits`, as `supportedOperations` holds them.
@@ -48,6 +50,13 @@ const OP_CAPABILITY: u32 = 17;
 const CAP_PARTITIONED: u32 = 5297;
 /// `SubgroupVoteKHR`.
 const CAP_VOTE_KHR: u32 = 4431;
+/// Every capability a module needs to read a subgroup built-in or run a subgroup instruction:
+/// `Groups`, `SubgroupDispatch`, `GroupNonUniform` to `GroupNonUniformQuad`,
+/// `SubgroupBallotKHR`, `SubgroupVoteKHR`, `QuadControlKHR`, `GroupNonUniformPartitionedNV`,
+/// `GroupNonUniformRotateKHR`. A module with none of them cannot observe the subgroup size.
+const SUBGROUP_CAPABILITIES: [u32; 15] = [
+    18, 58, 61, 62, 63, 64, 65, 66, 67, 68, 4423, 4431, 5087, 5297, 6026,
+];
 
 /// Which extensions the layer provides on one device (where the driver lacks them, or all with
 /// `SPV_SUBGROUP_LAYER_FORCE=1`).
@@ -57,12 +66,15 @@ pub struct Emulation {
     pub partitioned: bool,
     /// `VK_EXT_shader_subgroup_vote`.
     pub vote: bool,
+    /// `SPV_SUBGROUP_LAYER_SUBGROUP_SIZE`, where this device accepts it: the size the device
+    /// reports and every module is emulated at.
+    pub subgroup_size: Option<u32>,
 }
 
 impl Emulation {
     /// Whether the layer provides anything on this device.
     pub fn any(self) -> bool {
-        self.partitioned || self.vote
+        self.partitioned || self.vote || self.subgroup_size.is_some()
     }
 }
 
@@ -90,6 +102,8 @@ pub struct DeviceFacts {
     pub has_vote: bool,
     /// The driver has `VK_EXT_shader_subgroup_ballot`.
     pub has_ballot: bool,
+    /// `requiredSubgroupSizeStages` (`VkShaderStageFlags`; 0 without size control).
+    pub required_size_stages: u32,
 }
 
 impl DeviceFacts {
@@ -98,7 +112,44 @@ impl DeviceFacts {
         Emulation {
             partitioned: settings.force || !self.has_partitioned,
             vote: settings.force || !self.has_vote,
+            subgroup_size: settings
+                .subgroup_size
+                .filter(|&n| self.can_emulate_size(n).is_ok()),
         }
+    }
+
+    /// Whether modules can be emulated at subgroup size `n` on this device: every size the
+    /// device runs must be a multiple of `n` (its smallest size is, being a power of two at
+    /// least `n`, and so are the larger ones), and the emulation needs core ballots (Vulkan 1.1
+    /// and the ballot bit). The error says why not, for the log.
+    pub fn can_emulate_size(&self, n: u32) -> Result<(), String> {
+        let min = self.min_subgroup_size;
+        if !(min.is_power_of_two() && self.max_subgroup_size.is_power_of_two()) {
+            return Err(format!(
+                "the device `{}` reports subgroup sizes {min} to {} (not powers of two)",
+                self.name, self.max_subgroup_size
+            ));
+        }
+        if n > min {
+            return Err(format!(
+                "the device `{}` runs subgroups of {min} lanes at the least (sizes {min} to {}): \
+                 an emulated size must be at most {min}, so that every hardware subgroup holds \
+                 whole virtual subgroups",
+                self.name, self.max_subgroup_size
+            ));
+        }
+        let version = (
+            self.api_version >> 22 & 0x7f,
+            self.api_version >> 12 & 0x3ff,
+        );
+        if version < (1, 1) || self.supported_operations & bits::BALLOT == 0 {
+            return Err(format!(
+                "the device `{}` lacks core subgroup ballots (Vulkan 1.1, \
+                 VK_SUBGROUP_FEATURE_BALLOT_BIT), which the emulation is built on",
+                self.name
+            ));
+        }
+        Ok(())
     }
 
     /// The lowering's target for this device: its real subgroup operations, less what the layer
@@ -183,6 +234,95 @@ pub fn uses_emulated(words: &[u32], emulation: Emulation) -> bool {
     false
 }
 
+/// Whether the module declares a capability that lets it read a subgroup built-in or run a
+/// subgroup instruction (`SUBGROUP_CAPABILITIES`): only such modules can observe the subgroup
+/// size, so only they are emulated.
+pub fn uses_subgroups(words: &[u32]) -> bool {
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let (count, opcode) = ((first >> 16) as usize, first & 0xffff);
+        if opcode != OP_CAPABILITY || count < 2 {
+            break;
+        }
+        if words
+            .get(at + 1)
+            .is_some_and(|c| SUBGROUP_CAPABILITIES.contains(c))
+        {
+            return true;
+        }
+        at += count;
+    }
+    false
+}
+
+/// The x size of the workgroup of every compute entry point of the module, when the module
+/// fixes it: by a `WorkgroupSize` built-in that is a constant (not a specialization constant)
+/// composite, which overrides the execution modes, else by `LocalSize` literals, all entry points
+/// alike (`LocalSizeId` leaves it unknown). What
+/// `VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT`'s rule is about.
+pub fn local_size_x(words: &[u32]) -> Option<u32> {
+    const OP_EXECUTION_MODE: u32 = 16;
+    const OP_EXECUTION_MODE_ID: u32 = 331;
+    const OP_DECORATE: u32 = 71;
+    const OP_CONSTANT: u32 = 43;
+    const OP_CONSTANT_COMPOSITE: u32 = 44;
+    const OP_FUNCTION: u32 = 54;
+    const LOCAL_SIZE: u32 = 17;
+    const LOCAL_SIZE_ID: u32 = 38;
+    const DECORATION_BUILT_IN: u32 = 11;
+    const BUILT_IN_WORKGROUP_SIZE: u32 = 25;
+    let mut x = None;
+    let mut builtin = None;
+    let mut constants = HashMap::new();
+    let mut composites = HashMap::new();
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let (count, opcode) = ((first >> 16) as usize, first & 0xffff);
+        if count == 0 || opcode == OP_FUNCTION {
+            break;
+        }
+        let operands = words.get(at + 1..at + count)?;
+        match (opcode, operands) {
+            (OP_EXECUTION_MODE, [_, LOCAL_SIZE, size, ..]) => {
+                if x.is_some_and(|x| x != *size) {
+                    return None;
+                }
+                x = Some(*size);
+            }
+            (OP_EXECUTION_MODE_ID, [_, LOCAL_SIZE_ID, ..]) => return None,
+            (OP_DECORATE, [target, DECORATION_BUILT_IN, BUILT_IN_WORKGROUP_SIZE]) => {
+                builtin = Some(*target);
+            }
+            (OP_CONSTANT, [_, id, value]) => {
+                constants.insert(*id, *value);
+            }
+            (OP_CONSTANT_COMPOSITE, [_, id, first, ..]) => {
+                composites.insert(*id, *first);
+            }
+            _ => {}
+        }
+        at += count;
+    }
+    match builtin {
+        // A specialization constant (or anything else) the application may change: unknown.
+        Some(id) => constants.get(composites.get(&id)?).copied(),
+        None => x,
+    }
+}
+
+/// What a stage's `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo` becomes below the layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequiredSize {
+    /// Passed down as it is.
+    Keep,
+    /// Its `requiredSubgroupSize` replaced by this (the driver's smallest size, a multiple of the
+    /// emulated one).
+    Replace(u32),
+    /// Left out (the driver cannot require a size for the stage; it picks one of its sizes,
+    /// every one a multiple of the emulated size).
+    Remove,
+}
+
 /// What became of one module.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -200,10 +340,36 @@ pub struct Lowerer {
     target: Target,
     emulation: Emulation,
     fixed_size: Option<u32>,
+    /// The driver's smallest and largest subgroup sizes and `requiredSubgroupSizeStages`.
+    min_size: u32,
+    max_size: u32,
+    required_size_stages: u32,
     settings: Settings,
     /// The target's fingerprint, part of every cache key.
     target_key: String,
     cache: Mutex<HashMap<u128, Arc<[u32]>>>,
+    /// Where the cache's memory comes from: the device's allocation callbacks, if any.
+    owner: Option<Route>,
+}
+
+/// Builds the lowering's and validator's process-wide tables (built once, on first use) now,
+/// so that the first use is not under an application's allocation callbacks: the tables live
+/// as long as the process, longer than any instance whose callbacks could have made them.
+pub fn warm_up() {
+    // OpCapability Shader, OpMemoryModel Logical GLSL450: the smallest module there is.
+    let words = [
+        0x0723_0203,
+        0x0001_0000,
+        0,
+        1,
+        0,
+        (2 << 16) | OP_CAPABILITY,
+        1,
+        (3 << 16) | 14,
+        0,
+        1,
+    ];
+    let _ = spv_subgroup_validate::validate(&words, &Default::default());
 }
 
 /// Distinguishes the temporary files of concurrent disk-cache writes.
@@ -215,13 +381,27 @@ impl Lowerer {
         let emulation = facts.emulation(&settings);
         let target = facts.target(emulation);
         Lowerer {
-            target_key: format!("{}|{target:?}", env!("CARGO_PKG_VERSION")),
+            target_key: format!(
+                "{}|{target:?}|emulated size {:?}",
+                env!("CARGO_PKG_VERSION"),
+                emulation.subgroup_size
+            ),
             target,
             emulation,
             fixed_size: facts.fixed_subgroup_size(),
+            min_size: facts.min_subgroup_size,
+            max_size: facts.max_subgroup_size,
+            required_size_stages: facts.required_size_stages,
             settings,
             cache: Mutex::new(HashMap::new()),
+            owner: None,
         }
+    }
+
+    /// This lowering with its cache's memory from `owner` (the device's callbacks).
+    pub fn with_owner(mut self, owner: Option<Route>) -> Lowerer {
+        self.owner = owner;
+        self
     }
 
     /// What the layer emulates on this device.
@@ -239,11 +419,49 @@ impl Lowerer {
         &self.target
     }
 
-    /// Lowers `words` for this device, for pipelines of subgroup size `required_size` (a
-    /// `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo`) or, without one, the device's fixed
-    /// size if it has one, else any size.
+    /// What becomes of a required subgroup size of `required` for a stage of `stage`
+    /// (`VkShaderStageFlagBits`). The application sees a device of one size, the emulated size
+    /// N (`minSubgroupSize == maxSubgroupSize == N`), so N is the one size it may require: that
+    /// is mapped to the driver's smallest size where the driver can require a size for the stage
+    /// (a known hardware size gives the shorter code), else left out. Any other size, and every
+    /// size without emulation, goes down as it is.
+    pub fn required_size(&self, stage: u32, required: u32) -> RequiredSize {
+        match self.emulation.subgroup_size {
+            Some(n) if n == required && n != self.min_size => {
+                if self.required_size_stages & stage != 0 {
+                    RequiredSize::Replace(self.min_size)
+                } else {
+                    RequiredSize::Remove
+                }
+            }
+            _ => RequiredSize::Keep,
+        }
+    }
+
+    /// Whether a stage whose workgroup's x size is `local_x` must go down without
+    /// `VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT`, running at the hardware
+    /// size `hardware` (its required size as it goes down; `None`: any of the driver's). With an
+    /// emulated size N the application may ask for full subgroups with an x that is a multiple
+    /// of N but not of the hardware's size, which breaks the driver's rule for the flag
+    /// (`VUID-VkPipelineShaderStageCreateInfo-pNext-02757`, `-flags-02758`: x a multiple of the
+    /// required size, else of `maxSubgroupSize`); without the flag the driver fills the
+    /// workgroup's subgroups in order, every virtual subgroup of N lanes full as asked.
+    pub fn drops_full_subgroups(&self, local_x: Option<u32>, hardware: Option<u32>) -> bool {
+        let (Some(_), Some(x)) = (self.emulation.subgroup_size, local_x) else {
+            return false;
+        };
+        let h = hardware.unwrap_or(self.max_size).max(1);
+        !x.is_multiple_of(h)
+    }
+
+    /// Lowers `words` for this device, for pipelines of the hardware subgroup size
+    /// `required_size` (a `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo`, as it goes to
+    /// the driver) or, without one, the device's fixed size if it has one, else any size. With
+    /// an emulated size every module that can observe the size is emulated at it.
     pub fn lower(&self, words: &[u32], required_size: Option<u32>) -> Outcome {
-        if !self.emulation.any() || !uses_emulated(words, self.emulation) {
+        let emulate = self.emulation.subgroup_size;
+        let observes_size = emulate.is_some() && uses_subgroups(words);
+        if !observes_size && !uses_emulated(words, self.emulation) {
             return Outcome::Unchanged;
         }
         let start = std::time::Instant::now();
@@ -258,7 +476,9 @@ impl Lowerer {
             return Outcome::Lowered(hit);
         }
         self.dump(&name, "original", words);
-        let opts = LowerOptions::new(self.target.clone()).with_subgroup_size(size);
+        let opts = LowerOptions::new(self.target.clone())
+            .with_subgroup_size(size)
+            .with_emulated_subgroup_size(emulate);
         match lower_and_verify(words, &opts, None) {
             Ok((out, report)) if report.changed => {
                 let rewrites: Vec<String> = report
@@ -267,14 +487,15 @@ impl Lowerer {
                     .map(|(what, n)| format!("{n} {what}"))
                     .collect();
                 self.settings.info(&format!(
-                    "module {name}: lowered for `{}` at subgroup size {} in {:.1} ms: {}",
+                    "module {name}: lowered for `{}` at subgroup size {}{} in {:.1} ms: {}",
                     self.target.name,
                     size.map_or("any".to_owned(), |s| s.to_string()),
+                    emulate.map_or(String::new(), |n| format!(", emulating {n}")),
                     start.elapsed().as_secs_f64() * 1e3,
                     rewrites.join(", ")
                 ));
                 self.dump(&name, "lowered", &out);
-                let out: Arc<[u32]> = out.into();
+                let out: Arc<[u32]> = with_route(self.owner, || out.as_slice().into());
                 self.cache_store(key, &name, &out);
                 Outcome::Lowered(out)
             }
@@ -306,13 +527,13 @@ impl Lowerer {
         let dir = self.settings.cache_dir.as_ref()?;
         let bytes = std::fs::read(dir.join(format!("{name}.spv"))).ok()?;
         let words = words_of(&bytes)?;
-        let words: Arc<[u32]> = words.into();
-        self.lock_cache().insert(key, words.clone());
+        let words: Arc<[u32]> = with_route(self.owner, || words.as_slice().into());
+        with_route(self.owner, || self.lock_cache().insert(key, words.clone()));
         Some(words)
     }
 
     fn cache_store(&self, key: u128, name: &str, words: &Arc<[u32]>) {
-        self.lock_cache().insert(key, words.clone());
+        with_route(self.owner, || self.lock_cache().insert(key, words.clone()));
         if let Some(dir) = &self.settings.cache_dir {
             if let Err(e) = write_atomically(dir, &format!("{name}.spv"), words) {
                 self.settings.error(&format!(
@@ -386,6 +607,7 @@ mod tests {
             has_partitioned: false,
             has_vote: true,
             has_ballot: true,
+            required_size_stages: 0x20,
         }
     }
 
@@ -398,7 +620,8 @@ mod tests {
             e,
             Emulation {
                 partitioned: true,
-                vote: false
+                vote: false,
+                subgroup_size: None,
             }
         );
         let t = facts.target(e);
@@ -452,6 +675,7 @@ mod tests {
         let both = Emulation {
             partitioned: true,
             vote: true,
+            subgroup_size: None,
         };
         assert!(uses_emulated(&module(&[1, CAP_PARTITIONED]), both));
         assert!(uses_emulated(&module(&[1, CAP_VOTE_KHR]), both));
@@ -459,11 +683,98 @@ mod tests {
         let vote_only = Emulation {
             partitioned: false,
             vote: true,
+            subgroup_size: None,
         };
         assert!(!uses_emulated(&module(&[1, CAP_PARTITIONED]), vote_only));
         // Truncated and empty inputs are simply not ours to lower.
         assert!(!uses_emulated(&[0x0723_0203], both));
         assert!(!uses_emulated(&module(&[1, CAP_PARTITIONED])[..6], both));
+    }
+
+    #[test]
+    fn an_emulated_size_must_fit_in_the_smallest_hardware_subgroup() {
+        let lavapipe = lavapipe_like();
+        let with = |n: u32| Settings {
+            subgroup_size: Some(n),
+            ..Settings::from_vars(|_| None)
+        };
+        for n in [1, 2, 4, 8] {
+            assert_eq!(lavapipe.can_emulate_size(n), Ok(()));
+            assert_eq!(lavapipe.emulation(&with(n)).subgroup_size, Some(n));
+        }
+        let too_big = lavapipe
+            .can_emulate_size(16)
+            .expect_err("16 lanes on an 8-lane device");
+        assert!(too_big.contains("at most 8"), "{too_big}");
+        assert_eq!(lavapipe.emulation(&with(16)).subgroup_size, None);
+        // A device of sizes 16 to 64 takes 16 and below (each of its sizes is a multiple).
+        let varying = DeviceFacts {
+            min_subgroup_size: 16,
+            max_subgroup_size: 64,
+            subgroup_size: 32,
+            ..lavapipe_like()
+        };
+        assert_eq!(varying.can_emulate_size(16), Ok(()));
+        assert!(varying.can_emulate_size(32).is_err());
+        let odd = DeviceFacts {
+            min_subgroup_size: 24,
+            ..varying.clone()
+        };
+        assert!(odd.can_emulate_size(8).is_err());
+        let no_ballot = DeviceFacts {
+            supported_operations: bits::BASIC | bits::VOTE,
+            ..lavapipe_like()
+        };
+        assert!(no_ballot
+            .can_emulate_size(4)
+            .unwrap_err()
+            .contains("ballot"));
+    }
+
+    #[test]
+    fn a_required_size_of_the_emulated_size_becomes_the_drivers_smallest() {
+        let compute = 0x20;
+        let varying = DeviceFacts {
+            min_subgroup_size: 16,
+            max_subgroup_size: 64,
+            subgroup_size: 32,
+            required_size_stages: compute,
+            ..lavapipe_like()
+        };
+        let settings = |n: Option<u32>| Settings {
+            subgroup_size: n,
+            ..Settings::from_vars(|_| None)
+        };
+        let lowerer = Lowerer::new(&varying, settings(Some(8)));
+        assert_eq!(lowerer.required_size(compute, 8), RequiredSize::Replace(16));
+        // A stage the driver cannot require a size for: the struct is left out.
+        assert_eq!(lowerer.required_size(0x10, 8), RequiredSize::Remove);
+        // Another size is invalid for the device the application sees: passed on.
+        assert_eq!(lowerer.required_size(compute, 32), RequiredSize::Keep);
+        // The driver's own smallest size needs no mapping, nor does anything without emulation.
+        let at_min = Lowerer::new(&varying, settings(Some(16)));
+        assert_eq!(at_min.required_size(compute, 16), RequiredSize::Keep);
+        let native = Lowerer::new(&varying, settings(None));
+        assert_eq!(native.required_size(compute, 16), RequiredSize::Keep);
+    }
+
+    #[test]
+    fn every_subgroup_capability_marks_a_module_that_observes_the_size() {
+        let header = [0x0723_0203, 0x0001_0300, 0, 10, 0];
+        let module = |caps: &[u32]| {
+            let mut w = header.to_vec();
+            for &c in caps {
+                w.extend([(2 << 16) | OP_CAPABILITY, c]);
+            }
+            w.extend([(3 << 16) | 14, 0, 1]);
+            w
+        };
+        for cap in SUBGROUP_CAPABILITIES {
+            assert!(uses_subgroups(&module(&[1, cap])), "{cap}");
+        }
+        // Shader, Float64, Int64: no subgroup in sight.
+        assert!(!uses_subgroups(&module(&[1, 10, 11])));
+        assert!(!uses_subgroups(&[0x0723_0203]));
     }
 
     #[test]
@@ -500,6 +811,40 @@ mod lowering_tests {
 
     fn no_settings() -> Settings {
         Settings::from_vars(|_| None)
+    }
+
+    #[test]
+    fn the_workgroup_x_size_is_read_where_literals_fix_it() {
+        let shader = tools::workspace_root()
+            .join("crates/spv-subgroup-layer/tests/shaders/full_subgroups.comp");
+        let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles it");
+        assert_eq!(local_size_x(&words), Some(8));
+        assert_eq!(local_size_x(&example()), Some(64));
+        // glslang's constant WorkgroupSize built-in holds the same 8; made a specialization
+        // constant, the application may change it: unknown.
+        let text = tools::disassemble(&words);
+        assert!(text.contains("BuiltIn WorkgroupSize"), "{text}");
+        let specialized = text.replace("OpConstantComposite", "OpSpecConstantComposite");
+        let specialized = tools::assemble(&specialized, "vulkan1.1").expect("spirv-as");
+        assert_eq!(local_size_x(&specialized), None);
+        // Emulating 4 on 16 lanes: x = 8 breaks the flag's rule at 16, x = 64 does not.
+        let facts = DeviceFacts {
+            subgroup_size: 16,
+            min_subgroup_size: 16,
+            max_subgroup_size: 16,
+            ..facts(0xbf)
+        };
+        let settings = Settings {
+            subgroup_size: Some(4),
+            ..no_settings()
+        };
+        let lowerer = Lowerer::new(&facts, settings);
+        assert!(lowerer.drops_full_subgroups(Some(8), Some(16)));
+        assert!(lowerer.drops_full_subgroups(Some(8), None));
+        assert!(!lowerer.drops_full_subgroups(Some(64), Some(16)));
+        assert!(!lowerer.drops_full_subgroups(None, Some(16)));
+        let native = Lowerer::new(&facts, no_settings());
+        assert!(!native.drops_full_subgroups(Some(8), Some(16)));
     }
 
     #[test]

@@ -128,6 +128,35 @@ fn run_through_layer(size: u32, by_name: bool) -> String {
             .any(|w| !tools::disassemble(w).contains("SubgroupVoteKHR")),
         "the forced module has its KHR votes lowered"
     );
+    // With SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=N below the hardware's size (`emulated_sizes`):
+    // the models' answers, and the modules emulated at N (the example, and the size observer and
+    // the full-subgroups shader, which use no emulated extension) valid and marked so.
+    for n in [4u32, 8].into_iter().filter(|&n| n < size) {
+        assert!(
+            out.contains(&format!("emulated {n} on {size}: model answers")),
+            "{out}"
+        );
+        let dir = dumps.path().join(format!("emulated-{n}"));
+        let mut emulated = 0;
+        for entry in std::fs::read_dir(&dir).expect("the emulated modules' dump folder") {
+            let p = entry.expect("an entry").path();
+            if p.to_string_lossy().ends_with(".lowered.spv") {
+                let words = tools::read_words(&p);
+                tools::spirv_val(&words, "vulkan1.3")
+                    .expect("the emulated module passes spirv-val");
+                let text = tools::disassemble(&words);
+                assert!(
+                    text.contains(&format!("--emulate-subgroup-size {n}")),
+                    "not emulated at {n}:\n{text}"
+                );
+                emulated += 1;
+            }
+        }
+        assert_eq!(
+            emulated, 3,
+            "the example, the observer and the full-subgroups shader, emulated at {n}:\n{out}"
+        );
+    }
     out
 }
 
@@ -229,10 +258,12 @@ fn vulkaninfo_lists_the_emulated_extensions() {
     assert!(with.contains("VK_LAYER_SPV_SUBGROUP_lower"), "{with}");
 }
 
-/// The application at subgroup size 4 with Khronos' validation layer above ours (checking the
+/// The application at subgroup size 16 with Khronos' validation layer above ours (checking the
 /// application's calls against the device the layer shows) and below it (checking what the layer
 /// sends the driver: the create info without the emulated names and struct, the lowered
-/// modules). It needs Debian's `vulkan-validationlayers` (`cargo xtask install-deps` installs it).
+/// modules, and, in the child's runs with `SPV_SUBGROUP_LAYER_SUBGROUP_SIZE` 4 and 8, the
+/// required subgroup size mapped to 16: unmapped, the layer below reports
+/// `VUID-VkPipelineShaderStageRequiredSubgroupSizeCreateInfo-requiredSubgroupSize-02761`). It needs Debian's `vulkan-validationlayers` (`cargo xtask install-deps` installs it).
 #[test]
 fn khronos_validation_above_and_below_reports_nothing() {
     let system = Path::new("/usr/share/vulkan/explicit_layer.d");
@@ -251,7 +282,7 @@ fn khronos_validation_above_and_below_reports_nothing() {
             ("VK_INSTANCE_LAYERS", layers),
             ("VK_LOADER_DEBUG", "layer"),
         ];
-        let out = lavapipe::run_suite(4, &env, Duration::from_secs(300));
+        let out = lavapipe::run_suite(16, &env, Duration::from_secs(300));
         print!("{out}");
         // Both layers were in the device's chain (the loader says so at VK_LOADER_DEBUG=layer).
         for name in ["VK_LAYER_KHRONOS_validation", "VK_LAYER_SPV_SUBGROUP_lower"] {
@@ -261,6 +292,7 @@ fn khronos_validation_above_and_below_reports_nothing() {
             );
         }
         assert!(out.contains("force=true: model answers"), "{out}");
+        assert!(out.contains("emulated 8 on 16: model answers"), "{out}");
         assert!(!out.contains("Validation Error"), "{layers}:\n{out}");
         assert!(!out.contains("Validation Warning"), "{layers}:\n{out}");
     }
@@ -372,6 +404,16 @@ fn a_refused_module_goes_down_unchanged_and_is_reported() {
             && out.contains("goes to the driver unchanged"),
         "no refusal on stderr:\n{out}"
     );
+    // An emulated size above the device's is refused, with why, and the device keeps its own.
+    assert!(
+        out.contains("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=16 ignored: the device `llvmpipe")
+            && out.contains("an emulated size must be at most 8"),
+        "no refusal of the emulated size on stderr:\n{out}"
+    );
+    assert!(
+        out.contains("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=16: reported 8"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -400,6 +442,16 @@ fn child_refusal() {
                 && text.contains("goes to the driver unchanged")
                 && text.contains("OpGroupNonUniformBroadcast")),
         "the messenger got no refusal: {messages:?}"
+    );
+    drop(app);
+    // SAFETY (test): one test on one thread; read at vkCreateInstance.
+    std::env::set_var("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE", "16");
+    let app = App::open(false, false);
+    let reported = app.reported_sizes();
+    assert_eq!(reported, [size; 6]);
+    println!(
+        "SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=16: reported {}",
+        reported[0]
     );
 }
 
@@ -453,7 +505,515 @@ fn child_suite() {
         let chained = app.pipeline_chained(&words);
         assert_eq!(app.dispatch(chained, &keys), want, "chained, force={force}");
         println!("force={force}: model answers at size {}", app.subgroup_size);
+        if !force {
+            let observer = observer_words();
+            let pipeline = app.pipeline(&observer);
+            assert_eq!(
+                app.dispatch(pipeline, &keys),
+                observer_model(&keys, app.subgroup_size as usize),
+                "the size observer, natively"
+            );
+            println!("observer: model answers at size {}", app.subgroup_size);
+            if 8 % app.subgroup_size == 0 {
+                check_full_subgroups(&app, app.subgroup_size, "natively");
+            }
+        }
     }
+    let native = std::env::var("SPV_CHILD_EXPECT_SIZE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .expect("the child's hardware subgroup size");
+    emulated_sizes(&words, native);
+}
+
+/// The SPIR-V of `tests/shaders/subgroup_observer.comp`.
+fn observer_words() -> Vec<u32> {
+    let shader = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shaders/subgroup_observer.comp");
+    tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles the size observer")
+}
+
+/// What `tests/shaders/subgroup_observer.comp` computes for subgroups of `size` (one workgroup
+/// of `example::LANES`, every lane active): per lane, (the ballot of `key > 100` in words 0 and 1,
+/// the subgroup's sum, its first lane's key), the inclusive sum, and `gl_SubgroupSize`,
+/// `gl_SubgroupInvocationID`, `gl_SubgroupID` and `gl_NumSubgroups` packed in bytes.
+fn observer_model(keys: &[u32], size: usize) -> (Vec<[u32; 4]>, Vec<u32>, Vec<u32>) {
+    let mut masks = Vec::new();
+    let mut sums = Vec::new();
+    let mut flags = Vec::new();
+    for i in 0..keys.len() {
+        let base = i / size * size;
+        let group = &keys[base..(base + size).min(keys.len())];
+        let mut ballot = [0u32; 2];
+        for (lane, _) in group.iter().enumerate().filter(|(_, &k)| k > 100) {
+            ballot[lane / 32] |= 1 << (lane % 32);
+        }
+        let total = group.iter().fold(0u32, |a, &k| a.wrapping_add(k));
+        masks.push([ballot[0], ballot[1], total, group[0]]);
+        sums.push(keys[base..=i].iter().fold(0u32, |a, &k| a.wrapping_add(k)));
+        let (lane, id, count) = (i - base, i / size, keys.len().div_ceil(size));
+        flags.push((size | lane << 8 | id << 16 | count << 24) as u32);
+    }
+    (masks, sums, flags)
+}
+
+/// `tests/shaders/full_subgroups.comp` (8 invocations) with full subgroups required at the
+/// device's size `size`, through a module and chained in the stage: the model's answers.
+fn check_full_subgroups(app: &App, size: u32, how: &str) {
+    let shader = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shaders/full_subgroups.comp");
+    let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles the shader");
+    let want = full_subgroups_model(size as usize);
+    for chained in [false, true] {
+        let pipeline = app.pipeline_full_subgroups(&words, chained);
+        assert_eq!(
+            app.dispatch(pipeline, &example::keys()),
+            want,
+            "full subgroups {how}, chained: {chained}"
+        );
+    }
+}
+
+/// What `tests/shaders/full_subgroups.comp` writes at subgroup size `size` (a divisor of 8):
+/// full subgroups, each lane's ballot of all of them, their count, and the size built-ins; the
+/// lanes past the workgroup's 8 stay 0.
+fn full_subgroups_model(size: usize) -> (Vec<[u32; 4]>, Vec<u32>, Vec<u32>) {
+    let mut masks = vec![[0u32; 4]; example::LANES];
+    let mut sums = vec![0u32; example::LANES];
+    let mut flags = vec![0u32; example::LANES];
+    for i in 0..8 {
+        masks[i][0] = (1u32 << size) - 1;
+        sums[i] = size as u32;
+        flags[i] = (size | (i % size) << 8 | (i / size) << 16 | (8 / size) << 24) as u32;
+    }
+    (masks, sums, flags)
+}
+
+/// The application again with `SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=N` for every N of 4 and 8 below
+/// the hardware's size, in this child (its Vulkan start-up is already paid): the device must
+/// report N everywhere the application reads a subgroup size, and the README example (through a
+/// module and chained behind a required size of N) and the size observer must give the host
+/// models' answers at N, the answers the same application gets on lavapipe at N natively
+/// (`lavapipe_subgroup_size_N`). The layer dumps these modules in `DUMP/emulated-N`.
+fn emulated_sizes(example_words: &[u32], hardware: u32) {
+    let dump = std::env::var_os(DUMP_VAR);
+    let observer = observer_words();
+    let keys = example::keys();
+    for n in [4u32, 8].into_iter().filter(|&n| n < hardware) {
+        // SAFETY (test): one test on one thread; the layer reads its settings at
+        // vkCreateInstance.
+        std::env::set_var("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE", n.to_string());
+        if let Some(dump) = &dump {
+            std::env::set_var(DUMP_VAR, Path::new(dump).join(format!("emulated-{n}")));
+        }
+        let app = App::open(std::env::var_os(BY_NAME_VAR).is_some(), false);
+        assert_eq!(app.reported_sizes(), [n; 6], "the sizes the device reports");
+        let want = example::model(&keys, n as usize);
+        let module = app.pipeline(example_words);
+        assert_eq!(
+            app.dispatch(module, &keys),
+            want,
+            "emulated {n}: the example"
+        );
+        let chained = app.pipeline_chained(example_words);
+        assert_eq!(app.dispatch(chained, &keys), want, "emulated {n}: chained");
+        let pipeline = app.pipeline(&observer);
+        assert_eq!(
+            app.dispatch(pipeline, &keys),
+            observer_model(&keys, n as usize),
+            "emulated {n}: the size observer"
+        );
+        check_full_subgroups(&app, n, &format!("emulated {n}"));
+        println!("emulated {n} on {hardware}: model answers");
+    }
+    std::env::remove_var("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE");
+    if let Some(dump) = dump {
+        std::env::set_var(DUMP_VAR, dump);
+    }
+}
+
+/// The application's allocation callbacks (docs/layer.md, "Host memory"), at subgroup size 8:
+/// a counting allocator sees every block it frees come from itself and none left after
+/// `vkDestroyDevice` (command, object and device scope) and `vkDestroyInstance` (all), the layer's
+/// included; an allocator failing from its k-th allocation on, for every k until the command
+/// succeeds, gets `VK_ERROR_OUT_OF_HOST_MEMORY` or success, never a crash, and nothing left
+/// allocated, for `vkCreateInstance` (without the layer too), `vkCreateDevice`,
+/// `vkCreateShaderModule` and `vkCreateComputePipelines`; the layer says on stderr that its own
+/// allocation failed in the first three (so the failures reached the layer's code, not only the
+/// loader's and the driver's).
+#[test]
+fn allocation_callbacks_are_honoured_and_a_null_is_out_of_host_memory() {
+    let manifests = manifest_dir();
+    let path = manifests.path().to_str().expect("UTF-8").to_owned();
+    let env = [
+        (lavapipe::CHILD_VAR, "1"),
+        ("VK_LAYER_PATH", path.as_str()),
+        ("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower"),
+        ("SPV_SUBGROUP_LAYER_LOG", "error"),
+    ];
+    let out = lavapipe::run_child("child_allocation", 8, &env, Duration::from_secs(300));
+    print!("{out}");
+    assert!(out.contains("allocation callbacks: balanced"), "{out}");
+    for place in [
+        "in vkCreateInstance: VK_ERROR_OUT_OF_HOST_MEMORY",
+        "in vkCreateDevice: VK_ERROR_OUT_OF_HOST_MEMORY",
+        "while the layer prepared a module: VK_ERROR_OUT_OF_HOST_MEMORY",
+    ] {
+        assert!(
+            out.contains(&format!(
+                "VK_LAYER_SPV_SUBGROUP_lower: error: the application's allocation callbacks \
+                 returned NULL {place}"
+            )),
+            "the layer's own allocation never failed {place}:\n{out}"
+        );
+    }
+}
+
+/// One allocator for the whole child: what it has handed out, by address (size, alignment,
+/// scope), how many allocations it was asked for, from which one on it fails, and how many
+/// frees named a block it never made.
+struct Counter {
+    live: std::sync::Mutex<std::collections::BTreeMap<usize, (usize, usize, i32)>>,
+    asked: std::sync::atomic::AtomicUsize,
+    fail_from: std::sync::atomic::AtomicUsize,
+    foreign_frees: std::sync::atomic::AtomicUsize,
+}
+
+static COUNTER: Counter = Counter {
+    live: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+    asked: std::sync::atomic::AtomicUsize::new(0),
+    fail_from: std::sync::atomic::AtomicUsize::new(usize::MAX),
+    foreign_frees: std::sync::atomic::AtomicUsize::new(0),
+};
+
+impl Counter {
+    fn live(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<usize, (usize, usize, i32)>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts counting again, failing from allocation `fail_from` on (`usize::MAX`: never).
+    fn reset(&self, fail_from: usize) {
+        use std::sync::atomic::Ordering::SeqCst;
+        assert!(self.live().is_empty(), "blocks left: {:?}", self.live());
+        self.asked.store(0, SeqCst);
+        self.fail_from.store(fail_from, SeqCst);
+    }
+
+    /// The blocks alive of the scopes `scopes`.
+    fn live_in(&self, scopes: &[vk::SystemAllocationScope]) -> usize {
+        self.live()
+            .values()
+            .filter(|(_, _, s)| scopes.iter().any(|x| x.as_raw() == *s))
+            .count()
+    }
+}
+
+unsafe extern "system" fn counting_allocation(
+    _user: *mut c_void,
+    size: usize,
+    alignment: usize,
+    scope: vk::SystemAllocationScope,
+) -> *mut c_void {
+    use std::sync::atomic::Ordering::SeqCst;
+    let n = COUNTER.asked.fetch_add(1, SeqCst);
+    if n >= COUNTER.fail_from.load(SeqCst) {
+        return std::ptr::null_mut();
+    }
+    let Ok(layout) = std::alloc::Layout::from_size_align(size.max(1), alignment) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY (test): a non-zero size.
+    let p = unsafe { std::alloc::alloc(layout) };
+    if !p.is_null() {
+        COUNTER
+            .live()
+            .insert(p as usize, (layout.size(), alignment, scope.as_raw()));
+    }
+    p.cast()
+}
+
+unsafe extern "system" fn counting_reallocation(
+    user: *mut c_void,
+    original: *mut c_void,
+    size: usize,
+    alignment: usize,
+    scope: vk::SystemAllocationScope,
+) -> *mut c_void {
+    if original.is_null() {
+        // SAFETY (test): forwarded.
+        return unsafe { counting_allocation(user, size, alignment, scope) };
+    }
+    if size == 0 {
+        // SAFETY (test): forwarded.
+        unsafe { counting_free(user, original) };
+        return std::ptr::null_mut();
+    }
+    let Some((old_size, _, _)) = COUNTER.live().get(&(original as usize)).copied() else {
+        COUNTER
+            .foreign_frees
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        return std::ptr::null_mut();
+    };
+    // SAFETY (test): forwarded.
+    let new = unsafe { counting_allocation(user, size, alignment, scope) };
+    if !new.is_null() {
+        // SAFETY (test): both blocks hold at least the smaller size; the old one is ours.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                original.cast::<u8>(),
+                new.cast::<u8>(),
+                old_size.min(size),
+            );
+            counting_free(user, original);
+        }
+    }
+    new
+}
+
+unsafe extern "system" fn counting_free(_user: *mut c_void, memory: *mut c_void) {
+    if memory.is_null() {
+        return;
+    }
+    let entry = COUNTER.live().remove(&(memory as usize));
+    match entry {
+        Some((size, alignment, _)) => {
+            let layout = std::alloc::Layout::from_size_align(size, alignment).expect("its layout");
+            // SAFETY (test): a block `counting_allocation` made with this layout.
+            unsafe { std::alloc::dealloc(memory.cast(), layout) }
+        }
+        None => {
+            COUNTER
+                .foreign_frees
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+fn counting_callbacks() -> vk::AllocationCallbacks<'static> {
+    vk::AllocationCallbacks {
+        pfn_allocation: Some(counting_allocation),
+        pfn_reallocation: Some(counting_reallocation),
+        pfn_free: Some(counting_free),
+        ..Default::default()
+    }
+}
+
+/// Runs `attempt` with the counting allocator failing from its k-th allocation on, for k = 0,
+/// 1, ... until it succeeds: each try must succeed or fail with
+/// `VK_ERROR_OUT_OF_HOST_MEMORY`, leaving no block of the allocator behind. Returns how many
+/// tries failed.
+fn until_success(
+    what: &str,
+    mut attempt: impl FnMut(&vk::AllocationCallbacks) -> vk::Result,
+) -> usize {
+    let callbacks = counting_callbacks();
+    for k in 0..100_000 {
+        COUNTER.reset(k);
+        let result = attempt(&callbacks);
+        let left = COUNTER.live().len();
+        assert_eq!(
+            left, 0,
+            "{what}, failing from allocation {k} ({result:?}): blocks left"
+        );
+        match result {
+            vk::Result::SUCCESS => return k,
+            vk::Result::ERROR_OUT_OF_HOST_MEMORY => {}
+            other => panic!("{what}, failing from allocation {k}: {other:?}"),
+        }
+    }
+    panic!("{what} never succeeded");
+}
+
+#[test]
+#[ignore = "runs inside allocation_callbacks_are_honoured_and_a_null_is_out_of_host_memory"]
+fn child_allocation() {
+    use vk::SystemAllocationScope as Scope;
+    lavapipe::assert_child();
+    let shader = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+    let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles the example");
+    let callbacks = counting_callbacks();
+
+    // Counting: every object through the callbacks, then each scope empty when its object goes.
+    COUNTER.reset(usize::MAX);
+    let mut app = App::open_with(false, false, Some(callbacks));
+    println!("subgroup size: {}", app.subgroup_size);
+    // SAFETY (test): a live device; every object made with the callbacks is destroyed with them.
+    unsafe {
+        let module = app
+            .device
+            .create_shader_module(
+                &vk::ShaderModuleCreateInfo::default().code(&words),
+                Some(&callbacks),
+            )
+            .expect("a shader module");
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(app.pipeline_layout);
+        let pipeline = app
+            .device
+            .create_compute_pipelines(vk::PipelineCache::null(), &[info], Some(&callbacks))
+            .map_err(|(_, e)| e)
+            .expect("a compute pipeline")[0];
+        app.device.destroy_pipeline(pipeline, Some(&callbacks));
+        app.device.destroy_shader_module(module, Some(&callbacks));
+    }
+    let made = COUNTER.asked.load(std::sync::atomic::Ordering::SeqCst);
+    // (lavapipe 22.3 keeps two object-scope blocks of a destroyed pipeline until the device
+    // goes, so object scope is checked after vkDestroyDevice.)
+    assert_eq!(
+        COUNTER.live_in(&[Scope::COMMAND]),
+        0,
+        "{:?}",
+        COUNTER.live()
+    );
+    app.destroy_device_now();
+    assert_eq!(
+        COUNTER.live_in(&[Scope::COMMAND, Scope::OBJECT, Scope::DEVICE]),
+        0,
+        "device-scope blocks after vkDestroyDevice: {:?}",
+        COUNTER.live()
+    );
+    drop(app);
+    assert!(
+        COUNTER.live().is_empty(),
+        "blocks after vkDestroyInstance: {:?}",
+        COUNTER.live()
+    );
+    assert_eq!(
+        COUNTER
+            .foreign_frees
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
+    println!("allocation callbacks: balanced ({made} allocations)");
+
+    // Failing: every allocation of each command in turn.
+    let entry = App::open(false, false);
+    let app_info = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
+    let foreign = || {
+        COUNTER
+            .foreign_frees
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    // vkCreateInstance without the layer, then with it: the layer's own allocations add tries.
+    // (A layer that fails vkCreateInstance after the layers below succeeded, destroying their
+    // instance again, makes the Debian loader 1.3.239 free some of its blocks twice: 15 frees of
+    // blocks no longer allocated, from libvulkan.so.1, seen with gdb before the layer took its
+    // memory before calling down. The counter leaves such frees alone and counts them.)
+    let step_instances = || {
+        let before = foreign();
+        let failed = until_success("vkCreateInstance", |cb| {
+            let info = vk::InstanceCreateInfo::default().application_info(&app_info);
+            // SAFETY (test): a valid create info; the instance is destroyed with the same
+            // callbacks.
+            match unsafe { entry._entry.create_instance(&info, Some(cb)) } {
+                Ok(instance) => {
+                    unsafe { instance.destroy_instance(Some(cb)) };
+                    vk::Result::SUCCESS
+                }
+                Err(e) => e,
+            }
+        });
+        (failed, foreign() - before)
+    };
+    let layers = std::env::var_os("VK_INSTANCE_LAYERS").expect("the layer enabled by the parent");
+    // SAFETY (test): one test on one thread; the loader reads it at vkCreateInstance.
+    std::env::remove_var("VK_INSTANCE_LAYERS");
+    let (failed_alone, foreign_alone) = step_instances();
+    std::env::set_var("VK_INSTANCE_LAYERS", &layers);
+    let (failed, foreign_with_layer) = step_instances();
+    println!(
+        "vkCreateInstance: {failed} failing allocations answered ({failed_alone} without the \
+         layer); frees of blocks not allocated: {foreign_with_layer} ({foreign_alone} without \
+         the layer)"
+    );
+    assert!(
+        failed > failed_alone,
+        "the layer allocated nothing through the callbacks"
+    );
+    assert_eq!(
+        (foreign_alone, foreign_with_layer),
+        (0, 0),
+        "frees of blocks the allocator never made (or had freed), without and with the layer"
+    );
+    let foreign_after_instances = foreign();
+    let priorities = [1.0];
+    let queues = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(entry.queue_family)
+        .queue_priorities(&priorities)];
+    // The emulated extensions: the layer copies the create info without them.
+    let enabled = [NV_PARTITIONED.as_ptr(), EXT_VOTE.as_ptr()];
+    let failed = until_success("vkCreateDevice", |cb| {
+        let info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_extension_names(&enabled);
+        // SAFETY (test): as above.
+        match unsafe {
+            entry
+                .instance
+                .create_device(entry.physical_device, &info, Some(cb))
+        } {
+            Ok(device) => {
+                unsafe { device.destroy_device(Some(cb)) };
+                vk::Result::SUCCESS
+            }
+            Err(e) => e,
+        }
+    });
+    println!("vkCreateDevice: {failed} failing allocations answered");
+    let failed = until_success("vkCreateShaderModule", |cb| {
+        let info = vk::ShaderModuleCreateInfo::default().code(&words);
+        // SAFETY (test): as above.
+        match unsafe { entry.device.create_shader_module(&info, Some(cb)) } {
+            Ok(module) => {
+                unsafe { entry.device.destroy_shader_module(module, Some(cb)) };
+                vk::Result::SUCCESS
+            }
+            Err(e) => e,
+        }
+    });
+    println!("vkCreateShaderModule: {failed} failing allocations answered");
+    // A pipeline whose stage chains the module: lowered during vkCreateComputePipelines. A
+    // failed creation leaves VK_NULL_HANDLE in the output.
+    let failed = until_success("vkCreateComputePipelines", |cb| {
+        let mut module_info = vk::ShaderModuleCreateInfo::default().code(&words);
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .name(c"main");
+        stage.p_next = (&mut module_info as *mut vk::ShaderModuleCreateInfo).cast();
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(entry.pipeline_layout);
+        // SAFETY (test): as above; the chain lives for the call.
+        match unsafe {
+            entry
+                .device
+                .create_compute_pipelines(vk::PipelineCache::null(), &[info], Some(cb))
+        } {
+            Ok(pipelines) => {
+                unsafe { entry.device.destroy_pipeline(pipelines[0], Some(cb)) };
+                vk::Result::SUCCESS
+            }
+            Err((pipelines, e)) => {
+                assert!(
+                    pipelines.iter().all(|p| *p == vk::Pipeline::null()),
+                    "{pipelines:?}"
+                );
+                e
+            }
+        }
+    });
+    println!("vkCreateComputePipelines: {failed} failing allocations answered");
+    assert_eq!(
+        foreign(),
+        foreign_after_instances,
+        "frees of blocks the allocator never made (or had freed), in vkCreateDevice, \
+         vkCreateShaderModule or vkCreateComputePipelines"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,6 +1041,11 @@ struct App {
     pipeline_layout: vk::PipelineLayout,
     subgroup_size: u32,
     messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    physical_device: vk::PhysicalDevice,
+    /// The callbacks the instance and the device were made with.
+    allocator: Option<vk::AllocationCallbacks<'static>>,
+    /// Whether `destroy_device_now` ran.
+    device_destroyed: bool,
 }
 
 /// What the application's debug-utils messenger received: (message id name, message).
@@ -522,6 +1087,15 @@ const BUFFER_SIZES: [usize; 4] = [
 
 impl App {
     fn open(layer_by_name: bool, debug_utils: bool) -> App {
+        App::open_with(layer_by_name, debug_utils, None)
+    }
+
+    /// [`App::open`] with the instance and the device made (and destroyed) with `allocator`.
+    fn open_with(
+        layer_by_name: bool,
+        debug_utils: bool,
+        allocator: Option<vk::AllocationCallbacks<'static>>,
+    ) -> App {
         // For a run by hand on another device (the GPU machine): its name, and whether to require
         // the NV extension alone (a driver with VK_NV_shader_subgroup_partitioned natively, which
         // the layer passes through, need not have the EXT one or its feature struct).
@@ -541,7 +1115,8 @@ impl App {
             info = info.enabled_extension_names(&extensions);
         }
         // SAFETY (test): a valid create info.
-        let instance = unsafe { entry.create_instance(&info, None) }.expect("an instance");
+        let instance =
+            unsafe { entry.create_instance(&info, allocator.as_ref()) }.expect("an instance");
         let messenger = debug_utils.then(|| {
             let loader = ash::ext::debug_utils::Instance::new(&entry, &instance);
             let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
@@ -667,6 +1242,8 @@ impl App {
                 p_next: (&mut library as *mut vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT)
                     .cast(),
                 subgroup_size_control: vk::TRUE,
+                // For `pipeline_full_subgroups`.
+                compute_full_subgroups: vk::TRUE,
                 ..Default::default()
             };
             let mut device_info = vk::DeviceCreateInfo::default()
@@ -675,7 +1252,7 @@ impl App {
             device_info.p_next =
                 (&v13_features as *const vk::PhysicalDeviceVulkan13Features).cast();
             let device = instance
-                .create_device(pd, &device_info, None)
+                .create_device(pd, &device_info, allocator.as_ref())
                 .expect("a device with the emulated extensions");
             // The application's chain is as it was.
             assert_eq!(
@@ -716,7 +1293,45 @@ impl App {
                 pipeline_layout,
                 subgroup_size,
                 messenger,
+                physical_device: pd,
+                allocator,
+                device_destroyed: false,
             }
+        }
+    }
+
+    /// Every subgroup size the device reports: `subgroupSize` of
+    /// `VkPhysicalDeviceSubgroupProperties` and `VkPhysicalDeviceVulkan11Properties`, and
+    /// `minSubgroupSize`, `maxSubgroupSize` of `VkPhysicalDeviceSubgroupSizeControlProperties` and
+    /// `VkPhysicalDeviceVulkan13Properties`, each asked in a chain of its own.
+    fn reported_sizes(&self) -> [u32; 6] {
+        let pd = self.physical_device;
+        // SAFETY (test): queries on a live physical device with output chains on the stack.
+        unsafe {
+            let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+            let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup);
+            self.instance
+                .get_physical_device_properties2(pd, &mut props);
+            let mut v11 = vk::PhysicalDeviceVulkan11Properties::default();
+            let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut v11);
+            self.instance
+                .get_physical_device_properties2(pd, &mut props);
+            let mut control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+            let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut control);
+            self.instance
+                .get_physical_device_properties2(pd, &mut props);
+            let mut v13 = vk::PhysicalDeviceVulkan13Properties::default();
+            let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut v13);
+            self.instance
+                .get_physical_device_properties2(pd, &mut props);
+            [
+                subgroup.subgroup_size,
+                v11.subgroup_size,
+                control.min_subgroup_size,
+                control.max_subgroup_size,
+                v13.min_subgroup_size,
+                v13.max_subgroup_size,
+            ]
         }
     }
 
@@ -774,6 +1389,47 @@ impl App {
             (&mut module_info as *mut vk::ShaderModuleCreateInfo).cast()
         );
         pipeline
+    }
+
+    /// A compute pipeline whose stage requires full subgroups of the device's size
+    /// (`VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT` with a
+    /// `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo`), its module made by
+    /// `vkCreateShaderModule` or chained behind the size.
+    fn pipeline_full_subgroups(&self, words: &[u32], chained: bool) -> vk::Pipeline {
+        let mut module_info = vk::ShaderModuleCreateInfo::default().code(words);
+        let mut size = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(self.subgroup_size);
+        // SAFETY (test): calls on a live device with create infos whose chains live for them.
+        unsafe {
+            let mut module = vk::ShaderModule::null();
+            if chained {
+                size.p_next = (&mut module_info as *mut vk::ShaderModuleCreateInfo).cast();
+            } else {
+                module = self
+                    .device
+                    .create_shader_module(&module_info, None)
+                    .expect("a shader module");
+            }
+            let mut stage = vk::PipelineShaderStageCreateInfo::default()
+                .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS)
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(module)
+                .name(c"main");
+            stage.p_next =
+                (&size as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo).cast();
+            let info = vk::ComputePipelineCreateInfo::default()
+                .stage(stage)
+                .layout(self.pipeline_layout);
+            let pipeline = self
+                .device
+                .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
+                .map_err(|(_, e)| e)
+                .expect("a compute pipeline with full subgroups")[0];
+            if !chained {
+                self.device.destroy_shader_module(module, None);
+            }
+            pipeline
+        }
     }
 
     /// Runs `pipeline` on `keys` (one workgroup) and reads back masks, sums and flags.
@@ -922,19 +1578,33 @@ impl App {
     }
 }
 
-impl Drop for App {
-    fn drop(&mut self) {
+impl App {
+    /// Destroys the device (and what it made) before the instance, which `drop` destroys.
+    fn destroy_device_now(&mut self) {
+        if self.device_destroyed {
+            return;
+        }
+        self.device_destroyed = true;
         // SAFETY (test): every object was made by this device, which is idle after the fences.
         unsafe {
             self.device
                 .destroy_pipeline_layout(self.pipeline_layout, None);
             self.device
                 .destroy_descriptor_set_layout(self.set_layout, None);
-            self.device.destroy_device(None);
+            self.device.destroy_device(self.allocator.as_ref());
+        }
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        self.destroy_device_now();
+        // SAFETY (test): the device is gone; the instance made nothing else still alive.
+        unsafe {
             if let Some((loader, messenger)) = self.messenger.take() {
                 loader.destroy_debug_utils_messenger(messenger, None);
             }
-            self.instance.destroy_instance(None);
+            self.instance.destroy_instance(self.allocator.as_ref());
         }
     }
 }

@@ -773,11 +773,37 @@ fn run_radix(runner: &Runner, presets: &[String], summary: &mut Summary) {
             .and_then(|a| Ok((a, lower_checked(&s, p, FloatPartition::Spec)?)));
         variants.push((format!("lowered:{p}"), l));
     }
+    // Emulated at a quarter and a half of the device's size (as `run_case`): the histogram and
+    // the permutation do not depend on the subgroup size, so the same checks hold. One local
+    // size (37: full and partial virtual subgroups), since each run builds 8 pipelines.
+    let size = runner.info().subgroup_size;
+    let emulating = presets.iter().find(|p| !p.contains('@'));
+    if let (true, Some(p)) = (size >= 16, emulating) {
+        for n in [size / 4, size / 2] {
+            let emulate = |words: &[u32]| {
+                Target::preset(p)
+                    .ok_or_else(|| format!("no preset `{p}`"))
+                    .and_then(|target| {
+                        lower_checked_opts(
+                            words,
+                            LowerOptions::new(target).with_emulated_subgroup_size(Some(n)),
+                        )
+                    })
+            };
+            let e = emulate(&h).and_then(|a| Ok((a, emulate(&s)?)));
+            variants.push((format!("emulated:{p}@{n}"), e));
+        }
+    }
     for (vname, words) in variants {
+        let runs: &[(u32, u64)] = if vname.starts_with("emulated") {
+            &[(37, 2)]
+        } else {
+            &[(64, 1), (37, 2), (5, 3)]
+        };
         match words {
             Err(e) => summary.fail(name, &vname, e),
             Ok((a, b)) => {
-                for (local, seed) in [(64u32, 1u64), (37, 2), (5, 3)] {
+                for &(local, seed) in runs {
                     match radix(runner, (&a, &b), local, seed) {
                         Ok(()) => summary.record(name, &vname, true, 5000 * 4),
                         Err(e) => {

@@ -22,6 +22,8 @@
 
 #[path = "conformance_bench.rs"]
 mod bench;
+#[path = "conformance_bench_emulated.rs"]
+mod bench_emulated;
 #[path = "conformance_inputs.rs"]
 mod inputs;
 #[path = "conformance_model.rs"]
@@ -192,9 +194,10 @@ struct Summary {
     failures: Vec<String>,
     notes: Vec<String>,
     unchecked: usize,
-    /// Native runs repeated in the simulator: records identical, differing as expected (NVIDIA's
-    /// bitwise float partition), differing.
-    sim: (usize, usize, usize),
+    /// Records compared with the simulator, by variant (`native`: the native module at the
+    /// device's size; `emulated:P@N`: the original at N): identical, differing as expected
+    /// (NVIDIA's bitwise float partition, native only), differing.
+    sim: BTreeMap<String, (usize, usize, usize)>,
 }
 
 impl Summary {
@@ -229,7 +232,7 @@ impl Summary {
         for (v, (p, f, c)) in self.totals() {
             let _ = writeln!(
                 s,
-                "  {v:<20} runs passed {p:>4}, failed {f:>3}, values checked {c}"
+                "  {v:<22} runs passed {p:>4}, failed {f:>3}, values checked {c}"
             );
         }
         let _ = writeln!(
@@ -390,12 +393,10 @@ fn run_case(runner: &Runner, case: &Case, presets: &[String], summary: &mut Summ
     // Emulation (issue 26) where the device has 16 lanes or more: at a quarter and a half of its
     // size (on lavapipe's 16 lanes: 4 and 8; on the GPU machine's 32: 8 and 16).
     let device_size = runner.info().subgroup_size;
-    // Cases of 32-bit and bool values only: the types' own sequences are the ordinary
-    // lowering's, proven by the other variants, and the wide types' emulated pipelines would
-    // double the suite's time (lavapipe compiles each one).
-    if let (true, true, Some(p)) = (
+    // Every case the device has the types of (`device_lacks` above), the wide ones too: on
+    // lavapipe's 16 lanes they cost the child about 12 s of CPU (docs/lowering.md).
+    if let (true, Some(p)) = (
         device_size >= 16,
-        case.needs == shaders::Needs::default(),
         device_presets.iter().find(|p| !p.contains('@')),
     ) {
         for n in [device_size / 4, device_size / 2] {
@@ -454,10 +455,28 @@ fn run_case(runner: &Runner, case: &Case, presets: &[String], summary: &mut Summ
             for seed in SEEDS {
                 match run_one(runner, &pipeline, case, local, seed, eq) {
                     Ok(r) => {
-                        let ok = r.outcome.mismatches == 0 && r.outcome.records > 0;
+                        let model_ok = r.outcome.mismatches == 0 && r.outcome.records > 0;
+                        let mut ok = model_ok;
+                        if let Variant::Emulated(_, n) = variant {
+                            // The driver's run of the emulated module against the original's
+                            // at N in the simulator, record for record: a difference fails
+                            // the run.
+                            let what = format!(
+                                "{vname}: the original at {n} in the simulator vs the driver"
+                            );
+                            ok &= sim_compare(
+                                case,
+                                &native,
+                                (local, seed, n),
+                                &r.out,
+                                eq,
+                                summary,
+                                (&vname, &what),
+                            );
+                        }
                         summary.unchecked += r.outcome.unchecked;
                         summary.record(&case.name, &vname, ok, r.outcome.checked);
-                        if !ok {
+                        if !model_ok {
                             summary.failures.push(format!(
                                 "{} [{vname}] local {local} seed {seed}: {} mismatches of {} ({:?}); records {}\n    {}",
                                 case.name,
@@ -478,24 +497,10 @@ fn run_case(runner: &Runner, case: &Case, presets: &[String], summary: &mut Summ
                                 &r.out,
                                 eq,
                                 summary,
-                                what,
+                                ("native", what),
                             );
                         }
-                        if let Variant::Emulated(_, n) = variant {
-                            // The driver's run of the emulated module against the original's
-                            // at N in the simulator, record for record.
-                            let what = format!(
-                                "{vname}: the original at {n} in the simulator vs the driver"
-                            );
-                            sim_compare(
-                                case,
-                                &native,
-                                (local, seed, n),
-                                &r.out,
-                                eq,
-                                summary,
-                                &what,
-                            );
+                        if matches!(variant, Variant::Emulated(..)) {
                             continue;
                         }
                         raw.entry(variant.clone())
@@ -519,6 +524,9 @@ fn run_case(runner: &Runner, case: &Case, presets: &[String], summary: &mut Summ
 /// proof that the simulator executes the suite as the driver does (issue 8).
 /// Where the driver compares float partition keys bitwise (NVIDIA) and the simulator follows the
 /// spec (+0.0 with -0.0), a record whose key and activity agree may differ: counted apart.
+/// The records are tallied under `tally` (`native`, or the emulated variant's name: then `words`
+/// is the original, run at the emulated size); returns whether every record agreed (up to the
+/// expected differences) and the simulator read no undefined value.
 fn sim_compare(
     case: &Case,
     words: &[u32],
@@ -526,12 +534,15 @@ fn sim_compare(
     driver: &[u32],
     eq: KeyEq,
     summary: &mut Summary,
-    what: &str,
-) {
+    (tally, what): (&str, &str),
+) -> bool {
     let spec = BTreeMap::from([(0u32, u64::from(local))]);
     let module = match spv_subgroup_sim::Module::with_spec_constants(words, &spec) {
         Ok(m) => m,
-        Err(e) => return summary.fail(&case.name, "simulator", format!("translation: {e}")),
+        Err(e) => {
+            summary.fail(&case.name, "simulator", format!("translation: {e}"));
+            return false;
+        }
     };
     let inp = gen_inputs(case, local, seed);
     let mut buffers = BTreeMap::new();
@@ -545,11 +556,12 @@ fn sim_compare(
     let out = match module.run(&d) {
         Ok(o) => o,
         Err(e) => {
-            return summary.fail(
+            summary.fail(
                 &case.name,
                 "simulator",
                 format!("local {local} seed {seed}: {e}"),
-            )
+            );
+            return false;
         }
     };
     let sim: Vec<u32> = out.buffers[&(0, 1)]
@@ -559,17 +571,19 @@ fn sim_compare(
     let stride = case.layout.stride();
     let float_key = case.layout.key.is_some_and(|k| k.is_float());
     let mut shown = 0;
+    let counts = summary.sim.entry(tally.to_owned()).or_default();
+    let differing_before = counts.2;
     for (i, (a, b)) in driver
         .chunks_exact(stride)
         .zip(sim.chunks_exact(stride))
         .enumerate()
     {
         if a == b {
-            summary.sim.0 += 1;
+            counts.0 += 1;
         } else if eq == KeyEq::Bitwise && float_key && a[..8] == b[..8] {
-            summary.sim.1 += 1;
+            counts.1 += 1;
         } else {
-            summary.sim.2 += 1;
+            counts.2 += 1;
             if shown < 3 {
                 shown += 1;
                 summary.failures.push(format!(
@@ -579,12 +593,22 @@ fn sim_compare(
             }
         }
     }
+    let agreed = counts.2 == differing_before && driver.len() == sim.len();
+    if driver.len() != sim.len() {
+        summary.failures.push(format!(
+            "{} [{what}] local {local} seed {seed}: the driver wrote {} words, the simulator {}",
+            case.name,
+            driver.len(),
+            sim.len()
+        ));
+    }
     if out.undefined_total != 0 {
         summary.failures.push(format!(
-            "{} [native in the simulator] local {local} seed {seed}: read {} undefined values",
+            "{} [{what}] local {local} seed {seed}: the simulator read {} undefined values",
             case.name, out.undefined_total
         ));
     }
+    agreed && out.undefined_total == 0
 }
 
 /// Compares native and lowered outputs word for word (same inputs, same driver layout). Integer
@@ -749,11 +773,37 @@ fn run_radix(runner: &Runner, presets: &[String], summary: &mut Summary) {
             .and_then(|a| Ok((a, lower_checked(&s, p, FloatPartition::Spec)?)));
         variants.push((format!("lowered:{p}"), l));
     }
+    // Emulated at a quarter and a half of the device's size (as `run_case`): the histogram and
+    // the permutation do not depend on the subgroup size, so the same checks hold. One local
+    // size (37: full and partial virtual subgroups), since each run builds 8 pipelines.
+    let size = runner.info().subgroup_size;
+    let emulating = presets.iter().find(|p| !p.contains('@'));
+    if let (true, Some(p)) = (size >= 16, emulating) {
+        for n in [size / 4, size / 2] {
+            let emulate = |words: &[u32]| {
+                Target::preset(p)
+                    .ok_or_else(|| format!("no preset `{p}`"))
+                    .and_then(|target| {
+                        lower_checked_opts(
+                            words,
+                            LowerOptions::new(target).with_emulated_subgroup_size(Some(n)),
+                        )
+                    })
+            };
+            let e = emulate(&h).and_then(|a| Ok((a, emulate(&s)?)));
+            variants.push((format!("emulated:{p}@{n}"), e));
+        }
+    }
     for (vname, words) in variants {
+        let runs: &[(u32, u64)] = if vname.starts_with("emulated") {
+            &[(37, 2)]
+        } else {
+            &[(64, 1), (37, 2), (5, 3)]
+        };
         match words {
             Err(e) => summary.fail(name, &vname, e),
             Ok((a, b)) => {
-                for (local, seed) in [(64u32, 1u64), (37, 2), (5, 3)] {
+                for &(local, seed) in runs {
                     match radix(runner, (&a, &b), local, seed) {
                         Ok(()) => summary.record(name, &vname, true, 5000 * 4),
                         Err(e) => {
@@ -811,13 +861,30 @@ fn child_suite() {
     if "vote-loop-spirv1.0".contains(&filter) || filter.is_empty() {
         vote_loop::run(&runner, &presets, &mut summary);
     }
+    let native_sim = summary.sim.get("native").copied().unwrap_or_default();
     summary.notes.push(format!(
         "native runs in the simulator at subgroup size {}: {} records identical to the driver's, {} differ as expected (bitwise float partition), {} differ",
-        info.subgroup_size, summary.sim.0, summary.sim.1, summary.sim.2
+        info.subgroup_size, native_sim.0, native_sim.1, native_sim.2
     ));
+    for (variant, (same, _, differ)) in summary.sim.iter().filter(|(v, _)| *v != "native") {
+        summary.notes.push(format!(
+            "{variant}: the driver's records against the original's in the simulator at the emulated size: {same} identical, {differ} differ"
+        ));
+    }
     assert!(
-        summary.sim.0 > 0 || !filter.is_empty(),
+        native_sim.0 > 0 || !filter.is_empty(),
         "no native record was compared with the simulator"
+    );
+    // The emulated variants run on devices of 16 lanes or more (lavapipe's size-16 child, the
+    // GPU machine): there, their records must have been compared too.
+    assert!(
+        info.subgroup_size < 16
+            || !filter.is_empty()
+            || summary
+                .sim
+                .iter()
+                .any(|(v, c)| v.starts_with("emulated") && c.0 > 0),
+        "no emulated record was compared with the simulator"
     );
     if cmp != (0, 0, 0) {
         summary.notes.push(format!(
@@ -956,6 +1023,81 @@ fn model_scans_follow_the_spec_example() {
         .collect();
     let o = model::check(&layout, &recs, KeyEq::Spec);
     assert_eq!(o.mismatches, 0, "{:?}", o.details);
+}
+
+/// The emulation's two checks can fail: a conformance case and a benchmark row, emulated at half
+/// the device's size and run by the driver, agree with the original in the simulator at that
+/// size and differ from it at a quarter (the suite's `sim_compare` and the benchmark's
+/// `bench_emulated::check`, which the child suite and `cargo xtask gpu` rely on).
+#[test]
+fn emulated_checks_catch_a_wrong_size() {
+    let runner = Runner::new().unwrap_or_else(|e| panic!("no Vulkan device: {e}"));
+    let size = runner.info().subgroup_size;
+    assert!(
+        size >= 8,
+        "the device has {size} lanes: too few to emulate at a quarter"
+    );
+    let (n, wrong) = (size / 2, size / 4);
+    let preset = bench_emulated::device_preset(runner.info());
+    // The suite: a scan (emulated as a partitioned scan over the virtual subgroup) in branches.
+    let case = shaders::diverge_case("branches", Ty::s(Scalar::U(32)));
+    let native = compile(&case.glsl, case.env).expect("compiles");
+    let target = Target::preset(preset).expect("preset");
+    let emulated = lower_checked_opts(
+        &native,
+        LowerOptions::new(target).with_emulated_subgroup_size(Some(n)),
+    )
+    .expect("emulates");
+    let local = *case.local_sizes.last().expect("a local size");
+    let opts = PipelineOptions {
+        buffers: 2,
+        spec_constants: vec![(0, local)],
+        ..Default::default()
+    };
+    let pipeline = runner.pipeline(&emulated, &opts).expect("pipeline");
+    let r = run_one(&runner, &pipeline, &case, local, SEEDS[0], KeyEq::Spec).expect("runs");
+    let mut summary = Summary::default();
+    let same = (local, SEEDS[0], n);
+    let right = sim_compare(
+        &case,
+        &native,
+        same,
+        &r.out,
+        KeyEq::Spec,
+        &mut summary,
+        ("right", "right"),
+    );
+    let other = (local, SEEDS[0], wrong);
+    let caught = !sim_compare(
+        &case,
+        &native,
+        other,
+        &r.out,
+        KeyEq::Spec,
+        &mut summary,
+        ("wrong", "wrong"),
+    );
+    assert!(
+        right,
+        "the emulated run differs from the original at {n}: {:?}",
+        summary.failures
+    );
+    assert!(
+        caught,
+        "the emulated run at {n} passed as the original at {wrong}"
+    );
+    assert!(summary.sim["wrong"].2 > 0 && summary.sim["right"].0 > 0);
+    // The benchmark: a reduce (emulated as a clustered reduce).
+    let glsl = bench::row_glsl("op-add-u32").expect("the benchmark row");
+    let native = compile(&glsl, "vulkan1.1").expect("compiles");
+    let emulated = bench_emulated::emulate(&native, preset, n).expect("emulates");
+    let right = bench_emulated::check(&runner, &emulated, &native, n, false);
+    assert_eq!(right, bench_emulated::Check::Equal);
+    let wrong = bench_emulated::check(&runner, &emulated, &native, wrong, false);
+    assert!(
+        matches!(wrong, bench_emulated::Check::Differs { differ, .. } if differ > 0),
+        "{wrong:?}"
+    );
 }
 
 /// The mutation check: lower a divergent case, then break the lowered shader so the partitioned ops

@@ -12,6 +12,12 @@
 //! `PartitionForm` forced. `SPV_BENCH_FILTER` (comma list of substrings) selects rows,
 //! `SPV_BENCH_ITERS` and `SPV_BENCH_GROUPS` set the chain length and the workgroups.
 //! Integer outputs of native and every lowered variant must be bit-identical.
+//!
+//! The emulation table (`conformance_bench_emulated.rs`, issue 26): each row's module emulated at
+//! half and a quarter of the device's subgroup size, lowered for the device's preset, timed in
+//! the row's round robin against the same native op, its output checked against the simulator's
+//! run of the original at the emulated size (`SPV_BENCH_EMULATE` sets the sizes).
+//! `SPV_BENCH_WARMUP_S` sets the warm-up's seconds (0 for none: lavapipe runs the code path).
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -79,6 +85,14 @@ fn benches() -> Vec<Bench> {
         ("op-or-u32", "v = subgroupOr(v) * 1664525u + 1013904223u + (lid & z);"),
         ("op-allequal-u32", "v = v * 1664525u + (subgroupAllEqual(v >> 20) ? 1013904223u : 12345u) + (lid & z);"),
         ("op-uniform-if", "if (subgroupAll((v & 1u) != 2u)) { v = v * 1664525u + 1013904223u; } else { v = v * 22695477u + 1u; }"),
+        // Ops the emulation of a smaller subgroup rewrites in ways of their own (the emulation
+        // table, `conformance_bench_emulated.rs`): a reduce becomes a clustered reduce, a scan
+        // a partitioned scan, a shuffle's index is offset by the virtual subgroup's first lane,
+        // a ballot bit count is masked to the virtual lanes.
+        ("op-add-u32", "v = subgroupAdd(v) * 1664525u + 1013904223u + (lid & z);"),
+        ("op-inclusiveadd-u32", "v = subgroupInclusiveAdd(v) * 1664525u + 1013904223u + (lid & z);"),
+        ("op-shuffle", "v = subgroupShuffle(v, (lid + 1u) & (gl_SubgroupSize - 1u)) * 1664525u + 1013904223u + (lid & z);"),
+        ("op-inclusivebitcount", "v = v * 1664525u + subgroupBallotInclusiveBitCount(subgroupBallot((v & 0x10000u) != 0u)) + (lid & z);"),
     ] {
         v.push(Bench {
             name,
@@ -297,6 +311,11 @@ fn partition_forms() -> Vec<(String, PartitionForm)> {
     .collect()
 }
 
+/// The GLSL of the benchmark row `name` (for the tests of the benchmark's checks).
+pub fn row_glsl(name: &str) -> Option<String> {
+    benches().iter().find(|b| b.name == name).map(glsl)
+}
+
 fn glsl(b: &Bench) -> String {
     format!(
         r#"#version 450
@@ -339,6 +358,14 @@ void main() {{
         setup = b.setup,
         body = b.body
     )
+}
+
+/// The benchmark's input buffer for `lanes` invocations: the zero word the chains read, then one
+/// word per invocation.
+pub fn input(lanes: usize) -> Vec<u32> {
+    let mut input = vec![0u32];
+    input.extend((0..lanes as u32).map(|i| i.wrapping_mul(2_654_435_761)));
+    input
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -396,10 +423,16 @@ pub fn run(runner: &Runner) {
         };
         runner.pipeline(w, &opts).ok()
     });
-    if let Some(p) = &warm_pipe {
+    // `SPV_BENCH_WARMUP_S` (default 3) sets it: 0 on lavapipe, where one such dispatch runs for
+    // minutes (a test of the benchmark's code path, not of its times).
+    let warmup = std::env::var("SPV_BENCH_WARMUP_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    if let (Some(p), true) = (&warm_pipe, warmup > 0) {
         let start = std::time::Instant::now();
         let mut input = vec![0u32; 1 + n * 64];
-        while start.elapsed() < Duration::from_secs(3) {
+        while start.elapsed() < Duration::from_secs(warmup) {
             if runner
                 .run(
                     p,
@@ -428,6 +461,7 @@ pub fn run(runner: &Runner) {
         forms.iter().map(|f| f.0.as_str()).collect::<Vec<_>>().join(" | "),
         "---|".repeat(forms.len())
     );
+    let mut emulation = super::bench_emulated::Table::new(runner.info());
     for b in all {
         if !filter.is_empty() && !filter.iter().any(|f| b.name.contains(f.as_str())) {
             continue;
@@ -490,14 +524,24 @@ pub fn run(runner: &Runner) {
                 }
             }
         }
-        let n = (groups * size) as usize;
+        // The emulated sizes come last: their outputs are checked against the simulator, not
+        // against the others (they run the program of a smaller subgroup).
+        let emulated_from = variants.len();
+        for &en in &emulation.sizes {
+            match super::bench_emulated::emulate(&native, emulation.preset, en) {
+                Ok(w) => variants.push(("emulated", Some(w))),
+                Err(e) => {
+                    failures.push(format!("{} emulated at {en}: {e}", b.name));
+                    variants.push(("emulated", None));
+                }
+            }
+        }
         let opts = PipelineOptions {
             buffers: 1,
             spec_constants: vec![(0, size), (1, iters)],
             ..PipelineOptions::default()
         };
-        let mut input = vec![0u32];
-        input.extend((0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)));
+        let input = input((groups * size) as usize);
         // Build every variant's pipeline and keep its output of one dispatch.
         let mut pipes = Vec::new();
         let mut outputs: Vec<Option<Vec<u32>>> = Vec::new();
@@ -554,7 +598,7 @@ pub fn run(runner: &Runner) {
             _ => "n/a".to_owned(),
         };
         // Every variant's output against the others (native's where the driver has the op).
-        let outs: Vec<&Vec<u32>> = results
+        let outs: Vec<&Vec<u32>> = results[..emulated_from]
             .iter()
             .filter_map(|r| r.1.as_ref())
             .filter(|o| !o.is_empty())
@@ -569,11 +613,14 @@ pub fn run(runner: &Runner) {
             failures.push(format!("{}: native and lowered outputs differ", b.name));
             "NO".to_owned()
         };
-        let no_arith = results.get(3).map_or("-".to_owned(), |r| {
-            format!("{} ({})", fmt(r.0), ratio(sub(results[0].0), sub(r.0)))
-        });
+        let no_arith = match (b.class, results.get(3)) {
+            ("partition", Some(r)) => {
+                format!("{} ({})", fmt(r.0), ratio(sub(results[0].0), sub(r.0)))
+            }
+            _ => "-".to_owned(),
+        };
         if b.class == "partition" && !forms.is_empty() {
-            let cells: Vec<String> = results[4..]
+            let cells: Vec<String> = results[4..emulated_from]
                 .iter()
                 .map(|r| ratio(sub(results[0].0), sub(r.0)))
                 .collect();
@@ -593,14 +640,29 @@ pub fn run(runner: &Runner) {
             ratio(results[0].0, results[2].0),
             ratio(sub(results[0].0), sub(results[2].0)),
         );
+        let measured: Vec<super::bench_emulated::Measured> = variants[emulated_from..]
+            .iter()
+            .zip(&results[emulated_from..])
+            .zip(&emulation.sizes)
+            .map(|(((_, words), r), &en)| super::bench_emulated::Measured {
+                time: r.0,
+                check: match words {
+                    Some(w) => super::bench_emulated::check(runner, w, &native, en, b.float),
+                    None => super::bench_emulated::Check::NotChecked("not emulated".into()),
+                },
+            })
+            .collect();
+        failures.extend(emulation.row((b.name, b.class), base, results[0].0, &measured));
     }
     if !forms.is_empty() {
         table.push_str(&forms_table);
     }
+    table.push_str(&emulation.render());
     if std::env::var("SPV_BENCH_NO_WORKLOADS").is_err() {
         workloads(runner, &mut table, &mut failures);
     }
     println!("{table}");
+    println!("{}", emulation.summary());
     for f in &failures {
         println!("BENCH FAIL {f}");
     }
@@ -608,7 +670,11 @@ pub fn run(runner: &Runner) {
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(
             format!("{dir}/bench.md"),
-            format!("{table}\n{}\n", failures.join("\n")),
+            format!(
+                "{table}\n{}\n{}\n",
+                emulation.summary(),
+                failures.join("\n")
+            ),
         );
     }
 }

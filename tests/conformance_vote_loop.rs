@@ -15,12 +15,16 @@
 //! The naga-target form is now `Any(p) != Any(!p)`, and the ballot form (`khr-ballot`)
 //! `(b == act) != (b == 0)`: both false on an empty set, like the native op.
 //!
-//! Checks, per variant (native, and lowered for each preset):
+//! Checks, per variant (native, lowered for each preset, and on a device of 16 lanes or more
+//! emulated at a quarter and a half of its size, whose model is the one of that size):
 //! - the records written inside the loop, before the loop and inside the `if` equal the host
 //!   model of the spec (lavapipe compiles these right);
 //! - the value that left the loop is bit-identical between native and every lowered variant
 //!   (this is what failed before); against the model it must be right on every other device,
-//!   and on lavapipe the wrong lanes are counted in a note (the driver's bug, not ours).
+//!   and on lavapipe the wrong lanes are counted in a note (the driver's bug, not ours); an
+//!   emulated variant's exit value (another size's program) is checked against the model only,
+//!   and on lavapipe, where the driver gets it wrong, the emulated module's run in the simulator
+//!   at the device's size is checked against the model instead.
 //!
 //! The shader has no subgroup id or lane index (SPIR-V 1.0 without `GL_ARB_shader_ballot`), so
 //! the model takes the usual layout: subgroup `k` of a workgroup is local invocations
@@ -28,7 +32,8 @@
 
 use std::time::Duration;
 
-use super::{lower_checked, native_blocker, FloatPartition, Runner, Summary};
+use super::{lower_checked, lower_checked_opts, native_blocker, FloatPartition, Runner, Summary};
+use spv_subgroup_lower::{LowerOptions, Target};
 use spv_subgroup_vk::PipelineOptions;
 
 /// The case's name in the summary.
@@ -163,9 +168,10 @@ pub(super) fn run(runner: &Runner, presets: &[String], summary: &mut Summary) {
     let size = runner.info().subgroup_size as usize;
     let lavapipe =
         runner.info().driver.contains("llvmpipe") || runner.info().name.contains("llvmpipe");
-    let mut variants: Vec<(String, Vec<u32>)> = Vec::new();
+    // (name, words, the subgroup size of its model: the device's, or the emulated one)
+    let mut variants: Vec<(String, Vec<u32>, usize)> = Vec::new();
     match native_blocker(&native, runner) {
-        None => variants.push(("native".to_owned(), native.clone())),
+        None => variants.push(("native".to_owned(), native.clone(), size)),
         Some(why) => summary
             .notes
             .push(format!("{NAME}: not run natively ({why})")),
@@ -176,7 +182,7 @@ pub(super) fn run(runner: &Runner, presets: &[String], summary: &mut Summary) {
     for p in all_presets {
         match lower_checked(&native, p, FloatPartition::Spec) {
             Ok(w) => match native_blocker(&w, runner) {
-                None => variants.push((format!("lowered:{p}"), w)),
+                None => variants.push((format!("lowered:{p}"), w, size)),
                 Some(why) => summary
                     .notes
                     .push(format!("{NAME}: lowered:{p} not run ({why})")),
@@ -184,14 +190,35 @@ pub(super) fn run(runner: &Runner, presets: &[String], summary: &mut Summary) {
             Err(e) => summary.fail(NAME, &format!("lowered:{p}"), e),
         }
     }
+    // Emulated at a quarter and a half of the device's size, as the suite's other cases
+    // (`run_case`), lowered for the device's first preset.
+    if let (true, Some(p)) = (size >= 16, presets.iter().find(|p| !p.contains('@'))) {
+        for n in [size / 4, size / 2] {
+            let vname = format!("emulated:{p}@{n}");
+            let emulated = Target::preset(p)
+                .ok_or_else(|| format!("no preset `{p}`"))
+                .and_then(|target| {
+                    lower_checked_opts(
+                        &native,
+                        LowerOptions::new(target).with_emulated_subgroup_size(Some(n as u32)),
+                    )
+                });
+            match emulated {
+                Ok(w) => variants.push((vname, w, n)),
+                Err(e) => summary.fail(NAME, &vname, e),
+            }
+        }
+    }
     let mut exit_wrong = 0usize;
     let mut exit_total = 0usize;
+    let (mut emulated_exit_wrong, mut emulated_exit_total) = (0usize, 0usize);
     for local in [64usize, 37, 5] {
         for seed in 1..=2u32 {
             let inp: Vec<u32> = (0..GROUPS * local).map(|i| input_word(i, seed)).collect();
-            let want = model(&inp, local, size);
             let mut exits: Vec<(String, Vec<u32>)> = Vec::new();
-            for (vname, words) in &variants {
+            for (vname, words, model_size) in &variants {
+                let want = model(&inp, local, *model_size);
+                let emulated = *model_size != size;
                 let out = match run_once(runner, words, &inp, local) {
                     Ok(o) => o,
                     Err(e) => {
@@ -210,9 +237,12 @@ pub(super) fn run(runner: &Runner, presets: &[String], summary: &mut Summary) {
                             ));
                         }
                     }
-                    exit_total += 1;
+                    exit_total += usize::from(!emulated);
+                    emulated_exit_total += usize::from(emulated);
                     if got[7] != w[7] {
-                        if lavapipe {
+                        if lavapipe && emulated {
+                            emulated_exit_wrong += 1;
+                        } else if lavapipe {
                             exit_wrong += 1;
                         } else {
                             wrong.push(format!(
@@ -220,6 +250,11 @@ pub(super) fn run(runner: &Runner, presets: &[String], summary: &mut Summary) {
                                 got[7], w[7]
                             ));
                         }
+                    }
+                }
+                if emulated && lavapipe {
+                    if let Err(e) = sim_exits(words, &inp, local, size, &want) {
+                        wrong.insert(0, e);
                     }
                 }
                 if wrong.is_empty() {
@@ -233,10 +268,12 @@ pub(super) fn run(runner: &Runner, presets: &[String], summary: &mut Summary) {
                         format!("local {local} seed {seed}: {n} wrong words, first {wrong:?}"),
                     );
                 }
-                exits.push((
-                    vname.clone(),
-                    out.iter().skip(7).step_by(STRIDE).copied().collect(),
-                ));
+                if !emulated {
+                    exits.push((
+                        vname.clone(),
+                        out.iter().skip(7).step_by(STRIDE).copied().collect(),
+                    ));
+                }
             }
             // Native and lowered must agree bit for bit on the value leaving the loop, even
             // where the driver gets it wrong for both.
@@ -260,6 +297,46 @@ pub(super) fn run(runner: &Runner, presets: &[String], summary: &mut Summary) {
         summary.notes.push(format!(
             "{NAME}: lavapipe's value leaving a loop through a divergent break is wrong for {exit_wrong} of {exit_total} invocations, natively and lowered alike (docs/lowering.md, Driver facts)"
         ));
+    }
+    if emulated_exit_wrong > 0 {
+        summary.notes.push(format!(
+            "{NAME}: emulated, the value leaving the loop is wrong for {emulated_exit_wrong} of {emulated_exit_total} invocations on lavapipe (its loop-exit fault above), right in the simulator's run of the emulated module at {size}"
+        ));
+    }
+}
+
+/// Runs `words` (an emulated module) in the simulator at the hardware size `size` with the
+/// dispatch of [`run_once`], and checks every value leaving the loop against `want` (the model
+/// at the emulated size).
+fn sim_exits(
+    words: &[u32],
+    inp: &[u32],
+    local: usize,
+    size: usize,
+    want: &[[u32; STRIDE]],
+) -> Result<(), String> {
+    let spec = std::collections::BTreeMap::from([(0u32, local as u64)]);
+    let module = spv_subgroup_sim::Module::with_spec_constants(words, &spec)
+        .map_err(|e| format!("simulator: {e}"))?;
+    let bytes = |w: &[u32]| w.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+    let d = spv_subgroup_sim::Dispatch::default()
+        .with_subgroup_size(size as u32)
+        .with_workgroups([GROUPS as u32, 1, 1])
+        .with_buffer((0, 0), bytes(inp))
+        .with_buffer((0, 1), vec![0u8; inp.len() * STRIDE * 4])
+        .with_seed(1);
+    let out = module.run(&d).map_err(|e| format!("simulator: {e}"))?;
+    let words: Vec<u32> = out.buffers[&(0, 1)]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    match (0..want.len()).find(|&j| words[j * STRIDE + 7] != want[j][7]) {
+        None => Ok(()),
+        Some(j) => Err(format!(
+            "in the simulator at {size}, the value leaving the loop at invocation {j}: got {:#o}, want {:#o}",
+            words[j * STRIDE + 7],
+            want[j][7]
+        )),
     }
 }
 

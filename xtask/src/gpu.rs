@@ -14,8 +14,9 @@
 //! 4. writes `DIR/run.sh`, which on the GPU machine unpacks the loader, finds the NVIDIA ICD and runs
 //!    `conformance --exact child_suite --include-ignored` with `SPV_CONFORMANCE_CHILD=1 SPV_CONFORMANCE_BENCH=1
 //!    SPV_CONFORMANCE_KNOWN_SIZE=1` (the whole suite natively and lowered for `vulkan1.1` and
-//!    `naga`, each with the subgroup size unknown and known (32), checked against the host model
-//!    and against each other, then the timings), writing reports into `$OUT`, then `lower_exec`'s
+//!    `naga`, each with the subgroup size unknown and known (32), and emulated at 8 and 16, checked
+//!    against the host model, against each other and (emulated) against the simulator's original
+//!    at 8 and 16, then the timings, emulated ones included), writing reports into `$OUT`, then `lower_exec`'s
 //!    `child` on the GPU (every `exec` fixture and the quad votes, natively where the driver has
 //!    the ops, against each preset's lowering; `SPV_SUBGROUP_ROOT` points the binary at the
 //!    carried checkout's fixtures), then `lower_fragment_exec`'s `child_suite` (the fragment

@@ -64,7 +64,7 @@ pub fn lower_words(
     opts: &LowerOptions,
 ) -> Result<(Vec<u32>, LowerReport), LowerError> {
     if let Some(n) = opts.emulate_subgroup_size {
-        return crate::emulate::lower_words_emulated(words, opts, n)
+        return crate::emulate_stream::lower_words_emulated(words, opts, n)
             .map_err(|e| with_word_offset(e, words));
     }
     // Our own reader first: it reports malformed input with word offsets, never panicking.

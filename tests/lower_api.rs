@@ -3,8 +3,10 @@
 //! version, generator word), the options (subgroup size, float comparison, partition form), the
 //! stages that get the `SubgroupSize` branch for naga, the same output from `lower_words` and
 //! from `lower` on a loaded module (where `lower_words` streams the functions and writes copied
-//! functions from its own output's words), quad-control execution modes and Workgroup-scope group ops refused, and no panic
-//! on malformed input.
+//! functions from its own output's words; also with an emulated subgroup size, where
+//! `lower_words` emulates one function at a time and keeps what stands between functions in
+//! place), quad-control execution modes and Workgroup-scope group ops refused, and no panic on
+//! malformed input.
 
 use std::collections::BTreeMap;
 
@@ -740,6 +742,72 @@ fn emulated_lower_words_and_lower_agree_on_every_fixture() {
         let c = compared.get(&n).copied().unwrap_or(0);
         assert!(c > 100, "{c} modules emulated at {n} compared");
     }
+}
+
+/// Two functions that read `SubgroupLocalInvocationId`, with a non-semantic `OpExtInst` after
+/// each (they stand between functions, where no `dr::Function` holds them).
+const BETWEEN_FUNCTIONS: &str = r#"
+OpCapability Shader
+OpCapability GroupNonUniform
+OpExtension "SPV_KHR_non_semantic_info"
+%ns = OpExtInstImport "NonSemantic.Marks"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %sid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %sid BuiltIn SubgroupLocalInvocationId
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%ptr_in = OpTypePointer Input %uint
+%sid = OpVariable %ptr_in Input
+%ptr_priv = OpTypePointer Private %uint
+%g = OpVariable %ptr_priv Private
+%helper = OpFunction %void None %fn
+%h0 = OpLabel
+%x = OpLoad %uint %sid
+OpStore %g %x
+OpReturn
+OpFunctionEnd
+%mark1 = OpExtInst %void %ns 1
+%main = OpFunction %void None %fn
+%m0 = OpLabel
+%c = OpFunctionCall %void %helper
+%y = OpLoad %uint %sid
+OpStore %g %y
+OpReturn
+OpFunctionEnd
+%mark2 = OpExtInst %void %ns 2
+"#;
+
+#[test]
+fn emulation_keeps_instructions_between_functions_in_their_places() {
+    // The streaming emulation writes what stands between functions as it comes; the whole
+    // module's emulation puts it back from the loader's list. Both must agree, and the marks
+    // must follow the function they followed.
+    let words = tools::assemble(BETWEEN_FUNCTIONS, "vulkan1.1").expect("assembles");
+    let o = opts("vulkan1.1").with_emulated_subgroup_size(Some(4));
+    assert!(words_and_held_agree(&words, &o, "between functions"));
+    let (out, report) = lower_words(&words, &o).expect("emulated");
+    assert!(
+        report.rewrites.iter().any(|(k, _)| k.contains("emulated")),
+        "{:?}",
+        report.rewrites
+    );
+    tools::spirv_val(&out, "vulkan1.1").expect("spirv-val");
+    // The opcodes after the header, in order: each mark right after an OpFunctionEnd.
+    let mut ops = Vec::new();
+    let mut at = 5;
+    while let Some(&w) = out.get(at) {
+        ops.push((w & 0xffff, out.get(at + 4).copied()));
+        at += (w >> 16).max(1) as usize;
+    }
+    let (ext_inst, function_end) = (12, 56);
+    let marks: Vec<u32> = ops
+        .windows(2)
+        .filter(|p| p[0].0 == function_end && p[1].0 == ext_inst)
+        .filter_map(|p| p[1].1)
+        .collect();
+    assert_eq!(marks, vec![1, 2], "{}", dis(&out));
 }
 
 #[test]

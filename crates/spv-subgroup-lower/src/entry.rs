@@ -16,7 +16,9 @@ use crate::{loader, stream, LowerError, LowerOptions, LowerReport};
 /// become rspirv instructions, every other run of a block stays in `words` and is copied to the
 /// output (see `elide`), and each function is rewritten and written out as soon as it is
 /// parsed, so at most one is held in rspirv's form (see `stream`; an input of 2^31 words or
-/// more is loaded whole; docs/PERFORMANCE.md has the measured bytes per input byte). The id
+/// more is loaded whole; docs/PERFORMANCE.md has the measured bytes per input byte). With
+/// `emulate_subgroup_size` the emulation streams the same way first, writing the emulated words
+/// that are then lowered (see `emulate_stream`). The id
 /// bound is at most [`MAX_ID_BOUND`](crate::MAX_ID_BOUND), so tables indexed by id stay below 17 MB whatever the
 /// header claims.
 ///

@@ -16,6 +16,11 @@
 //!
 //! What is not rewritten yet is refused with the instruction's name (docs/lowering.md, "What
 //! cannot be emulated (yet)").
+//!
+//! In three steps, so that `lower_words` can emulate one function at a time
+//! (`emulate_stream.rs`) and `lower` a held module ([`emulate`]): [`Virtual::of`] checks the
+//! options and reads the globals, [`emulate_function`] rewrites one function, [`finish`] adds
+//! the new globals and requirements.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -70,6 +75,7 @@ pub(crate) fn lower_emulated(
     Ok(with_emulation(report, n, sites))
 }
 
+/// The lowering's report with the emulation's sites (none: the report as it is).
 pub(crate) fn with_emulation(mut report: LowerReport, n: u32, sites: usize) -> LowerReport {
     if sites == 0 {
         return report;

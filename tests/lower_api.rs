@@ -3,8 +3,12 @@
 //! version, generator word), the options (subgroup size, float comparison, partition form), the
 //! stages that get the `SubgroupSize` branch for naga, the same output from `lower_words` and
 //! from `lower` on a loaded module (where `lower_words` streams the functions and writes copied
-//! functions from its own output's words), quad-control execution modes and Workgroup-scope group ops refused, and no panic
-//! on malformed input.
+//! functions from its own output's words; also with an emulated subgroup size, where
+//! `lower_words` emulates one function at a time and keeps what stands between functions in
+//! place), quad-control execution modes and Workgroup-scope group ops refused, and no panic on
+//! malformed input.
+
+use std::collections::BTreeMap;
 
 use spv_subgroup_lower::{
     assemble, load, lower, lower_words, FloatPartition, LowerError, LowerOptions, PartitionForm,
@@ -645,6 +649,44 @@ fn fixture_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
+/// Whether `lower_words` and `lower` on a loaded module give the same module for `words`
+/// (`what` names the case): `Some(true)` when both lowered it to the same words, `Some(false)`
+/// when both left it unchanged or refused it alike; a panic otherwise.
+fn words_and_held_agree(words: &[u32], o: &LowerOptions, what: &str) -> bool {
+    let sparse = lower_words(words, o);
+    let mut loaded = load(words).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let held = lower(&mut loaded.module, o);
+    match (sparse, held) {
+        (Ok((sparse, report)), Ok(_)) if report.changed => {
+            let held = assemble(loaded.module, &loaded.between_functions);
+            assert_eq!((sparse[1], sparse[3]), (held[1], held[3]), "{what}");
+            if sparse[5..] != held[5..] {
+                assert_eq!(dis(&sparse), dis(&held), "{what}");
+                panic!("{what}: the words differ");
+            }
+            true
+        }
+        (Ok(_), Ok(report)) => {
+            assert!(!report.changed, "{what}");
+            false
+        }
+        // Refused alike (a loaded module has no word offsets to name).
+        (Err(a), Err(b)) => {
+            assert_eq!(
+                std::mem::discriminant(&a),
+                std::mem::discriminant(&b),
+                "{what}: {a} / {b}"
+            );
+            false
+        }
+        (a, b) => panic!(
+            "{what}: lower_words gave {:?}, lower {:?}",
+            a.map(|r| r.1),
+            b
+        ),
+    }
+}
+
 #[test]
 fn lower_words_and_lower_agree_on_every_fixture() {
     // `lower_words` holds only what the pass reads, one function at a time (the rest stays in
@@ -667,35 +709,105 @@ fn lower_words_and_lower_agree_on_every_fixture() {
             let words = lower_common::build(path, &target);
             let o = LowerOptions::new(target.clone());
             let what = format!("{} for {}", path.display(), target.name);
-            let sparse = lower_words(&words, &o);
-            let mut loaded = load(&words).unwrap_or_else(|e| panic!("{what}: {e}"));
-            let held = lower(&mut loaded.module, &o);
-            match (sparse, held) {
-                (Ok((sparse, report)), Ok(_)) if report.changed => {
-                    let held = assemble(loaded.module, &loaded.between_functions);
-                    assert_eq!((sparse[1], sparse[3]), (held[1], held[3]), "{what}");
-                    if sparse[5..] != held[5..] {
-                        assert_eq!(dis(&sparse), dis(&held), "{what}");
-                        panic!("{what}: the words differ");
-                    }
-                    compared += 1;
-                }
-                (Ok(_), Ok(report)) => assert!(!report.changed, "{what}"),
-                // Refused alike (a loaded module has no word offsets to name).
-                (Err(a), Err(b)) => assert_eq!(
-                    std::mem::discriminant(&a),
-                    std::mem::discriminant(&b),
-                    "{what}: {a} / {b}"
-                ),
-                (a, b) => panic!(
-                    "{what}: lower_words gave {:?}, lower {:?}",
-                    a.map(|r| r.1),
-                    b
-                ),
-            }
+            compared += usize::from(words_and_held_agree(&words, &o, &what));
         }
     }
     assert!(compared > 100, "{compared} lowered modules compared");
+}
+
+#[test]
+fn emulated_lower_words_and_lower_agree_on_every_fixture() {
+    // With an emulated subgroup size `lower_words` emulates one function at a time as the
+    // sparse load hands it over (`emulate_stream.rs`), `lower` emulates the loaded module
+    // whole; both then lower as usual and must write the same module.
+    let mut files = Vec::new();
+    fixture_files(&tools::workspace_root().join("fixtures/lower"), &mut files);
+    let mut compared = BTreeMap::new();
+    for path in &files {
+        for target in lower_common::presets() {
+            if !lower_common::wants(path, &target) {
+                continue;
+            }
+            let words = lower_common::build(path, &target);
+            for n in [4, 16] {
+                let o = LowerOptions::new(target.clone()).with_emulated_subgroup_size(Some(n));
+                let what = format!("{} for {} emulating {n}", path.display(), target.name);
+                *compared.entry(n).or_insert(0) +=
+                    usize::from(words_and_held_agree(&words, &o, &what));
+            }
+        }
+    }
+    // Every size, many modules (each preset with core ballots takes most fixtures).
+    for n in [4, 16] {
+        let c = compared.get(&n).copied().unwrap_or(0);
+        assert!(c > 100, "{c} modules emulated at {n} compared");
+    }
+}
+
+/// Two functions that read `SubgroupLocalInvocationId`, with a non-semantic `OpExtInst` after
+/// each (they stand between functions, where no `dr::Function` holds them).
+const BETWEEN_FUNCTIONS: &str = r#"
+OpCapability Shader
+OpCapability GroupNonUniform
+OpExtension "SPV_KHR_non_semantic_info"
+%ns = OpExtInstImport "NonSemantic.Marks"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %sid
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %sid BuiltIn SubgroupLocalInvocationId
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%ptr_in = OpTypePointer Input %uint
+%sid = OpVariable %ptr_in Input
+%ptr_priv = OpTypePointer Private %uint
+%g = OpVariable %ptr_priv Private
+%helper = OpFunction %void None %fn
+%h0 = OpLabel
+%x = OpLoad %uint %sid
+OpStore %g %x
+OpReturn
+OpFunctionEnd
+%mark1 = OpExtInst %void %ns 1
+%main = OpFunction %void None %fn
+%m0 = OpLabel
+%c = OpFunctionCall %void %helper
+%y = OpLoad %uint %sid
+OpStore %g %y
+OpReturn
+OpFunctionEnd
+%mark2 = OpExtInst %void %ns 2
+"#;
+
+#[test]
+fn emulation_keeps_instructions_between_functions_in_their_places() {
+    // The streaming emulation writes what stands between functions as it comes; the whole
+    // module's emulation puts it back from the loader's list. Both must agree, and the marks
+    // must follow the function they followed.
+    let words = tools::assemble(BETWEEN_FUNCTIONS, "vulkan1.1").expect("assembles");
+    let o = opts("vulkan1.1").with_emulated_subgroup_size(Some(4));
+    assert!(words_and_held_agree(&words, &o, "between functions"));
+    let (out, report) = lower_words(&words, &o).expect("emulated");
+    assert!(
+        report.rewrites.iter().any(|(k, _)| k.contains("emulated")),
+        "{:?}",
+        report.rewrites
+    );
+    tools::spirv_val(&out, "vulkan1.1").expect("spirv-val");
+    // The opcodes after the header, in order: each mark right after an OpFunctionEnd.
+    let mut ops = Vec::new();
+    let mut at = 5;
+    while let Some(&w) = out.get(at) {
+        ops.push((w & 0xffff, out.get(at + 4).copied()));
+        at += (w >> 16).max(1) as usize;
+    }
+    let (ext_inst, function_end) = (12, 56);
+    let marks: Vec<u32> = ops
+        .windows(2)
+        .filter(|p| p[0].0 == function_end && p[1].0 == ext_inst)
+        .filter_map(|p| p[1].1)
+        .collect();
+    assert_eq!(marks, vec![1, 2], "{}", dis(&out));
 }
 
 #[test]

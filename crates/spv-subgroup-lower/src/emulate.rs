@@ -16,10 +16,15 @@
 //!
 //! What is not rewritten yet is refused with the instruction's name (docs/lowering.md, "What
 //! cannot be emulated (yet)").
+//!
+//! In three steps, so that `lower_words` can emulate one function at a time
+//! (`emulate_stream.rs`) and `lower` a held module ([`emulate`]): [`Virtual::of`] checks the
+//! options and reads the globals, [`emulate_function`] rewrites one function, [`finish`] adds
+//! the new globals and requirements.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use rspirv::dr::{Block, Instruction, Module, Operand};
+use rspirv::dr::{Block, Function, Instruction, Module, Operand};
 use spirv::{BuiltIn, Capability, Decoration, ExecutionMode, ExecutionModel, GroupOperation, Op};
 
 use crate::emit::{Code, Emitter, Id, Scalar, Ty};
@@ -32,14 +37,14 @@ pub(crate) const MAX_EMULATED: u32 = 64;
 /// would read the virtual lane id where the first pass reads the hardware's, so it is refused.
 const PROCESSED: &str = "spv-subgroup --emulate-subgroup-size";
 
-/// `lower_words` with `opts.emulate_subgroup_size == Some(n)`: the module is loaded whole,
-/// emulated, assembled and lowered as usual for the target.
-pub(crate) fn lower_words_emulated(
+/// `lower_words` with `opts.emulate_subgroup_size == Some(n)` for an input of 2^31 words or
+/// more (`emulate_stream` streams smaller ones; placeholders hold 31-bit offsets): the module is
+/// loaded whole, emulated, assembled and lowered as usual for the target.
+pub(crate) fn lower_words_emulated_whole(
     words: &[u32],
     opts: &LowerOptions,
     n: u32,
 ) -> Result<(Vec<u32>, LowerReport), LowerError> {
-    spv_subgroup_validate::check_structure(words).map_err(|e| LowerError::Parse(e.to_string()))?;
     let loader::Loaded {
         mut module,
         between_functions,
@@ -70,7 +75,8 @@ pub(crate) fn lower_emulated(
     Ok(with_emulation(report, n, sites))
 }
 
-fn with_emulation(mut report: LowerReport, n: u32, sites: usize) -> LowerReport {
+/// The lowering's report with the emulation's sites (none: the report as it is).
+pub(crate) fn with_emulation(mut report: LowerReport, n: u32, sites: usize) -> LowerReport {
     if sites == 0 {
         return report;
     }
@@ -271,27 +277,41 @@ pub(crate) fn emulate(
     n: u32,
     opts: &LowerOptions,
 ) -> Result<usize, LowerError> {
-    check_size(n, opts)?;
-    let target = &opts.target;
-    let workgroup = check_module(module, n, target)?;
+    let v = Virtual::of(module, n, opts)?;
     // Component reads of the mask built-ins through access chains become whole loads and
     // extracts (the step the lowering takes for targets without the masks), so every read of a
     // mask is a whole load rewritten below.
+    crate::rewrite::masks::normalize(module, &without_masks(&opts.target));
+    let full = emitting_target(&opts.target);
+    let mut em = Emitter::new(module, &full, 128, None);
+    let mut sites = 0usize;
+    for function in &mut module.functions {
+        sites += emulate_function(&v, &mut em, function)?;
+    }
+    if sites == 0 {
+        return Ok(0);
+    }
+    let all: BTreeSet<Id> = module
+        .functions
+        .iter()
+        .filter_map(|f| f.def.as_ref().and_then(|d| d.result_id))
+        .collect();
+    finish(module, &mut em, n, &all)?;
+    Ok(sites)
+}
+
+/// `target` without the mask built-ins: for step 1 of `masks` (`normalize`), which the
+/// emulation runs whatever the target.
+pub(crate) fn without_masks(target: &Target) -> Target {
     let mut no_masks = target.clone();
     no_masks.restrictions.no_mask_builtins = true;
-    crate::rewrite::masks::normalize(module, &no_masks);
-    let mut builtin_of: HashMap<Id, BuiltIn> = HashMap::new();
-    for a in &module.annotations {
-        if let [Operand::IdRef(t), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
-            a.operands.as_slice()
-        {
-            if a.class.opcode == Op::Decorate {
-                builtin_of.insert(*t, *b);
-            }
-        }
-    }
-    // The code emitted here uses core operations the target may lack: an emitter for a target
-    // with every subgroup feature writes it, and the ordinary lowering rewrites what is missing.
+    no_masks
+}
+
+/// The target the emulation's emitter writes for: the code emitted here uses core operations
+/// the target may lack, so it is written for a target with every subgroup feature, and the
+/// ordinary lowering rewrites what is missing.
+pub(crate) fn emitting_target(target: &Target) -> Target {
     let mut full = target.clone();
     full.ops.basic = true;
     full.ops.vote = true;
@@ -305,55 +325,42 @@ pub(crate) fn emulate(
     full.restrictions = Default::default();
     full.spirv_version = full.spirv_version.max((1, 3));
     full.max_subgroup_size = 128;
-    let constants: HashMap<Id, u32> = module
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::Constant)
-        .filter_map(|i| match (i.result_id, i.operands.as_slice()) {
-            (Some(id), [Operand::LiteralBit32(v)]) => Some((id, *v)),
-            _ => None,
-        })
-        .collect();
-    let mut em = Emitter::new(module, &full, 128, None);
-    let v = Virtual {
-        n,
-        log2: n.trailing_zeros(),
-        builtin_of,
-        workgroup,
-        target,
-        constants,
-    };
+    full
+}
+
+/// Rewrites one function (its mask reads already whole loads) for `v`'s virtual subgroups with
+/// `em`; returns how many instructions changed. The emitted code is straight-line, so no block
+/// is split (a streamed function's phis keep their parents).
+pub(crate) fn emulate_function(
+    v: &Virtual,
+    em: &mut Emitter,
+    function: &mut Function,
+) -> Result<usize, LowerError> {
     let mut sites = 0usize;
-    for function in &mut module.functions {
-        for block in &mut function.blocks {
-            let old = std::mem::take(&mut block.instructions);
-            let mut new = Vec::with_capacity(old.len());
-            for inst in old {
-                let mut code = Code {
-                    em: &mut em,
-                    done: Vec::new(),
-                    cur: Block {
-                        label: None,
-                        instructions: Vec::new(),
-                    },
-                };
-                let Some(value) = v.rewrite(&mut code, &inst)? else {
-                    new.push(inst);
-                    continue;
-                };
-                sites += 1;
-                let mut emitted = std::mem::take(&mut code.cur.instructions);
-                debug_assert!(code.done.is_empty(), "emulation emits straight-line code");
-                take_over(&mut emitted, &inst, value);
-                new.append(&mut emitted);
-            }
-            block.instructions = new;
+    for block in &mut function.blocks {
+        let old = std::mem::take(&mut block.instructions);
+        let mut new = Vec::with_capacity(old.len());
+        for inst in old {
+            let mut code = Code {
+                em: &mut *em,
+                done: Vec::new(),
+                cur: Block {
+                    label: None,
+                    instructions: Vec::new(),
+                },
+            };
+            let Some(value) = v.rewrite(&mut code, &inst)? else {
+                new.push(inst);
+                continue;
+            };
+            sites += 1;
+            let mut emitted = std::mem::take(&mut code.cur.instructions);
+            debug_assert!(code.done.is_empty(), "emulation emits straight-line code");
+            take_over(&mut emitted, &inst, value);
+            new.append(&mut emitted);
         }
+        block.instructions = new;
     }
-    if sites == 0 {
-        return Ok(0);
-    }
-    finish(module, &mut em, n)?;
     Ok(sites)
 }
 
@@ -384,15 +391,25 @@ fn take_over(emitted: &mut Vec<Instruction>, inst: &Instruction, value: Id) {
 }
 
 /// New globals, capabilities, extensions, the version and the entry points' interfaces.
-fn finish(module: &mut Module, em: &mut Emitter, n: u32) -> Result<(), LowerError> {
+/// `functions` holds every function of the module: each counts as rewritten, so every entry
+/// point whose function is defined lists the built-ins the new code loads (an entry point
+/// reaches its own function: no call graph is needed, and a streamed module has none).
+pub(crate) fn finish(
+    module: &mut Module,
+    em: &mut Emitter,
+    n: u32,
+    functions: &BTreeSet<Id>,
+) -> Result<(), LowerError> {
     let twin_entry = vec![false; module.entry_points.len()];
-    let calls = stages::call_graph(module);
-    let all: BTreeSet<Id> = module
-        .functions
-        .iter()
-        .filter_map(|f| f.def.as_ref().and_then(|d| d.result_id))
-        .collect();
-    pipeline::add_new_globals(module, em, &twin_entry, &BTreeMap::new(), &calls, &all);
+    let no_calls = HashMap::new();
+    pipeline::add_new_globals(
+        module,
+        em,
+        &twin_entry,
+        &BTreeMap::new(),
+        &no_calls,
+        functions,
+    );
     let present: BTreeSet<u32> = module
         .capabilities
         .iter()
@@ -445,7 +462,7 @@ fn finish(module: &mut Module, em: &mut Emitter, n: u32) -> Result<(), LowerErro
 }
 
 /// The emulation of one size over one module.
-struct Virtual<'a> {
+pub(crate) struct Virtual<'a> {
     n: u32,
     log2: u32,
     /// Built-in of every decorated id.
@@ -456,7 +473,42 @@ struct Virtual<'a> {
     constants: HashMap<Id, u32>,
 }
 
-impl Virtual<'_> {
+impl<'a> Virtual<'a> {
+    /// Checks the size, the target and the module's globals (the functions are not read), and
+    /// reads what the rewrites need of the globals.
+    pub(crate) fn of(module: &Module, n: u32, opts: &'a LowerOptions) -> Result<Self, LowerError> {
+        check_size(n, opts)?;
+        let target = &opts.target;
+        let workgroup = check_module(module, n, target)?;
+        let mut builtin_of: HashMap<Id, BuiltIn> = HashMap::new();
+        for a in &module.annotations {
+            if let [Operand::IdRef(t), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
+                a.operands.as_slice()
+            {
+                if a.class.opcode == Op::Decorate {
+                    builtin_of.insert(*t, *b);
+                }
+            }
+        }
+        let constants: HashMap<Id, u32> = module
+            .types_global_values
+            .iter()
+            .filter(|i| i.class.opcode == Op::Constant)
+            .filter_map(|i| match (i.result_id, i.operands.as_slice()) {
+                (Some(id), [Operand::LiteralBit32(v)]) => Some((id, *v)),
+                _ => None,
+            })
+            .collect();
+        Ok(Virtual {
+            n,
+            log2: n.trailing_zeros(),
+            builtin_of,
+            workgroup,
+            target,
+            constants,
+        })
+    }
+
     /// The low N bits of word `w` of a virtual ballot.
     fn low_word(&self, w: u32) -> u32 {
         let bits = self.n.saturating_sub(32 * w).min(32);

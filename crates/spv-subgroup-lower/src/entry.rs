@@ -16,7 +16,9 @@ use crate::{loader, stream, LowerError, LowerOptions, LowerReport};
 /// become rspirv instructions, every other run of a block stays in `words` and is copied to the
 /// output (see `elide`), and each function is rewritten and written out as soon as it is
 /// parsed, so at most one is held in rspirv's form (see `stream`; an input of 2^31 words or
-/// more is loaded whole; docs/PERFORMANCE.md has the measured bytes per input byte). The id
+/// more is loaded whole; docs/PERFORMANCE.md has the measured bytes per input byte). With
+/// `emulate_subgroup_size` the emulation streams the same way first, writing the emulated words
+/// that are then lowered (see `emulate_stream`). The id
 /// bound is at most [`MAX_ID_BOUND`](crate::MAX_ID_BOUND), so tables indexed by id stay below 17 MB whatever the
 /// header claims.
 ///
@@ -64,7 +66,7 @@ pub fn lower_words(
     opts: &LowerOptions,
 ) -> Result<(Vec<u32>, LowerReport), LowerError> {
     if let Some(n) = opts.emulate_subgroup_size {
-        return crate::emulate::lower_words_emulated(words, opts, n)
+        return crate::emulate_stream::lower_words_emulated(words, opts, n)
             .map_err(|e| with_word_offset(e, words));
     }
     // Our own reader first: it reports malformed input with word offsets, never panicking.

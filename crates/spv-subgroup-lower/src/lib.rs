@@ -159,6 +159,7 @@ pub enum LowerError {
 mod elide;
 mod emit;
 mod emulate;
+mod emulate_stream;
 mod entry;
 mod hygiene;
 mod loader;

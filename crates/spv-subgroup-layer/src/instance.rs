@@ -430,10 +430,10 @@ fn extension_properties(name: &CStr, spec_version: u32) -> vk::ExtensionProperti
     p
 }
 
-/// `vkEnumerateDeviceExtensionProperties`.
+/// The body of [`enumerate_device_extension_properties`], under its allocation route.
 ///
 /// # Safety
-/// The spec's contract for the command.
+/// As for [`enumerate_device_extension_properties`].
 unsafe fn enumerate_device_extension_properties_inner(
     pd: vk::PhysicalDevice,
     layer_name: *const c_char,
@@ -479,10 +479,10 @@ unsafe fn enumerate_device_extension_properties_inner(
     unsafe { answer(&list, count, properties) }
 }
 
-/// `vkGetPhysicalDeviceFeatures2` (and the KHR alias).
+/// The body of [`get_physical_device_features2`], under its allocation route.
 ///
 /// # Safety
-/// The spec's contract for the command.
+/// As for [`get_physical_device_features2`].
 unsafe fn get_physical_device_features2_inner(
     pd: vk::PhysicalDevice,
     features: *mut vk::PhysicalDeviceFeatures2,
@@ -511,10 +511,10 @@ unsafe fn get_physical_device_features2_inner(
     }
 }
 
-/// `vkGetPhysicalDeviceProperties2` (and the KHR alias).
+/// The body of [`get_physical_device_properties2`], under its allocation route.
 ///
 /// # Safety
-/// The spec's contract for the command.
+/// As for [`get_physical_device_properties2`].
 unsafe fn get_physical_device_properties2_inner(
     pd: vk::PhysicalDevice,
     properties: *mut vk::PhysicalDeviceProperties2,

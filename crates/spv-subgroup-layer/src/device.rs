@@ -106,10 +106,10 @@ unsafe fn required_size(head: *const c_void) -> Option<u32> {
     }
 }
 
-/// `vkCreateShaderModule`.
+/// The body of [`create_shader_module`], under its allocation route.
 ///
 /// # Safety
-/// The spec's contract for the command.
+/// As for [`create_shader_module`].
 unsafe fn create_shader_module_inner(
     device: vk::Device,
     create_info: *const vk::ShaderModuleCreateInfo,
@@ -326,10 +326,10 @@ unsafe fn lower_stage(
     Some(new_stage)
 }
 
-/// `vkCreateComputePipelines`.
+/// The body of [`create_compute_pipelines`], under its allocation route.
 ///
 /// # Safety
-/// The spec's contract for the command.
+/// As for [`create_compute_pipelines`].
 unsafe fn create_compute_pipelines_inner(
     device: vk::Device,
     cache: vk::PipelineCache,
@@ -368,10 +368,10 @@ unsafe fn create_compute_pipelines_inner(
     unsafe { down(device, cache, count, passed, allocator, pipelines) }
 }
 
-/// `vkCreateGraphicsPipelines`.
+/// The body of [`create_graphics_pipelines`], under its allocation route.
 ///
 /// # Safety
-/// The spec's contract for the command.
+/// As for [`create_graphics_pipelines`].
 unsafe fn create_graphics_pipelines_inner(
     device: vk::Device,
     cache: vk::PipelineCache,
@@ -425,10 +425,10 @@ unsafe fn create_graphics_pipelines_inner(
     unsafe { down(device, cache, count, passed, allocator, pipelines) }
 }
 
-/// `vkCreateShadersEXT`.
+/// The body of [`create_shaders_ext`], under its allocation route.
 ///
 /// # Safety
-/// The spec's contract for the command.
+/// As for [`create_shaders_ext`].
 unsafe fn create_shaders_ext_inner(
     device: vk::Device,
     count: u32,

@@ -430,10 +430,10 @@ fn extension_properties(name: &CStr, spec_version: u32) -> vk::ExtensionProperti
     p
 }
 
-/// `vkEnumerateDeviceExtensionProperties`.
+/// The body of [`enumerate_device_extension_properties`], under its allocation route.
 ///
 /// # Safety
-/// The spec's contract for the command.
+/// As for [`enumerate_device_extension_properties`].
 unsafe fn enumerate_device_extension_properties_inner(
     pd: vk::PhysicalDevice,
     layer_name: *const c_char,
@@ -479,10 +479,10 @@ unsafe fn enumerate_device_extension_properties_inner(
     unsafe { answer(&list, count, properties) }
 }
 
-/// `vkGetPhysicalDeviceFeatures2` (and the KHR alias).
+/// The body of [`get_physical_device_features2`], under its allocation route.
 ///
 /// # Safety
-/// The spec's contract for the command.
+/// As for [`get_physical_device_features2`].
 unsafe fn get_physical_device_features2_inner(
     pd: vk::PhysicalDevice,
     features: *mut vk::PhysicalDeviceFeatures2,
@@ -511,10 +511,10 @@ unsafe fn get_physical_device_features2_inner(
     }
 }
 
-/// `vkGetPhysicalDeviceProperties2` (and the KHR alias).
+/// The body of [`get_physical_device_properties2`], under its allocation route.
 ///
 /// # Safety
-/// The spec's contract for the command.
+/// As for [`get_physical_device_properties2`].
 unsafe fn get_physical_device_properties2_inner(
     pd: vk::PhysicalDevice,
     properties: *mut vk::PhysicalDeviceProperties2,
@@ -533,11 +533,6 @@ unsafe fn get_physical_device_properties2_inner(
     if properties.is_null() || !(emulation.partitioned || emulation.subgroup_size.is_some()) {
         return;
     }
-    let added = if emulation.partitioned {
-        vk::SubgroupFeatureFlags::from_raw(bits::PARTITIONED)
-    } else {
-        vk::SubgroupFeatureFlags::empty()
-    };
     // SAFETY: the application's output chain, filled by the driver; each struct is read as the
     // type its sType names.
     unsafe {
@@ -545,9 +540,12 @@ unsafe fn get_physical_device_properties2_inner(
         let s = chain::find(head, vk::StructureType::PHYSICAL_DEVICE_SUBGROUP_PROPERTIES)
             as *mut vk::PhysicalDeviceSubgroupProperties;
         if !s.is_null() {
-            (*s).supported_operations |= added;
+            (*s).supported_operations = reported_operations((*s).supported_operations, emulation);
             if let Some(n) = emulation.subgroup_size {
                 (*s).subgroup_size = n;
+                if n < 4 {
+                    (*s).quad_operations_in_all_stages = vk::FALSE;
+                }
             }
         }
         let v = chain::find(
@@ -555,9 +553,13 @@ unsafe fn get_physical_device_properties2_inner(
             vk::StructureType::PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES,
         ) as *mut vk::PhysicalDeviceVulkan11Properties;
         if !v.is_null() {
-            (*v).subgroup_supported_operations |= added;
+            (*v).subgroup_supported_operations =
+                reported_operations((*v).subgroup_supported_operations, emulation);
             if let Some(n) = emulation.subgroup_size {
                 (*v).subgroup_size = n;
+                if n < 4 {
+                    (*v).subgroup_quad_operations_in_all_stages = vk::FALSE;
+                }
             }
         }
         if let Some(n) = emulation.subgroup_size {
@@ -589,6 +591,23 @@ unsafe fn get_physical_device_properties2_inner(
             }
         }
     }
+}
+
+/// The subgroup operations the application is told of: the driver's `ops`, with the partitioned
+/// bit where the layer emulates it, and without the quad bit at an emulated size below 4 (a quad
+/// needs 4 lanes; the emulation refuses quad operations there).
+fn reported_operations(
+    ops: vk::SubgroupFeatureFlags,
+    emulation: Emulation,
+) -> vk::SubgroupFeatureFlags {
+    let mut ops = ops;
+    if emulation.partitioned {
+        ops |= vk::SubgroupFeatureFlags::from_raw(bits::PARTITIONED);
+    }
+    if emulation.subgroup_size.is_some_and(|n| n < 4) {
+        ops &= !vk::SubgroupFeatureFlags::QUAD;
+    }
+    ops
 }
 
 /// The size-control limits (of `VkPhysicalDeviceSubgroupSizeControlProperties` or
@@ -873,6 +892,30 @@ unsafe fn create_device_routed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_operations_reported_gain_partitioned_and_lose_quads_below_4_lanes() {
+        let lavapipe = vk::SubgroupFeatureFlags::from_raw(0xbf);
+        let e = |partitioned, subgroup_size| Emulation {
+            partitioned,
+            vote: false,
+            subgroup_size,
+        };
+        let quad = vk::SubgroupFeatureFlags::QUAD;
+        let partitioned = vk::SubgroupFeatureFlags::from_raw(bits::PARTITIONED);
+        assert_eq!(reported_operations(lavapipe, e(false, None)), lavapipe);
+        assert_eq!(
+            reported_operations(lavapipe, e(true, Some(4))),
+            lavapipe | partitioned
+        );
+        for n in [1, 2] {
+            let ops = reported_operations(lavapipe, e(true, Some(n)));
+            assert!(
+                !ops.contains(quad) && ops.contains(partitioned),
+                "{n}: {ops:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_size_control_range_is_the_emulated_size_with_more_subgroups_per_workgroup() {

@@ -38,7 +38,6 @@ pub fn run_child(child_test: &str, size: u32, env: &[(&str, &str)], limit: Durat
         // lists it as skipped rather than as a test that passed without doing anything.
         .args(["--exact", child_test, "--include-ignored", "--nocapture"])
         .args(["--test-threads", "1"])
-        .envs(env.iter().copied())
         .env("SPV_CHILD_EXPECT_SIZE", size.to_string())
         .env("LP_NATIVE_VECTOR_WIDTH", vector_width(size).to_string())
         // Mesa's shader cache key ignores LP_NATIVE_VECTOR_WIDTH: a shader cached at one width
@@ -53,6 +52,8 @@ pub fn run_child(child_test: &str, size: u32, env: &[(&str, &str)], limit: Durat
                 .is_none()
                 .then_some(("GALLIVM_PERF", "nopt")),
         )
+        // The caller's variables come last, so a child that asks for `GALLIVM_PERF` gets it.
+        .envs(env.iter().copied())
         .env("SPV_SUBGROUP_VK_DEVICE", "llvmpipe")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1031,7 +1031,7 @@ fn lower_emulate_subgroup_size() {
         show(&o)
     );
     assert!(!dir.path().join("twice.spv").exists());
-    // What is not emulated yet is refused with exit 1, naming the instruction.
+    // Every stage is emulated: a fragment shader reading gl_SubgroupSize gets the constant N.
     let frag = dir.path().join("f.frag");
     std::fs::write(
         &frag,
@@ -1053,13 +1053,53 @@ fn lower_emulate_subgroup_size() {
         ],
         dir.path(),
     );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let text = tools::disassemble(&tools::read_words(&dir.path().join("f.out.spv")));
+    // The built-in's variable may stay declared; nothing loads it any more.
+    let size_var = text
+        .lines()
+        .find_map(|l| l.trim().strip_suffix(" BuiltIn SubgroupSize"))
+        .and_then(|l| l.strip_prefix("OpDecorate "))
+        .map(str::to_owned);
+    let loads_size = size_var.as_ref().is_some_and(|v| {
+        text.lines()
+            .any(|l| l.contains("OpLoad") && l.trim_end().ends_with(&format!(" {v}")))
+    });
+    assert!(
+        !loads_size && text.contains("--emulate-subgroup-size 8"),
+        "the size built-in is replaced by the constant:\n{text}"
+    );
+    // What is not emulated is refused with exit 1, naming the instruction: a quad op in
+    // virtual subgroups of 2 lanes (a quad would straddle two of them).
+    let quad = dir.path().join("q.comp");
+    std::fs::write(
+        &quad,
+        "#version 450\n#extension GL_KHR_shader_subgroup_quad : require\n\
+         layout(local_size_x = 64) in;\n\
+         layout(set = 0, binding = 0) buffer B { uint d[]; };\n\
+         void main() { d[gl_LocalInvocationIndex] = subgroupQuadSwapHorizontal(d[gl_LocalInvocationIndex]); }\n",
+    )
+    .unwrap();
+    let words = tools::compile_glsl(&quad, "vulkan1.1").expect("the compute shader compiles");
+    write(dir.path(), "q.spv", &to_bytes(&words));
+    let o = run(
+        &[
+            "lower",
+            "q.spv",
+            "-o",
+            "q.out.spv",
+            "--emulate-subgroup-size",
+            "2",
+        ],
+        dir.path(),
+    );
     assert_eq!(code(&o), 1, "{}", show(&o));
     assert!(
-        stderr(&o).contains("OpEntryPoint") && stderr(&o).contains("Fragment"),
+        stderr(&o).contains("OpGroupNonUniformQuadSwap"),
         "{}",
         show(&o)
     );
-    assert!(!dir.path().join("f.out.spv").exists());
+    assert!(!dir.path().join("q.out.spv").exists());
 }
 
 // ---- docs ---------------------------------------------------------------------------------------

@@ -30,6 +30,11 @@
 //!    extensions natively: the layer must emulate and lower nothing) and once with
 //!    `SPV_SUBGROUP_LAYER_FORCE=1` (everything lowered by the layer), both checked against the
 //!    host model, and prints a `layer run:` line per mode (report `layer.txt`);
+//!    `SPV_GPU_RUN=layer-bench` (not part of `all`) runs `xtask bench layer` there (this program,
+//!    carried as `bin/xtask`, which compiles the conformance shaders with the carried
+//!    `glslangValidator` and generates the big module there) through the installed layer, once
+//!    as the driver has it and once with `--force` (tables `layer-bench.md` and
+//!    `layer-bench--force.md`);
 //! 5. prints the `run` call to make: command `sh .gpu/run.sh`, carry `.gpu` and `.gl`.
 
 use std::path::{Path, PathBuf};
@@ -51,7 +56,7 @@ nvidia-smi -L
 OUTDIR="${OUT:-/tmp/out}"
 mkdir -p "$OUTDIR"
 rc=0
-# SPV_GPU_RUN: `all` (default), `conformance`, `lower_exec`, `lower_fragment_exec` or `layer`.
+# SPV_GPU_RUN: `all` (default), `conformance`, `lower_exec`, `lower_fragment_exec`, `layer` or `layer-bench`.
 case "${SPV_GPU_RUN:-all}" in all|conformance)
 SPV_CONFORMANCE_CHILD=1 SPV_CONFORMANCE_BENCH=1 SPV_CONFORMANCE_KNOWN_SIZE=1 SPV_CONFORMANCE_OUT="$OUTDIR" \
   .gpu/bin/conformance --exact child_suite --include-ignored --nocapture --test-threads 1 "$@" >"$OUTDIR/log.txt" 2>&1
@@ -80,6 +85,17 @@ rc4=$?
 grep -E '^layer run:|^FAIL|panicked|test result' "$OUTDIR/layer.txt" | cut -c1-400
 [ $rc -eq 0 ] && rc=$rc4
 esac
+# Not part of `all`: the layer's cost (cargo xtask bench layer), as the driver has it and forced.
+case "${SPV_GPU_RUN:-all}" in layer-bench)
+for mode in "" --force; do
+  .gpu/bin/xtask bench layer --device NVIDIA --layer-path "$PWD/.gpu/layer/share/vulkan/explicit_layer.d" \
+    --work /tmp/layer-bench --table "$OUTDIR/layer-bench$mode.md" $mode \
+    >"$OUTDIR/layer-bench$mode.txt" 2>&1
+  rc5=$?
+  cat "$OUTDIR/layer-bench$mode.txt" | cut -c1-1200
+  [ $rc -eq 0 ] && rc=$rc5
+done
+esac
 exit $rc
 "#;
 
@@ -103,6 +119,9 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         copy_stripped(&exe, &bin.join("layer_app"))?;
     }
     install_layer(&root, &out.join("layer"))?;
+    // `SPV_GPU_RUN=layer-bench`: this program runs `bench layer` there.
+    let xtask = std::env::current_exe().context("finding this program")?;
+    copy_stripped(&xtask, &bin.join("xtask"))?;
     for tool in ["glslangValidator", "spirv-val", "spirv-as"] {
         let path = which(tool)
             .with_context(|| format!("`{tool}` is not installed (cargo xtask install-deps)"))?;

@@ -968,8 +968,15 @@ impl App {
                 p_next: std::ptr::null_mut(),
                 shader_subgroup_partitioned: vk::TRUE,
             };
+            // Not where only the NV extension is required: the struct belongs to the EXT one,
+            // which a driver with the operations natively need not have.
+            let partitioned_next: *mut c_void = if nv_only {
+                std::ptr::null_mut()
+            } else {
+                (&mut want_partitioned as *mut PartitionedFeatures).cast()
+            };
             let mut library = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT {
-                p_next: (&mut want_partitioned as *mut PartitionedFeatures).cast(),
+                p_next: partitioned_next,
                 graphics_pipeline_library: vk::TRUE,
                 ..Default::default()
             };
@@ -989,10 +996,7 @@ impl App {
                 .create_device(pd, &device_info, None)
                 .expect("a device with the emulated extensions");
             // The application's chain is as it was.
-            assert_eq!(
-                library.p_next,
-                (&mut want_partitioned as *mut PartitionedFeatures).cast()
-            );
+            assert_eq!(library.p_next, partitioned_next);
             let queue = device.get_device_queue(queue_family, 0);
             let bindings: Vec<_> = (0..4)
                 .map(|b| {

@@ -612,14 +612,15 @@ pub fn run(args: &[String]) -> Result<()> {
         if measured.is_empty() {
             bail!("{label}: no module made a pipeline");
         }
-        rows.push_str(&row(
+        let line = row(
             &format!("{label}, {runs} runs, {lowered} lowered by the layer"),
             &measured,
-        ));
+        );
+        eprint!("{line}");
+        rows.push_str(&line);
         // Written after each set, so that a run cut short still leaves what it measured.
-        let table = render(&device, o.force, &root, &rows, &notes);
-        eprintln!("{table}");
         if let Some(t) = &o.table {
+            let table = render(&device, o.force, &root, &rows, &notes);
             std::fs::write(t, &table).with_context(|| format!("writing {}", t.display()))?;
         }
     }

@@ -88,11 +88,11 @@ esac
 # Not part of `all`: the layer's cost (cargo xtask bench layer), as the driver has it and forced.
 case "${SPV_GPU_RUN:-all}" in layer-bench)
 for mode in "" --force; do
-  .gpu/bin/xtask bench layer --device NVIDIA --layer-path "$PWD/.gpu/layer/share/vulkan/explicit_layer.d" \
-    --work /tmp/layer-bench --table "$OUTDIR/layer-bench$mode.md" $mode \
+  .gpu/bin/xtask bench layer --device NVIDIA --runs 5 --big-runs 3 $mode --work /tmp/layer-bench \
+    --layer-path "$PWD/.gpu/layer/share/vulkan/explicit_layer.d" --table "$OUTDIR/layer-bench$mode.md" \
     >"$OUTDIR/layer-bench$mode.txt" 2>&1
   rc5=$?
-  cat "$OUTDIR/layer-bench$mode.txt" | cut -c1-1200
+  if [ $rc5 -eq 0 ]; then cat "$OUTDIR/layer-bench$mode.md"; else tail -30 "$OUTDIR/layer-bench$mode.txt" | cut -c1-600; fi
   [ $rc -eq 0 ] && rc=$rc5
 done
 esac

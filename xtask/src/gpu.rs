@@ -147,7 +147,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     eprintln!("  carry:   [\".gpu\", \".gl\"]");
     eprintln!("  kind:    nvidia-h100-x1 (or nvidia-h200), timeout_s: 600");
     eprintln!(
-        "reports come back as conformance-32.txt, bench.md, log.txt, lower_exec.txt, lower_fragment_exec.txt and layer.txt under $OUT"
+        "reports come back as conformance-32.txt, bench.md, log.txt, lower_exec.txt, lower_fragment_exec.txt and layer.txt under $OUT \
+         (SPV_GPU_RUN=layer-bench sh .gpu/run.sh: layer-bench.md and layer-bench--force.md)"
     );
     Ok(())
 }

@@ -7,6 +7,7 @@
 //! cargo run --release -p xtask -- bench phases [--sizes 1,10] [--runs 3]   (in-process phase breakdown)
 //! cargo xtask bench tree [--files 2000] [--runs 3] [--loop-runs 1] [--bundle DIR]  (2,000 small shaders, see bench_tree.rs)
 //! cargo xtask bench sim [--runs 3] [--sizes 32,64,128]  (the simulator against lavapipe, see bench_sim.rs)
+//! cargo xtask bench layer [--runs 5] [--big-runs 3] [--device NAME] [--force]  (the Vulkan layer's share of pipeline creation, see bench_layer.rs)
 //! ```
 //!
 //! For each size (MB) a module is generated into `bench-out/` (see [`bench_gen`]), then each
@@ -34,6 +35,8 @@ use spirv::Op;
 mod bench_env;
 #[path = "bench_gen.rs"]
 mod bench_gen;
+#[path = "bench_layer.rs"]
+pub(crate) mod bench_layer;
 #[path = "bench_model.rs"]
 mod bench_model;
 #[path = "bench_phases.rs"]
@@ -317,6 +320,7 @@ pub fn run(args: &[String]) -> Result<()> {
         Some("phases") => return bench_phases::run(&args[1..]),
         Some("tree") => return bench_tree::run(&args[1..]),
         Some("sim") => return bench_sim::run(&args[1..]),
+        Some("layer") => return bench_layer::run(&args[1..]),
         _ => {}
     }
     let opts = parse(args)?;

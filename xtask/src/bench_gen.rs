@@ -1010,6 +1010,20 @@ pub const DEFAULT_BODY: usize = 16;
 /// Generates a module of about `target_bytes` bytes (at least one function), deterministic in `seed`;
 /// `body` is the mean number of random top-level statements per function (function size).
 pub fn generate(target_bytes: usize, seed: u64, body: usize) -> Vec<u32> {
+    generate_reaching(target_bytes, seed, body, usize::MAX)
+}
+
+/// [`generate`], with the entry points calling only the first `groups_called` groups of 64
+/// functions: the rest is in the module (every tool that reads or lowers it sees all of it) but
+/// unreachable from the entry points, so a driver that drops what the entry point does not call
+/// compiles only that much (`bench layer`: lavapipe takes minutes and gigabytes to inline the
+/// whole 10 MB module into one compute pipeline).
+pub fn generate_reaching(
+    target_bytes: usize,
+    seed: u64,
+    body: usize,
+    groups_called: usize,
+) -> Vec<u32> {
     let mut g = Gen::new(seed);
     g.body = body;
     let target_words = target_bytes / 4;
@@ -1026,7 +1040,7 @@ pub fn generate(target_bytes: usize, seed: u64, body: usize) -> Vec<u32> {
         .enumerate()
         .map(|(i, chunk)| g.group(i, chunk))
         .collect();
-    let (main, frag) = g.entry_points(&groups);
+    let (main, frag) = g.entry_points(&groups[..groups.len().min(groups_called)]);
     g.finish(main, frag)
 }
 

@@ -22,6 +22,20 @@
 //!    carried checkout's fixtures), then `lower_fragment_exec`'s `child_suite` (the fragment
 //!    shaders drawn natively and lowered, against the host model); `SPV_GPU_RUN=conformance`,
 //!    `lower_exec` or `lower_fragment_exec` runs one of them;
+//!    `SPV_GPU_RUN=layer` (also part of `all`) runs the Vulkan layer's test application
+//!    (`crates/spv-subgroup-layer/tests/app.rs`, built with `cargo test --release -p
+//!    spv-subgroup-layer --no-run`, carried as `bin/layer_app`) through the release layer,
+//!    installed in `DIR/layer` (`lib/` and `share/vulkan/explicit_layer.d/`, as `cargo xtask
+//!    install` lays it out), on the NVIDIA device at its subgroup size 32: its
+//!    `device_through_layer` runs the application once as the driver has it (the driver has the
+//!    extensions natively: the layer must emulate and lower nothing) and once with
+//!    `SPV_SUBGROUP_LAYER_FORCE=1` (everything lowered by the layer), both checked against the
+//!    host model, and prints a `layer run:` line per mode (report `layer.txt`);
+//!    `SPV_GPU_RUN=layer-bench` (not part of `all`) runs `xtask bench layer` there (this program,
+//!    carried as `bin/xtask`, which compiles the conformance shaders with the carried
+//!    `glslangValidator` and generates the big module there) through the installed layer, once
+//!    as the driver has it and once with `--force` (tables `layer-bench.md` and
+//!    `layer-bench--force.md`);
 //! 5. prints the `run` call to make: command `sh .gpu/run.sh`, carry `.gpu` and `.gl`.
 
 use std::path::{Path, PathBuf};
@@ -43,7 +57,7 @@ nvidia-smi -L
 OUTDIR="${OUT:-/tmp/out}"
 mkdir -p "$OUTDIR"
 rc=0
-# SPV_GPU_RUN: `all` (default), `conformance`, `lower_exec` or `lower_fragment_exec`.
+# SPV_GPU_RUN: `all` (default), `conformance`, `lower_exec`, `lower_fragment_exec`, `layer` or `layer-bench`.
 case "${SPV_GPU_RUN:-all}" in all|conformance)
 SPV_CONFORMANCE_CHILD=1 SPV_CONFORMANCE_BENCH=1 SPV_CONFORMANCE_KNOWN_SIZE=1 SPV_CONFORMANCE_OUT="$OUTDIR" \
   .gpu/bin/conformance --exact child_suite --include-ignored --nocapture --test-threads 1 "$@" >"$OUTDIR/log.txt" 2>&1
@@ -64,6 +78,25 @@ rc3=$?
 grep -E '^(device|subgroup)|lowered|unchanged|match the model|failures|differ|test result' "$OUTDIR/lower_fragment_exec.txt" | cut -c1-400
 [ $rc -eq 0 ] && rc=$rc3
 esac
+case "${SPV_GPU_RUN:-all}" in all|layer)
+SPV_SUBGROUP_ROOT="$PWD" LAYER_APP_DEVICE=NVIDIA LAYER_APP_NV_ONLY=1 LAYER_APP_EXPECT_SIZE=32 \
+  LAYER_APP_EXPECT_NATIVE=1 LAYER_APP_LAYER_PATH="$PWD/.gpu/layer/share/vulkan/explicit_layer.d" \
+  .gpu/bin/layer_app --exact device_through_layer --include-ignored --nocapture --test-threads 1 >"$OUTDIR/layer.txt" 2>&1
+rc4=$?
+grep -E '^layer run:|^FAIL|panicked|test result' "$OUTDIR/layer.txt" | cut -c1-400
+[ $rc -eq 0 ] && rc=$rc4
+esac
+# Not part of `all`: the layer's cost (cargo xtask bench layer), as the driver has it and forced.
+case "${SPV_GPU_RUN:-all}" in layer-bench)
+for mode in "" --force; do
+  .gpu/bin/xtask bench layer --device NVIDIA --runs 5 --big-runs 3 $mode --work /tmp/layer-bench \
+    --layer-path "$PWD/.gpu/layer/share/vulkan/explicit_layer.d" --table "$OUTDIR/layer-bench$mode.md" \
+    >"$OUTDIR/layer-bench$mode.txt" 2>&1
+  rc5=$?
+  if [ $rc5 -eq 0 ]; then cat "$OUTDIR/layer-bench$mode.md"; else tail -30 "$OUTDIR/layer-bench$mode.txt" | cut -c1-600; fi
+  [ $rc -eq 0 ] && rc=$rc5
+done
+esac
 exit $rc
 "#;
 
@@ -80,9 +113,16 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     }
     let bin = out.join("bin");
     std::fs::create_dir_all(&bin).with_context(|| format!("creating {}", bin.display()))?;
-    for (harness, exe) in build_test_binaries(&root)? {
+    for (harness, exe) in build_test_binaries(&root, "spv-subgroup-tests", &HARNESSES)? {
         copy_stripped(&exe, &bin.join(harness))?;
     }
+    for (_, exe) in build_test_binaries(&root, "spv-subgroup-layer", &["app"])? {
+        copy_stripped(&exe, &bin.join("layer_app"))?;
+    }
+    install_layer(&root, &out.join("layer"))?;
+    // `SPV_GPU_RUN=layer-bench`: this program runs `bench layer` there.
+    let xtask = std::env::current_exe().context("finding this program")?;
+    copy_stripped(&xtask, &bin.join("xtask"))?;
     for tool in ["glslangValidator", "spirv-val", "spirv-as"] {
         let path = which(tool)
             .with_context(|| format!("`{tool}` is not installed (cargo xtask install-deps)"))?;
@@ -108,7 +148,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     eprintln!("  carry:   [\".gpu\", \".gl\"]");
     eprintln!("  kind:    nvidia-h100-x1 (or nvidia-h200), timeout_s: 600");
     eprintln!(
-        "reports come back as conformance-32.txt, bench.md, log.txt, lower_exec.txt and lower_fragment_exec.txt under $OUT"
+        "reports come back as conformance-32.txt, bench.md, log.txt, lower_exec.txt, lower_fragment_exec.txt and layer.txt under $OUT \
+         (SPV_GPU_RUN=layer-bench sh .gpu/run.sh: layer-bench.md and layer-bench--force.md)"
     );
     Ok(())
 }
@@ -116,13 +157,53 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
 /// The harnesses the GPU machine runs.
 const HARNESSES: [&str; 3] = ["conformance", "lower_exec", "lower_fragment_exec"];
 
-/// Builds [`HARNESSES`] in release; returns each with its executable.
-fn build_test_binaries(root: &Path) -> anyhow::Result<Vec<(&'static str, PathBuf)>> {
+/// Builds the release layer library and installs it with its manifest under `prefix` (the
+/// layout of `cargo xtask install`: `lib/` and `share/vulkan/explicit_layer.d/`, the manifest
+/// naming the library by its relative path).
+fn install_layer(root: &Path, prefix: &Path) -> anyhow::Result<()> {
+    use xtask::install::layer_layout as layout;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let o = Command::new(cargo)
+        .current_dir(root)
+        .args(["build", "--release", "-p", "spv-subgroup-layer", "--lib"])
+        .output()
+        .context("running cargo")?;
+    if !o.status.success() {
+        bail!(
+            "building the layer failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let lib_dir = prefix.join(layout::LIBRARY_DIR);
+    let manifest_dir = prefix.join(layout::MANIFEST_DIR);
+    for dir in [&lib_dir, &manifest_dir] {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    copy_stripped(
+        &target.join("release").join(layout::LIBRARY_FILE),
+        &lib_dir.join(layout::LIBRARY_FILE),
+    )?;
+    std::fs::write(
+        manifest_dir.join(layout::MANIFEST_FILE),
+        layout::manifest_json(layout::INSTALLED_LIBRARY_PATH),
+    )
+    .context("writing the layer's manifest")?;
+    Ok(())
+}
+
+/// Builds the test `harnesses` of `package` in release; returns each with its executable.
+fn build_test_binaries<'a>(
+    root: &Path,
+    package: &str,
+    harnesses: &[&'a str],
+) -> anyhow::Result<Vec<(&'a str, PathBuf)>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["test", "--release", "-p", "spv-subgroup-tests", "--no-run"]);
-    for h in HARNESSES {
+        .args(["test", "--release", "-p", package, "--no-run"]);
+    for h in harnesses {
         cmd.args(["--test", h]);
     }
     let o = cmd.output().context("running cargo")?;
@@ -132,7 +213,7 @@ fn build_test_binaries(root: &Path) -> anyhow::Result<Vec<(&'static str, PathBuf
     }
     // "  Executable tests/conformance.rs (target/release/deps/conformance-0123abcd)"
     let mut out = Vec::new();
-    for h in HARNESSES {
+    for &h in harnesses {
         let path = text
             .lines()
             .filter_map(|l| l.trim().strip_prefix("Executable "))

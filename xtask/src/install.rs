@@ -52,7 +52,7 @@ pub const FILE_SETS: &[FileSet] = &[
 /// The layer's installed layout, from the layer crate itself (one source for its paths and its
 /// manifest template; included by path so that xtask does not build the layer and `ash`).
 #[path = "../../crates/spv-subgroup-layer/src/install.rs"]
-mod layer_layout;
+pub mod layer_layout;
 
 /// Where the built files are.
 #[derive(Clone, Debug)]

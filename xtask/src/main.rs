@@ -43,6 +43,7 @@ commands:
   bench [ARGS]              benchmark validation and lowering of large modules
   bench tree [ARGS]         time validate and lower of a tree of 2,000 shaders against spirv-val per file
   bench sim [ARGS]          time the simulator against lavapipe on three kernels of 65,536 invocations
+  bench layer [ARGS]        the Vulkan layer's share of pipeline creation (lowering, cache hit)
   gpu [ARGS]                run the conformance suite on a GPU
   fuzz-exec --minutes N     random programs, native against lowered, in the simulator (nice -n 19)
   fuzz [--minutes N] [--target NAME]... [--merge] [--quick]

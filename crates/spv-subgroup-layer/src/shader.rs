@@ -487,7 +487,7 @@ impl Lowerer {
                     .map(|(what, n)| format!("{n} {what}"))
                     .collect();
                 self.settings.info(&format!(
-                    "module {name}: lowered for `{}` at subgroup size {}{} in {:.1} ms: {}",
+                    "module {name}: lowered for `{}` at subgroup size {}{} in {:.3} ms: {}",
                     self.target.name,
                     size.map_or("any".to_owned(), |s| s.to_string()),
                     emulate.map_or(String::new(), |n| format!(", emulating {n}")),

@@ -33,6 +33,21 @@ const EXT_VOTE: &CStr = c"VK_EXT_shader_subgroup_vote";
 const BY_NAME_VAR: &str = "LAYER_APP_ENABLE_BY_NAME";
 /// The child's variable: where the layer dumps modules (so the test sees what was lowered).
 const DUMP_VAR: &str = "SPV_SUBGROUP_LAYER_DUMP";
+/// The child's variable: which modes to run, `driver` (the layer lowers only what the driver
+/// lacks) and/or `force` (`SPV_SUBGROUP_LAYER_FORCE=1`), comma-separated; both by default.
+const MODES_VAR: &str = "LAYER_APP_MODES";
+/// [`device_through_layer`]'s variable: a folder holding the layer's installed manifest (the GPU
+/// bundle's); without it, a manifest for the library cargo built.
+const LAYER_PATH_VAR: &str = "LAYER_APP_LAYER_PATH";
+/// [`device_through_layer`]'s variable: the subgroup size the device must report.
+const EXPECT_SIZE_VAR: &str = "LAYER_APP_EXPECT_SIZE";
+/// [`device_through_layer`]'s variable: `1` where the driver has all three extensions natively,
+/// so that without `SPV_SUBGROUP_LAYER_FORCE` the layer must emulate and lower nothing.
+const EXPECT_NATIVE_VAR: &str = "LAYER_APP_EXPECT_NATIVE";
+/// `SpvCapabilityGroupNonUniformPartitionedNV` (= `...EXT`).
+const CAP_PARTITIONED: u32 = 5297;
+/// `SpvCapabilitySubgroupVoteKHR`.
+const CAP_VOTE_KHR: u32 = 4431;
 
 // ---------------------------------------------------------------------------------------------
 // The test's side: the layer library, its manifest, the children.
@@ -179,6 +194,226 @@ fn lavapipe_subgroup_size_16() {
 fn enabled_by_name_in_pp_enabled_layer_names() {
     let out = run_through_layer(8, true);
     assert!(out.contains("layer enabled by name"), "{out}");
+}
+
+/// The application through the layer on another device, at that device's own subgroup size, as
+/// `cargo xtask gpu`'s `run.sh` runs it on the NVIDIA GPU (`SPV_GPU_RUN=layer`):
+///
+/// ```text
+/// SPV_SUBGROUP_ROOT=$PWD LAYER_APP_DEVICE=NVIDIA LAYER_APP_NV_ONLY=1 LAYER_APP_EXPECT_SIZE=32 \
+///   LAYER_APP_EXPECT_NATIVE=1 LAYER_APP_LAYER_PATH=.gpu/layer/share/vulkan/explicit_layer.d \
+///   app --exact device_through_layer --include-ignored --nocapture
+/// ```
+///
+/// Two children, each with its own dump folder and the layer's `info` log: the driver's mode
+/// (the layer emulates what the driver lacks; with `LAYER_APP_EXPECT_NATIVE=1` that must be
+/// nothing: every module goes down untouched, none is dumped) and `SPV_SUBGROUP_LAYER_FORCE=1`
+/// (both extensions emulated: the modules the layer lowered pass spirv-val and declare neither
+/// capability). Each prints one `layer run:` line: device, subgroup size, mode, cases that match
+/// the host model. `LAYER_APP_DEVICE` (default `llvmpipe`) picks the device by name.
+#[test]
+#[ignore = "for the GPU machine (cargo xtask gpu, SPV_GPU_RUN=layer) or another device by hand"]
+fn device_through_layer() {
+    let written;
+    let layer_path = match std::env::var(LAYER_PATH_VAR) {
+        Ok(dir) => dir,
+        Err(_) => {
+            written = manifest_dir();
+            written.path().to_str().expect("UTF-8").to_owned()
+        }
+    };
+    let expect_native = std::env::var(EXPECT_NATIVE_VAR).is_ok_and(|v| v == "1");
+    let expect_size: Option<u32> = std::env::var(EXPECT_SIZE_VAR)
+        .ok()
+        .map(|v| v.parse().expect("LAYER_APP_EXPECT_SIZE: a number"));
+    let mut summaries = Vec::new();
+    let mut failures = Vec::new();
+    for mode in ["driver", "force"] {
+        let dumps = tempfile::tempdir().expect("a temporary folder");
+        let dump = dumps.path().to_str().expect("UTF-8").to_owned();
+        let env = [
+            (lavapipe::CHILD_VAR, "1"),
+            ("VK_LAYER_PATH", layer_path.as_str()),
+            ("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower"),
+            (DUMP_VAR, dump.as_str()),
+            ("SPV_SUBGROUP_LAYER_LOG", "info"),
+            (MODES_VAR, mode),
+        ];
+        let (ok, out) = run_child_on_device("child_suite", &env, Duration::from_secs(300));
+        print!("{out}");
+        // The child's lines (libtest may print `test child_suite ... ` before the first).
+        let field = |prefix: &str| {
+            out.lines()
+                .find_map(|l| l.split_once(prefix).map(|(_, v)| v.trim().to_owned()))
+        };
+        let device = field("device: ").unwrap_or_else(|| "(none)".to_owned());
+        let size = field("subgroup size: ").unwrap_or_else(|| "(none)".to_owned());
+        let cases = out
+            .lines()
+            .find_map(|l| {
+                l.split_once(": ")
+                    .filter(|(_, r)| r.ends_with("cases match the host model"))
+            })
+            .and_then(|(_, r)| r.rsplit_once(": ").map(|(_, c)| c.to_owned()))
+            .unwrap_or_else(|| "no count (the child stopped early)".to_owned());
+        // What the layer emulated, from its own `info` line for the device.
+        let emulating = out
+            .lines()
+            .find(|l| {
+                l.contains("VK_LAYER_SPV_SUBGROUP_lower: device `") && l.contains("emulating")
+            })
+            .map(|l| (l.contains("partitioned: true"), l.contains("vote: true")));
+        let mut lowered = Vec::new();
+        for entry in std::fs::read_dir(dumps.path()).expect("the dump folder") {
+            let p = entry.expect("an entry").path();
+            if p.to_string_lossy().ends_with(".lowered.spv") {
+                lowered.push(tools::read_words(&p));
+            }
+        }
+        let mut problems = Vec::new();
+        if !ok {
+            problems.push("the child failed".to_owned());
+        }
+        if let Some(want) = expect_size {
+            if size != want.to_string() {
+                problems.push(format!("subgroup size {size}, not {want}"));
+            }
+        }
+        let described = match (mode, emulating) {
+            (_, None) => {
+                problems.push("the layer logged no device (was it loaded?)".to_owned());
+                "the layer not seen".to_owned()
+            }
+            ("driver", Some((false, false))) => {
+                if !lowered.is_empty() {
+                    problems.push(format!(
+                        "{} modules lowered while the layer emulates nothing",
+                        lowered.len()
+                    ));
+                }
+                format!(
+                    "pass-through (the driver has the extensions; modules lowered: {})",
+                    lowered.len()
+                )
+            }
+            ("driver", Some((partitioned, vote))) => {
+                if expect_native {
+                    problems.push(format!(
+                        "the layer emulates partitioned: {partitioned}, vote: {vote} where the driver should have both"
+                    ));
+                }
+                format!(
+                    "the driver's (emulating partitioned: {partitioned}, vote: {vote}; modules lowered: {})",
+                    lowered.len()
+                )
+            }
+            (_, Some((partitioned, vote))) => {
+                if !(partitioned && vote) {
+                    problems.push("SPV_SUBGROUP_LAYER_FORCE=1 did not emulate both".to_owned());
+                }
+                format!(
+                    "SPV_SUBGROUP_LAYER_FORCE=1 (modules lowered: {})",
+                    lowered.len()
+                )
+            }
+        };
+        if let Some((partitioned, vote)) = emulating.filter(|e| e.0 || e.1) {
+            if lowered.is_empty() {
+                problems.push("the layer emulates an extension but lowered no module".to_owned());
+            }
+            for words in &lowered {
+                if let Err(e) = tools::spirv_val(words, "vulkan1.3") {
+                    problems.push(format!("a lowered module fails spirv-val: {e}"));
+                }
+                let caps = capabilities(words);
+                if partitioned && caps.contains(&CAP_PARTITIONED)
+                    || vote && caps.contains(&CAP_VOTE_KHR)
+                {
+                    problems.push(format!(
+                        "a lowered module keeps an emulated capability: {caps:?}"
+                    ));
+                }
+            }
+        }
+        let line = format!(
+            "layer run: device {device}, subgroup size {size}, mode {described}: {cases}{}",
+            if problems.is_empty() {
+                String::new()
+            } else {
+                format!(" -- FAILED: {}", problems.join("; "))
+            }
+        );
+        summaries.push(line);
+        failures.extend(problems);
+    }
+    for line in &summaries {
+        println!("{line}");
+    }
+    assert!(failures.is_empty(), "{}", summaries.join("\n"));
+}
+
+/// The capabilities a module declares.
+fn capabilities(words: &[u32]) -> Vec<u32> {
+    let mut caps = Vec::new();
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let count = (first >> 16) as usize;
+        if first & 0xffff == 17 && count >= 2 {
+            caps.extend(words.get(at + 1).copied());
+        }
+        at += count.max(1);
+    }
+    caps
+}
+
+/// Re-runs the test `child_test` of this binary with `env` (no lavapipe settings: the device is
+/// the one `LAYER_APP_DEVICE` names), waits at most `limit`; returns whether it passed and what it
+/// printed.
+fn run_child_on_device(child_test: &str, env: &[(&str, &str)], limit: Duration) -> (bool, String) {
+    let mut child = Command::new(std::env::current_exe().expect("the test binary's path"))
+        .args(["--exact", child_test, "--include-ignored", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env_remove("SPV_SUBGROUP_LAYER_FORCE")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("re-running the test binary");
+    // Read both pipes while waiting, so that a chatty child never blocks on a full pipe.
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let read = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = r.read_to_string(&mut text);
+            text
+        })
+    };
+    let (out, err) = (read(Box::new(stdout)), read(Box::new(stderr)));
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait().expect("waiting for the child") {
+            Some(status) => break Some(status),
+            None if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    };
+    let text = format!(
+        "{}{}",
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default()
+    );
+    match status {
+        Some(s) => (s.success(), text),
+        None => (
+            false,
+            format!("{text}\n`{child_test}` ran past {limit:?}\n"),
+        ),
+    }
 }
 
 /// The library exports the loader's three entry points and nothing else (a Rust cdylib exports
@@ -455,9 +690,12 @@ fn child_refusal() {
     );
 }
 
-/// The work of one child: the application, twice (the driver's vote, then everything lowered).
+/// The work of one child: the application, twice (the driver's vote, then everything lowered),
+/// or once where `LAYER_APP_MODES` names one mode (`driver` or `force`; [`device_through_layer`]).
+/// Each mode prints one line per case that differs from the host model and a count of the cases
+/// that match, then fails if any differs.
 #[test]
-#[ignore = "runs inside lavapipe_subgroup_size_* and enabled_by_name_*"]
+#[ignore = "runs inside lavapipe_subgroup_size_*, enabled_by_name_* and device_through_layer"]
 fn child_suite() {
     lavapipe::assert_child();
     let shader = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
@@ -468,7 +706,17 @@ fn child_suite() {
     }
     // The device's own size, as the first application reads it (before any emulation).
     let mut native = 0;
-    for force in [false, true] {
+    let modes = std::env::var(MODES_VAR).unwrap_or_else(|_| "driver,force".to_owned());
+    let modes: Vec<bool> = modes
+        .split(',')
+        .map(|m| match m {
+            "driver" => false,
+            "force" => true,
+            other => panic!("{MODES_VAR}: `{other}` is no mode (driver, force)"),
+        })
+        .collect();
+    let mut failed = 0;
+    for (i, force) in modes.into_iter().enumerate() {
         // SAFETY (test): the child runs its one test on one thread; the layer reads its settings
         // when the instance is created.
         if force {
@@ -477,12 +725,13 @@ fn child_suite() {
             std::env::remove_var("SPV_SUBGROUP_LAYER_FORCE");
         }
         let app = App::open(by_name, false);
-        if !force {
+        if i == 0 {
             println!("subgroup size: {}", app.subgroup_size);
             native = app.subgroup_size;
         }
         let keys = example::keys();
         let want = example::model(&keys, app.subgroup_size as usize);
+        let mut cases = Cases::default();
         // Pipeline creation: the first lowers (the layer's share is in its `info` log), the
         // second finds the module in the layer's cache.
         let start = Instant::now();
@@ -492,8 +741,16 @@ fn child_suite() {
         let again = app.pipeline(&words);
         let cached = start.elapsed();
         println!("force={force}: pipeline creation {first:.2?} (lowered), {cached:.2?} (cached)");
-        assert_eq!(app.dispatch(pipeline, &keys), want, "force={force}");
-        assert_eq!(app.dispatch(again, &keys), want, "again, force={force}");
+        cases.check("first pipeline", app.dispatch(pipeline, &keys), &want);
+        cases.check("second pipeline", app.dispatch(again, &keys), &want);
+        // The example's keys leave every vote one way at 32 lanes (`all` false, `any` true,
+        // `allEqual` false in both subgroups): keys with uniform halves turn them over.
+        let halves = uniform_halves();
+        cases.check(
+            "uniform halves",
+            app.dispatch(app.pipeline(&words), &halves),
+            &example::model(&halves, app.subgroup_size as usize),
+        );
         // The same pipeline from 8 threads at once, each checked.
         let pipelines: Vec<vk::Pipeline> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8).map(|_| s.spawn(|| app.pipeline(&words))).collect();
@@ -502,27 +759,81 @@ fn child_suite() {
                 .map(|h| h.join().expect("a pipeline thread"))
                 .collect()
         });
-        for p in pipelines {
-            assert_eq!(app.dispatch(p, &keys), want, "threaded, force={force}");
+        for (t, p) in pipelines.into_iter().enumerate() {
+            cases.check(&format!("thread {t}"), app.dispatch(p, &keys), &want);
         }
         let chained = app.pipeline_chained(&words);
-        assert_eq!(app.dispatch(chained, &keys), want, "chained, force={force}");
-        println!("force={force}: model answers at size {}", app.subgroup_size);
+        cases.check("chained module", app.dispatch(chained, &keys), &want);
         if !force {
             let observer = observer_words();
             let pipeline = app.pipeline(&observer);
-            assert_eq!(
+            cases.check(
+                "the size observer, natively",
                 app.dispatch(pipeline, &keys),
-                observer_model(&keys, app.subgroup_size as usize),
-                "the size observer, natively"
+                &observer_model(&keys, app.subgroup_size as usize),
             );
-            println!("observer: model answers at size {}", app.subgroup_size);
             if 8 % app.subgroup_size == 0 {
                 check_full_subgroups(&app, app.subgroup_size, "natively");
             }
         }
+        println!(
+            "force={force}: device {}, subgroup size {}: {}/{} cases match the host model",
+            app.device_name,
+            app.subgroup_size,
+            cases.passed,
+            cases.passed + cases.failed
+        );
+        if cases.failed == 0 {
+            println!("force={force}: model answers at size {}", app.subgroup_size);
+        }
+        failed += cases.failed;
     }
+    assert_eq!(
+        failed, 0,
+        "cases differ from the host model (FAIL lines above)"
+    );
     emulated_sizes(&words, native);
+}
+
+/// Keys for which every subgroup of up to 32 lanes votes one way: lanes 0-31 all above 100
+/// (`all`, `any` and `allEqual` true), lanes 32-63 all below (`any` false, `allEqual` true).
+fn uniform_halves() -> Vec<u32> {
+    (0..example::LANES as u32)
+        .map(|i| {
+            if i < 32 {
+                101 + (i * 29) % 97
+            } else {
+                (i * 13) % 97
+            }
+        })
+        .collect()
+}
+
+/// What one mode of the child found: cases that match the host model, and cases that do not.
+#[derive(Default)]
+struct Cases {
+    passed: usize,
+    failed: usize,
+}
+
+type Answers = (Vec<[u32; 4]>, Vec<u32>, Vec<u32>);
+
+impl Cases {
+    /// Counts one case, printing its first differing invocation when it differs.
+    fn check(&mut self, case: &str, got: Answers, want: &Answers) {
+        if got == *want {
+            self.passed += 1;
+            return;
+        }
+        self.failed += 1;
+        let lane = (0..want.0.len())
+            .find(|&i| got.0[i] != want.0[i] || got.1[i] != want.1[i] || got.2[i] != want.2[i])
+            .unwrap_or(0);
+        println!(
+            "FAIL {case}: invocation {lane}: mask {:x?} sum {} flags {} (the model: mask {:x?} sum {} flags {})",
+            got.0[lane], got.1[lane], got.2[lane], want.0[lane], want.1[lane], want.2[lane]
+        );
+    }
 }
 
 /// The SPIR-V of `tests/shaders/subgroup_observer.comp`.
@@ -1039,6 +1350,7 @@ struct App {
     set_layout: vk::DescriptorSetLayout,
     pipeline_layout: vk::PipelineLayout,
     subgroup_size: u32,
+    device_name: String,
     messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     physical_device: vk::PhysicalDevice,
     /// The callbacks the instance and the device were made with.
@@ -1199,14 +1511,12 @@ impl App {
                 );
             }
             let subgroup_size = subgroup.subgroup_size;
-            println!(
-                "device: {}",
-                instance
-                    .get_physical_device_properties(pd)
-                    .device_name_as_c_str()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            );
+            let device_name = instance
+                .get_physical_device_properties(pd)
+                .device_name_as_c_str()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            println!("device: {device_name}");
             let queue_family = instance
                 .get_physical_device_queue_family_properties(pd)
                 .iter()
@@ -1231,8 +1541,15 @@ impl App {
                 p_next: std::ptr::null_mut(),
                 shader_subgroup_partitioned: vk::TRUE,
             };
+            // Not where only the NV extension is required: the struct belongs to the EXT one,
+            // which a driver with the operations natively need not have.
+            let partitioned_next: *mut c_void = if nv_only {
+                std::ptr::null_mut()
+            } else {
+                (&mut want_partitioned as *mut PartitionedFeatures).cast()
+            };
             let mut library = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT {
-                p_next: (&mut want_partitioned as *mut PartitionedFeatures).cast(),
+                p_next: partitioned_next,
                 graphics_pipeline_library: vk::TRUE,
                 ..Default::default()
             };
@@ -1254,10 +1571,7 @@ impl App {
                 .create_device(pd, &device_info, allocator.as_ref())
                 .expect("a device with the emulated extensions");
             // The application's chain is as it was.
-            assert_eq!(
-                library.p_next,
-                (&mut want_partitioned as *mut PartitionedFeatures).cast()
-            );
+            assert_eq!(library.p_next, partitioned_next);
             let queue = device.get_device_queue(queue_family, 0);
             let bindings: Vec<_> = (0..4)
                 .map(|b| {
@@ -1291,6 +1605,7 @@ impl App {
                 set_layout,
                 pipeline_layout,
                 subgroup_size,
+                device_name,
                 messenger,
                 physical_device: pd,
                 allocator,

@@ -442,7 +442,11 @@ fn paths_in_with(code: &str, starts: &[&str]) -> Vec<String> {
     while i < bytes.len() {
         let starts = starts
             .iter()
-            .find(|p| code[i..].starts_with(*p) && code[i + p.len()..].starts_with("::"));
+            // Bytes, not `str` slices: `i` steps through bytes and may sit inside a character
+            // (a `−` in a string); a path starts at an ASCII byte, so `code[i..]` below is whole.
+            .find(|p| {
+                bytes[i..].starts_with(p.as_bytes()) && bytes[i + p.len()..].starts_with(b"::")
+            });
         let boundary = i == 0
             || !(bytes[i - 1].is_ascii_alphanumeric()
                 || bytes[i - 1] == b'_'
@@ -524,6 +528,18 @@ fn crate_sources() -> Vec<PathBuf> {
     dirs.extend(["xtask/src", "fuzz/src", "tests/support"].map(|d| root.join(d)));
     dirs.sort();
     dirs
+}
+
+/// The path reader steps over characters of more than one byte (it panicked on a `−` in a
+/// string before).
+#[test]
+fn paths_are_read_around_non_ascii_text() {
+    let code = "let minus = \"\u{2212}\"; use crate::emit::{Code, Emitter};\n\
+                let x = super::\u{e9}t\u{e9};";
+    let paths = paths_in_with(code, &["crate", "super"]);
+    for want in ["crate::emit::Code", "crate::emit::Emitter"] {
+        assert!(paths.iter().any(|p| p == want), "{want} in {paths:?}");
+    }
 }
 
 #[test]

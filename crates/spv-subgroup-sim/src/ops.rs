@@ -18,6 +18,9 @@ impl<'p> Machine<'p> {
         mask: u128,
     ) -> Result<()> {
         use spirv::Op as O;
+        if let Some(local) = inst.local {
+            return self.local(sg, inst, op, local, mask);
+        }
         let arg = |k: usize| {
             inst.args
                 .get(k)

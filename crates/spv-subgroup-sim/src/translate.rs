@@ -60,6 +60,22 @@ pub struct Inst {
     pub res: u32,
     /// Operand words after the result type and id.
     pub args: Vec<u32>,
+    /// The promoted Function variable this instruction reaches, if any (`crate::promote`).
+    pub local: Option<Local>,
+}
+
+/// What an instruction reaches of a Function variable kept in registers (`crate::promote`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Local {
+    /// The variable's id (for messages).
+    pub var: u32,
+    /// Register of the first leaf's value; the other leaves follow.
+    pub value: u32,
+    /// Register of the first leaf's "written" flags (1 where a lane stored it since the
+    /// variable's `OpVariable` ran); the other leaves follow.
+    pub written: u32,
+    /// Leaves reached.
+    pub leaves: u32,
 }
 
 impl Inst {
@@ -897,6 +913,7 @@ impl Builder<'_> {
                             ty,
                             res,
                             args: args.to_vec(),
+                            local: None,
                         });
                         blk.end = f.insts.len() as u32;
                     }

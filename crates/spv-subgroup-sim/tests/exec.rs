@@ -347,3 +347,53 @@ fn a_workgroup_barrier_in_non_uniform_control_flow_is_an_error() {
         .expect("runs");
     assert_eq!(out.buffers[&(0, 0)][0], 15);
 }
+
+#[test]
+fn function_variables_in_registers_give_exactly_what_memory_gives() {
+    // Locals written in divergent control flow only, a struct with leaves never written, a bool
+    // member, a whole-struct copy, a loop-carried local, an OpUndef, and a variable passed to a
+    // function (which keeps it in memory): outputs, undefined reports (what, where, in order),
+    // steps and lane-instructions must be the same with and without the register form.
+    let module = Module::new(&compile(
+        "#version 450\n#extension GL_KHR_shader_subgroup_arithmetic : require\nlayout(local_size_x = 23) in;\nlayout(binding = 0) buffer O { uint o[]; };\nstruct S { uint a; uvec2 b; bool c; float f; };\nuint bump(inout uint v) { v += 7u; return v; }\nvoid main() {\n  uint i = gl_LocalInvocationIndex;\n  S s; uint u; uint k; uint acc = 0u; uint m = i;\n  if ((i & 1u) == 0u) { u = i * 3u; s.b.y = i; } else { s.f = float(i) * 0.5; }\n  s.c = (i & 2u) != 0u;\n  for (k = 0u; k < (i % 4u); k++) { acc += subgroupAdd(k) + u; }\n  S t = s;\n  bump(m);\n  o[i * 6u + 0u] = u;\n  o[i * 6u + 1u] = s.b.y + s.a;\n  o[i * 6u + 2u] = t.c ? 1u : 0u;\n  o[i * 6u + 3u] = t.b.x + floatBitsToUint(t.f);\n  o[i * 6u + 4u] = acc;\n  o[i * 6u + 5u] = m;\n}\n",
+    ))
+    .expect("translates");
+    let in_memory = module.clone().with_variables_in_memory();
+    for size in [1, 4, 8, 32, 64] {
+        for seed in [1, 2] {
+            let d = Dispatch::default()
+                .with_subgroup_size(size)
+                .with_workgroups([2, 1, 1])
+                .with_buffers(BTreeMap::from([((0, 0), vec![0u8; 2 * 23 * 6 * 4])]))
+                .with_seed(seed)
+                .with_report_undefined(true);
+            let (a, b) = (
+                module.run(&d).expect("runs"),
+                in_memory.run(&d).expect("runs"),
+            );
+            assert_eq!(a.buffers, b.buffers, "size {size} seed {seed}");
+            assert_eq!(a.undefined, b.undefined, "size {size} seed {seed}");
+            assert_eq!(a.undefined_total, b.undefined_total);
+            assert_eq!((a.steps, a.lane_steps), (b.steps, b.lane_steps));
+            // The test means something: undefined values were read, and the register form
+            // needed fewer memory objects.
+            assert!(
+                a.undefined_total > 0,
+                "size {size}: nothing undefined was read"
+            );
+            assert!(
+                a.undefined
+                    .iter()
+                    .any(|u| u.what.contains("function variable")),
+                "{:?}",
+                a.undefined
+            );
+            assert!(
+                a.memory_objects < b.memory_objects,
+                "{} vs {} memory objects",
+                a.memory_objects,
+                b.memory_objects
+            );
+        }
+    }
+}

@@ -1,0 +1,456 @@
+//! Function variables kept in registers instead of memory (the classic promotion), and the
+//! execution of the instructions that touch them.
+//!
+//! glslang's unoptimised output keeps every local in an `OpVariable` of the Function storage
+//! class and reaches it through `OpLoad`, `OpStore` and `OpAccessChain`: in memory that is a
+//! memory object per lane and call, and a byte-level read and write per leaf. A variable whose
+//! pointer is used only as the pointer of `OpLoad` and `OpStore`, or as the base of an access
+//! chain with constant, in-range indices whose result is used the same way, can never be
+//! reached by anything else, so its leaves live in register rows, each with a row of "written"
+//! flags. What a program observes is unchanged, bit for bit:
+//! - a load of a leaf no lane's store wrote since the variable's `OpVariable` ran reads
+//!   undefined bits, reported as "uninitialised memory of function variable %id", in the same
+//!   order (lane by lane, leaf by leaf) as the memory path draws them;
+//! - a store keeps what memory keeps (a leaf's bytes: integers and floats truncated to their
+//!   width, a bool as `value != 0` of its four bytes);
+//! - the step count and lane-instructions are the same (every instruction still runs; the access
+//!   chain's pointer is simply never made).
+//!
+//! Any other use (a call argument, `OpCopyMemory`, an atomic, a phi, a pointer stored as a
+//! value, a dynamic index) leaves the variable in memory, as before.
+
+use std::collections::HashMap;
+
+use crate::error::{malformed, Result};
+use crate::exec::{Machine, Sg};
+use crate::num::{lanes, mask as wmask};
+use crate::translate::{IdKind, Local, Program, Src};
+use crate::types::{Scalar, Shape, TypeInfo};
+
+/// Most leaves of a promoted variable (its rows are part of every subgroup's register file).
+const MAX_PROMOTED_LEAVES: u32 = 256;
+
+/// `Function` storage class.
+const FUNCTION: u32 = spirv::StorageClass::Function as u32;
+
+/// A pointer into a promotable variable: its root variable's id, first leaf and leaf count.
+#[derive(Clone, Copy)]
+struct Alias {
+    root: u32,
+    start: u32,
+    leaves: u32,
+    /// Pointee type id.
+    pointee: u32,
+}
+
+/// Marks the variables that can live in registers and the instructions that reach them.
+pub fn promote(p: &mut Program) {
+    let mut alias: HashMap<u32, Alias> = HashMap::new();
+    // Roots: Function variables of a type with a bounded, small layout.
+    for f in &p.funcs {
+        for inst in &f.insts {
+            if inst.decoded != Some(spirv::Op::Variable) || inst.args.first() != Some(&FUNCTION) {
+                continue;
+            }
+            let Some(pointee) = pointee_of(p, inst.ty) else {
+                continue;
+            };
+            let Some(t) = p.types.get(pointee as usize).and_then(Option::as_ref) else {
+                continue;
+            };
+            if t.size == 0 || t.leaves == 0 || t.leaves > MAX_PROMOTED_LEAVES {
+                continue;
+            }
+            alias.insert(
+                inst.id,
+                Alias {
+                    root: inst.id,
+                    start: 0,
+                    leaves: t.leaves,
+                    pointee,
+                },
+            );
+        }
+    }
+    // Access chains with constant, in-range indices into them (to a fixed point, so the order of
+    // definitions does not matter).
+    loop {
+        let mut grew = false;
+        for f in &p.funcs {
+            for inst in &f.insts {
+                if !is_chain(inst.decoded) || alias.contains_key(&inst.id) {
+                    continue;
+                }
+                let Some(base) = inst.args.first().and_then(|b| alias.get(b)).copied() else {
+                    continue;
+                };
+                if let Some(a) = constant_chain(p, base, &inst.args[1..]) {
+                    alias.insert(inst.id, a);
+                    grew = true;
+                }
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    // Every use of every alias must be a load's or store's pointer, or a promoted chain's base.
+    let mut escaped: Vec<u32> = Vec::new();
+    let reg_of = |id: u32| match p.ids.get(id as usize) {
+        Some(IdKind::Value(Src::Reg(r))) => Some(*r),
+        _ => None,
+    };
+    let alias_regs: HashMap<u32, u32> = alias
+        .iter()
+        .filter_map(|(id, a)| reg_of(*id).map(|r| (r, a.root)))
+        .collect();
+    for f in &p.funcs {
+        for blk in &f.blocks {
+            for phi in &blk.phis {
+                for (_, src) in &phi.incoming {
+                    if let Src::Reg(r) = src {
+                        if let Some(root) = alias_regs.get(r) {
+                            escaped.push(*root);
+                        }
+                    }
+                }
+            }
+        }
+        for inst in &f.insts {
+            for (k, arg) in inst.args.iter().enumerate() {
+                let Some(a) = alias.get(arg) else {
+                    continue;
+                };
+                let allowed = k == 0
+                    && match inst.decoded {
+                        Some(spirv::Op::Load) => same_layout(p, inst.ty, a.pointee),
+                        Some(spirv::Op::Store) => inst
+                            .args
+                            .get(1)
+                            .and_then(|v| p.id_ty.get(*v as usize))
+                            .is_some_and(|vt| same_layout(p, *vt, a.pointee)),
+                        _ => is_chain(inst.decoded) && alias.contains_key(&inst.id),
+                    };
+                if !allowed {
+                    escaped.push(a.root);
+                }
+            }
+            // A variable's own initialiser or storage-class word is never a use; any other
+            // instruction that names a variable in a way not seen above was caught as a use.
+        }
+    }
+    escaped.sort_unstable();
+    escaped.dedup();
+    // Registers for the promoted roots: the leaves' values, then their "written" flags.
+    let mut rows: HashMap<u32, (u32, u32)> = HashMap::new();
+    for (id, a) in &alias {
+        if a.root != *id || escaped.binary_search(id).is_ok() {
+            continue;
+        }
+        let Some(next) = p.nregs.checked_add(2 * a.leaves) else {
+            continue;
+        };
+        rows.insert(*id, (p.nregs, p.nregs + a.leaves));
+        p.nregs = next;
+    }
+    let local_of = |id: u32, var_id: Option<u32>| -> Option<Local> {
+        let a = alias.get(&id)?;
+        let (value, written) = *rows.get(&a.root)?;
+        Some(Local {
+            var: var_id.unwrap_or(a.root),
+            value: value + a.start,
+            written: written + a.start,
+            leaves: a.leaves,
+        })
+    };
+    for f in &mut p.funcs {
+        for inst in &mut f.insts {
+            inst.local = match inst.decoded {
+                Some(spirv::Op::Variable) => local_of(inst.id, None),
+                Some(spirv::Op::Load | spirv::Op::Store) => {
+                    inst.args.first().and_then(|a| local_of(*a, None))
+                }
+                op if is_chain(op) => local_of(inst.id, None),
+                _ => None,
+            };
+        }
+    }
+}
+
+/// Undoes [`promote`]: every variable back in memory (the registers stay allocated, unused).
+pub fn unpromote(p: &mut Program) {
+    for f in &mut p.funcs {
+        for inst in &mut f.insts {
+            inst.local = None;
+        }
+    }
+}
+
+fn is_chain(op: Option<spirv::Op>) -> bool {
+    matches!(
+        op,
+        Some(spirv::Op::AccessChain | spirv::Op::InBoundsAccessChain)
+    )
+}
+
+fn pointee_of(p: &Program, ptr_ty: u32) -> Option<u32> {
+    match p.types.get(ptr_ty as usize).and_then(Option::as_ref)?.shape {
+        Shape::Pointer { pointee } => Some(pointee),
+        _ => None,
+    }
+}
+
+/// Whether two types hold the same scalars in the same order (a load's result and the pointee).
+fn same_layout(p: &Program, a: u32, b: u32) -> bool {
+    let ty = |id: u32| p.types.get(id as usize).and_then(Option::as_ref);
+    match (ty(a), ty(b)) {
+        (Some(x), Some(y)) => {
+            x.leaves == y.leaves
+                && x.layout.len() == y.layout.len()
+                && x.layout.iter().zip(&y.layout).all(|(l, m)| l.1 == m.1)
+        }
+        _ => false,
+    }
+}
+
+/// The element a chain of constant indices reaches from `base`, if every index is a constant
+/// in range (an index out of range keeps the memory path and its error).
+fn constant_chain(p: &Program, base: Alias, indices: &[u32]) -> Option<Alias> {
+    let ty = |id: u32| p.types.get(id as usize).and_then(Option::as_ref);
+    let mut t: &TypeInfo = ty(base.pointee)?;
+    let mut tid = base.pointee;
+    let mut start = base.start;
+    for &id in indices {
+        let Some(IdKind::Value(Src::Const(k))) = p.ids.get(id as usize) else {
+            return None;
+        };
+        let raw = *p.consts.get(*k as usize)?;
+        let w = ty(*p.id_ty.get(id as usize)?)?
+            .scalar_of()
+            .map_or(32, Scalar::width);
+        let i = crate::num::sext(w, raw);
+        match &t.shape {
+            Shape::Struct { members, .. } => {
+                let k = usize::try_from(i).ok().filter(|k| *k < members.len())?;
+                for m in &members[..k] {
+                    start += ty(*m)?.leaves;
+                }
+                tid = members[k];
+            }
+            Shape::Array {
+                elem,
+                n,
+                runtime: false,
+                ..
+            }
+            | Shape::Vector { elem, n } => {
+                let k = u32::try_from(i).ok().filter(|k| k < n)?;
+                start += k * ty(*elem)?.leaves;
+                tid = *elem;
+            }
+            _ => return None,
+        }
+        t = ty(tid)?;
+    }
+    Some(Alias {
+        root: base.root,
+        start,
+        leaves: t.leaves,
+        pointee: tid,
+    })
+}
+
+/// What a leaf's bytes keep of `v` (as `Machine::store` then `Machine::load` give it back).
+fn kept(s: Scalar, v: u64) -> u64 {
+    match s {
+        Scalar::Bool => u64::from(v & 0xffff_ffff != 0),
+        Scalar::Ptr => v,
+        _ => v & wmask(s.width()),
+    }
+}
+
+impl Machine<'_> {
+    /// Runs an instruction on a promoted variable for the lanes of `mask`.
+    pub fn local(
+        &mut self,
+        sg: &mut Sg,
+        inst: &crate::translate::Inst,
+        op: spirv::Op,
+        local: Local,
+        mask: u128,
+    ) -> Result<()> {
+        use spirv::Op as O;
+        match op {
+            // The pointer is never made: every use reads `local` instead.
+            O::AccessChain | O::InBoundsAccessChain => Ok(()),
+            O::Variable => {
+                let t = match self.ty(inst.ty)?.shape {
+                    Shape::Pointer { pointee } => self.ty(pointee)?,
+                    _ => return Err(malformed("variable of a non-pointer type")),
+                };
+                match inst.args.get(1) {
+                    Some(init) => {
+                        let v = self.val(*init)?;
+                        self.local_store(sg, local, v.0, v.1, t, mask);
+                    }
+                    None => {
+                        // A fresh variable for this call: nothing written yet.
+                        let n = self.lanes as usize;
+                        for c in 0..local.leaves {
+                            let at = (local.written + c) as usize * n;
+                            if let Some(row) = sg.regs.get_mut(at..at + n) {
+                                for l in lanes(mask) {
+                                    row[l as usize] = 0;
+                                }
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+            O::Store => {
+                let id = *inst
+                    .args
+                    .get(1)
+                    .ok_or_else(|| malformed("missing operand"))?;
+                let v = self.val(id)?;
+                self.local_store(sg, local, v.0, v.1, v.1, mask);
+                Ok(())
+            }
+            O::Load => {
+                let t = self.ty(inst.ty)?;
+                self.local_load(sg, inst.res, local, t, mask);
+                Ok(())
+            }
+            _ => Err(malformed("an instruction on a promoted variable")),
+        }
+    }
+
+    /// Stores the value `src` (of type `vt`) into the promoted leaves, kept as `t`'s scalars.
+    fn local_store(
+        &mut self,
+        sg: &mut Sg,
+        local: Local,
+        src: Src,
+        vt: &TypeInfo,
+        t: &TypeInfo,
+        mask: u128,
+    ) {
+        let n = self.lanes as usize;
+        let scalar = |c: u32| t.layout.get(c as usize).map_or(Scalar::Ptr, |x| x.1);
+        match src {
+            Src::Reg(_) | Src::Const(_) | Src::None => {
+                for c in 0..local.leaves {
+                    let s = scalar(c);
+                    let (dst, flags) = (
+                        (local.value + c) as usize * n,
+                        (local.written + c) as usize * n,
+                    );
+                    match src {
+                        Src::Reg(r) => {
+                            let from = (r + c) as usize * n;
+                            for l in lanes(mask) {
+                                let l = l as usize;
+                                let v = sg.regs.get(from + l).copied().unwrap_or(0);
+                                if let Some(x) = sg.regs.get_mut(dst + l) {
+                                    *x = kept(s, v);
+                                }
+                            }
+                        }
+                        _ => {
+                            let v = match src {
+                                Src::Const(k) => {
+                                    self.p.consts.get((k + c) as usize).copied().unwrap_or(0)
+                                }
+                                _ => 0,
+                            };
+                            for l in lanes(mask) {
+                                if let Some(x) = sg.regs.get_mut(dst + l as usize) {
+                                    *x = kept(s, v);
+                                }
+                            }
+                        }
+                    }
+                    if let Some(row) = sg.regs.get_mut(flags..flags + n) {
+                        for l in lanes(mask) {
+                            row[l as usize] = 1;
+                        }
+                    }
+                }
+            }
+            Src::Undef => {
+                // Fresh bits per lane and leaf, drawn in the memory path's order.
+                for l in lanes(mask) {
+                    for c in 0..local.leaves {
+                        let v = self.get(sg, (src, vt), c, l);
+                        let s = scalar(c);
+                        let l = l as usize;
+                        if let Some(x) = sg.regs.get_mut((local.value + c) as usize * n + l) {
+                            *x = kept(s, v);
+                        }
+                        if let Some(x) = sg.regs.get_mut((local.written + c) as usize * n + l) {
+                            *x = 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Loads the promoted leaves into the result `res` (of type `t`) for the lanes of `mask`.
+    fn local_load(&mut self, sg: &mut Sg, res: u32, local: Local, t: &TypeInfo, mask: u128) {
+        if res == u32::MAX {
+            return;
+        }
+        let n = self.lanes as usize;
+        let all_written = (0..local.leaves).all(|c| {
+            let at = (local.written + c) as usize * n;
+            sg.regs
+                .get(at..at + n)
+                .is_some_and(|row| lanes(mask).all(|l| row[l as usize] != 0))
+        });
+        if all_written {
+            let full = self.full_mask();
+            for c in 0..local.leaves {
+                let (from, to) = ((local.value + c) as usize * n, (res + c) as usize * n);
+                if from + n > sg.regs.len() || to + n > sg.regs.len() {
+                    continue;
+                }
+                if mask == full {
+                    sg.regs.copy_within(from..from + n, to);
+                } else {
+                    for l in lanes(mask) {
+                        sg.regs[to + l as usize] = sg.regs[from + l as usize];
+                    }
+                }
+            }
+            return;
+        }
+        // Some leaf of some lane was never written: lane by lane, leaf by leaf, as memory reads.
+        for l in lanes(mask) {
+            let l = l as usize;
+            for c in 0..local.leaves {
+                let written = sg
+                    .regs
+                    .get((local.written + c) as usize * n + l)
+                    .is_some_and(|x| *x != 0);
+                let v = if written {
+                    sg.regs
+                        .get((local.value + c) as usize * n + l)
+                        .copied()
+                        .unwrap_or(0)
+                } else {
+                    let s = t.layout.get(c as usize).map_or(Scalar::Ptr, |x| x.1);
+                    let name = format!(
+                        "uninitialised memory of {}",
+                        crate::exec::MemName::Function(local.var)
+                    );
+                    self.undefined(&name, s)
+                };
+                if let Some(x) = sg.regs.get_mut((res + c) as usize * n + l) {
+                    *x = v;
+                }
+            }
+        }
+    }
+}

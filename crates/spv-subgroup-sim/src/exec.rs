@@ -432,6 +432,59 @@ impl<'p> Machine<'p> {
         }
     }
 
+    /// Copies `leaves` leaves of `v` into the registers from `dst` for the lanes of `mask`: row
+    /// by row, or lane by lane (leaves inner) for `OpUndef`, whose bits are drawn in that order.
+    fn copy_value(&mut self, sg: &mut Sg, v: (Src, &TypeInfo), leaves: u32, dst: u32, mask: u128) {
+        let n = self.lanes as usize;
+        match v.0 {
+            Src::Undef => {
+                for l in lanes(mask) {
+                    for c in 0..leaves {
+                        let x = self.get(sg, v, c, l);
+                        self.write(sg, dst, c, l, x);
+                    }
+                }
+            }
+            src => {
+                let full = self.full_mask();
+                for c in 0..leaves {
+                    let to = (dst + c) as usize * n;
+                    if to + n > sg.regs.len() {
+                        continue;
+                    }
+                    match src {
+                        Src::Reg(r) => {
+                            let from = (r + c) as usize * n;
+                            if from + n > sg.regs.len() {
+                                // Out-of-range slots read 0, as `get` does.
+                                for l in lanes(mask) {
+                                    sg.regs[to + l as usize] = 0;
+                                }
+                            } else if mask == full {
+                                sg.regs.copy_within(from..from + n, to);
+                            } else {
+                                for l in lanes(mask) {
+                                    sg.regs[to + l as usize] = sg.regs[from + l as usize];
+                                }
+                            }
+                        }
+                        _ => {
+                            let x = match src {
+                                Src::Const(k) => {
+                                    self.p.consts.get((k + c) as usize).copied().unwrap_or(0)
+                                }
+                                _ => 0,
+                            };
+                            for l in lanes(mask) {
+                                sg.regs[to + l as usize] = x;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Moves `mask` lanes from block `from` to block `to` of the top frame: phis, then pending.
     fn goto(&mut self, sg: &mut Sg, from: u32, to: u32, mask: u128) -> Result<()> {
         if mask == 0 {
@@ -535,6 +588,20 @@ impl<'p> Machine<'p> {
                     // is undefined behaviour in SPIR-V; it reads whatever the next user wrote).
                     if let Some(done) = sg.frames.pop() {
                         self.free.extend(done.locals);
+                    }
+                    // The caller resumes after its call: variables it passed as promoted
+                    // parameters get back what the callee stored.
+                    if let Some(caller) = sg.frames.last() {
+                        if let Some((_, pc, m)) = caller.cur {
+                            let insts = &self.p.funcs[caller.func as usize].insts;
+                            if let Some(call) =
+                                (pc as usize).checked_sub(1).and_then(|i| insts.get(i))
+                            {
+                                if !call.bindings.is_empty() {
+                                    self.bind_out(sg, &call.bindings, m);
+                                }
+                            }
+                        }
                     }
                     continue;
                 };
@@ -652,12 +719,7 @@ impl<'p> Machine<'p> {
                 let v = self.val(arg(0)?)?;
                 let ret = sg.frames.last().and_then(|f| f.ret);
                 if let Some(res) = ret {
-                    for l in lanes(mask) {
-                        for c in 0..v.1.leaves {
-                            let x = self.get(sg, v, c, l);
-                            self.write(sg, res, c, l, x);
-                        }
-                    }
+                    self.copy_value(sg, v, v.1.leaves, res, mask);
                 }
                 self.end_block(sg);
             }
@@ -679,14 +741,13 @@ impl<'p> Machine<'p> {
                 if sg.frames.len() > 256 {
                     return Err(unsupported("calls nested more than 256 deep (recursion?)"));
                 }
+                self.bind_in(sg, &inst.bindings, mask);
                 for (k, &(reg, leaves)) in func.params.iter().enumerate() {
-                    let v = self.val(inst.args[k + 1])?;
-                    for l in lanes(mask) {
-                        for c in 0..leaves {
-                            let x = self.get(sg, v, c, l);
-                            self.write(sg, reg, c, l, x);
-                        }
+                    if inst.bindings.iter().any(|b| b.param as usize == k) {
+                        continue;
                     }
+                    let v = self.val(inst.args[k + 1])?;
+                    self.copy_value(sg, v, leaves, reg, mask);
                 }
                 sg.frames.push(Frame {
                     func: callee,

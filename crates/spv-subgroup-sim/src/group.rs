@@ -101,7 +101,7 @@ impl Machine<'_> {
         c: u32,
         src: u64,
         active: u128,
-        what: &str,
+        op: u32,
     ) -> u64 {
         if src < u64::from(self.lanes) && active & (1u128 << src) != 0 {
             self.get(sg, v, c, src as u32)
@@ -118,6 +118,7 @@ impl Machine<'_> {
             } else {
                 "out-of-range"
             };
+            let what = crate::error::op_name(op);
             self.undefined(&format!("{what} from {why} lane {src}"), s)
         }
     }
@@ -268,8 +269,6 @@ impl Machine<'_> {
                     (O::GroupNonUniformRotateKHR, Some(id)) => self.constant(*id)?,
                     _ => u64::from(self.lanes),
                 };
-                let name = crate::error::op_name(inst.op);
-                let mut out = Vec::new();
                 for l in lanes(mask) {
                     let k = self.get(sg, x, 0, l);
                     let ll = u64::from(l);
@@ -285,13 +284,12 @@ impl Machine<'_> {
                         }
                         _ => k,
                     };
-                    out.clear();
+                    // Results go to the instruction's own rows, never an operand's (SSA), so
+                    // each lane's is written as soon as it is read.
                     for c in 0..v.1.leaves {
-                        let r = self.read_lane(sg, v, c, src, mask, &name);
-                        out.push(r);
+                        let r = self.read_lane(sg, v, c, src, mask, inst.op);
+                        self.put(sg, inst, c, l, r);
                     }
-                    let vals = out.clone();
-                    self.put_all(sg, inst, l, &vals);
                 }
             }
             O::GroupNonUniformInverseBallot

@@ -357,6 +357,31 @@ impl<'p> Machine<'p> {
             O::Select => {
                 let (c, a, b) = (self.val(arg(0)?)?, self.val(arg(1)?)?, self.val(arg(2)?)?);
                 let per_comp = c.1.leaves > 1;
+                let undef = [c.0, a.0, b.0].contains(&Src::Undef);
+                if !undef && inst.res != u32::MAX {
+                    // Row by row: no operand draws undefined bits, so the order is free.
+                    let n = self.lanes as usize;
+                    let full = self.full_mask();
+                    let mut row = [0u64; crate::vector::MAX_LANES];
+                    for k in 0..rleaves {
+                        let cs = self.leaf_src(c.0, if per_comp { k } else { 0 }, n);
+                        let (xa, xb) = (self.leaf_src(a.0, k, n), self.leaf_src(b.0, k, n));
+                        for l in lanes(mask) {
+                            let l = l as usize;
+                            let at = |x: Leaf| match x {
+                                Leaf::Row(r) => sg.regs.get(r + l).copied().unwrap_or(0),
+                                Leaf::Const(v) => v,
+                                Leaf::Undef(_) => 0,
+                            };
+                            row[l] = if at(cs) != 0 { at(xa) } else { at(xb) };
+                        }
+                        let to = (inst.res as usize + k as usize) * n;
+                        if let Some(dst) = sg.regs.get_mut(to..to + n) {
+                            crate::exec::copy_lanes(dst, &row[..n], mask, full);
+                        }
+                    }
+                    return Ok(());
+                }
                 for l in lanes(mask) {
                     for k in 0..rleaves {
                         let cond = self.get(sg, c, if per_comp { k } else { 0 }, l) != 0;
@@ -372,6 +397,34 @@ impl<'p> Machine<'p> {
             O::Bitcast => {
                 let v = self.val(arg(0)?)?;
                 let t = rty.ok_or_else(|| malformed("bitcast type"))?;
+                if v.0 != Src::Undef && inst.res != u32::MAX {
+                    // Straight from the operand's rows (no undefined bits to draw in order).
+                    let n = self.lanes as usize;
+                    for l in lanes(mask) {
+                        let l = l as usize;
+                        let mut bits: u128 = 0;
+                        let mut at = 0;
+                        for (c, (_, s)) in v.1.layout.iter().enumerate() {
+                            let x = match self.leaf_src(v.0, c as u32, n) {
+                                Leaf::Row(r) => sg.regs.get(r + l).copied().unwrap_or(0),
+                                Leaf::Const(x) => x,
+                                Leaf::Undef(_) => 0,
+                            };
+                            bits |= u128::from(x) << at;
+                            at += s.bytes() * 8;
+                        }
+                        let mut at = 0;
+                        for (c, (_, s)) in t.layout.iter().enumerate() {
+                            let w = s.bytes() * 8;
+                            let x = ((bits >> at) as u64) & crate::num::mask(w);
+                            at += w;
+                            if let Some(slot) = sg.regs.get_mut((inst.res as usize + c) * n + l) {
+                                *slot = x;
+                            }
+                        }
+                    }
+                    return Ok(());
+                }
                 for l in lanes(mask) {
                     let mut bits: u128 = 0;
                     let mut at = 0;
@@ -413,15 +466,15 @@ impl<'p> Machine<'p> {
             }
             O::Any | O::All => {
                 let v = self.val(arg(0)?)?;
+                // Every component is read (undefined bits drawn in order), then combined.
                 for l in lanes(mask) {
-                    let bits: Vec<bool> = (0..v.1.leaves)
-                        .map(|c| self.get(sg, v, c, l) != 0)
-                        .collect();
-                    let r = if op == O::Any {
-                        bits.iter().any(|b| *b)
-                    } else {
-                        bits.iter().all(|b| *b)
-                    };
+                    let (mut any, mut all) = (false, true);
+                    for c in 0..v.1.leaves {
+                        let b = self.get(sg, v, c, l) != 0;
+                        any |= b;
+                        all &= b;
+                    }
+                    let r = if op == O::Any { any } else { all };
                     self.put(sg, inst, 0, l, u64::from(r));
                 }
             }
@@ -537,6 +590,23 @@ impl<'p> Machine<'p> {
             }
         }
         Ok(())
+    }
+
+    /// Where leaf `c` of a value comes from for a whole row (a register row or a constant;
+    /// `OpUndef` needs bits per lane and is `Leaf::Undef`).
+    fn leaf_src(&self, src: Src, c: u32, n: usize) -> Leaf {
+        match src {
+            Src::Reg(r) => Leaf::Row((r as usize + c as usize) * n),
+            Src::Const(i) => Leaf::Const(
+                self.p
+                    .consts
+                    .get(i as usize + c as usize)
+                    .copied()
+                    .unwrap_or(0),
+            ),
+            Src::Undef => Leaf::Undef(0),
+            Src::None => Leaf::Const(0),
+        }
     }
 
     fn elementwise(&mut self, sg: &mut Sg, inst: &Inst, op: spirv::Op, mask: u128) -> Result<()> {

@@ -19,16 +19,20 @@
 //! Any other use (a call argument, `OpCopyMemory`, an atomic, a phi, a pointer stored as a
 //! value, a dynamic index) leaves the variable in memory, as before.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::error::{malformed, Result};
 use crate::exec::{Machine, Sg};
 use crate::num::{lanes, mask as wmask};
-use crate::translate::{IdKind, Local, Program, Src};
+use crate::translate::{Binding, IdKind, Local, Program, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 
 /// Most leaves of a promoted variable (its rows are part of every subgroup's register file).
 const MAX_PROMOTED_LEAVES: u32 = 256;
+
+/// A leaf's flag once a lane stored it; before, the flag is the variable's id shifted left by
+/// one (0 in registers never set), which names the variable in reports.
+const WRITTEN: u64 = 1;
 
 /// `Function` storage class.
 const FUNCTION: u32 = spirv::StorageClass::Function as u32;
@@ -46,30 +50,43 @@ struct Alias {
 /// Marks the variables that can live in registers and the instructions that reach them.
 pub fn promote(p: &mut Program) {
     let mut alias: HashMap<u32, Alias> = HashMap::new();
-    // Roots: Function variables of a type with a bounded, small layout.
+    let small = |ty: u32| -> Option<(u32, u32)> {
+        let pointee = pointee_of(p, ty)?;
+        let t = p.types.get(pointee as usize).and_then(Option::as_ref)?;
+        (t.size != 0 && t.leaves != 0 && t.leaves <= MAX_PROMOTED_LEAVES)
+            .then_some((pointee, t.leaves))
+    };
+    // Roots: Function variables, and pointer parameters (bound to what each call passes), of a
+    // type with a bounded, small layout.
     for f in &p.funcs {
         for inst in &f.insts {
             if inst.decoded != Some(spirv::Op::Variable) || inst.args.first() != Some(&FUNCTION) {
                 continue;
             }
-            let Some(pointee) = pointee_of(p, inst.ty) else {
-                continue;
-            };
-            let Some(t) = p.types.get(pointee as usize).and_then(Option::as_ref) else {
-                continue;
-            };
-            if t.size == 0 || t.leaves == 0 || t.leaves > MAX_PROMOTED_LEAVES {
-                continue;
+            if let Some((pointee, leaves)) = small(inst.ty) {
+                alias.insert(
+                    inst.id,
+                    Alias {
+                        root: inst.id,
+                        start: 0,
+                        leaves,
+                        pointee,
+                    },
+                );
             }
-            alias.insert(
-                inst.id,
-                Alias {
-                    root: inst.id,
-                    start: 0,
-                    leaves: t.leaves,
-                    pointee,
-                },
-            );
+        }
+        for &id in &f.param_ids {
+            if let Some((pointee, leaves)) = p.id_ty.get(id as usize).and_then(|t| small(*t)) {
+                alias.insert(
+                    id,
+                    Alias {
+                        root: id,
+                        start: 0,
+                        leaves,
+                        pointee,
+                    },
+                );
+            }
         }
     }
     // Access chains with constant, in-range indices into them (to a fixed point, so the order of
@@ -94,8 +111,11 @@ pub fn promote(p: &mut Program) {
             break;
         }
     }
-    // Every use of every alias must be a load's or store's pointer, or a promoted chain's base.
-    let mut escaped: Vec<u32> = Vec::new();
+    // Every use of every alias must be a load's or store's pointer, a promoted chain's base, or
+    // a call's argument for a promoted parameter; every call must pass a promoted parameter a
+    // promoted variable. Roots that fail are kept in memory, to a fixed point (a parameter kept
+    // in memory needs real pointers from every caller, and the other way round).
+    let mut escaped: HashSet<u32> = HashSet::new();
     let reg_of = |id: u32| match p.ids.get(id as usize) {
         Some(IdKind::Value(Src::Reg(r))) => Some(*r),
         _ => None,
@@ -108,73 +128,134 @@ pub fn promote(p: &mut Program) {
         for blk in &f.blocks {
             for phi in &blk.phis {
                 for (_, src) in &phi.incoming {
-                    if let Src::Reg(r) = src {
-                        if let Some(root) = alias_regs.get(r) {
-                            escaped.push(*root);
+                    if let Some(root) = match src {
+                        Src::Reg(r) => alias_regs.get(r),
+                        _ => None,
+                    } {
+                        escaped.insert(*root);
+                    }
+                }
+            }
+        }
+    }
+    loop {
+        let before = escaped.len();
+        for f in &p.funcs {
+            for inst in &f.insts {
+                let callee = match (inst.decoded, inst.args.first()) {
+                    (Some(spirv::Op::FunctionCall), Some(c)) => match p.ids.get(*c as usize) {
+                        Some(IdKind::Func(f)) => p.funcs.get(*f as usize),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                for (k, arg) in inst.args.iter().enumerate() {
+                    // A call's promoted parameter must receive a promoted variable.
+                    let param = match (callee, k) {
+                        (Some(c), 1..) => c.param_ids.get(k - 1).filter(|q| alias.contains_key(q)),
+                        _ => None,
+                    };
+                    let Some(a) = alias.get(arg) else {
+                        if let Some(q) = param {
+                            escaped.insert(*q);
+                        }
+                        continue;
+                    };
+                    let allowed = match (inst.decoded, k) {
+                        (Some(spirv::Op::Load), 0) => same_layout(p, inst.ty, a.pointee),
+                        (Some(spirv::Op::Store), 0) => inst
+                            .args
+                            .get(1)
+                            .and_then(|v| p.id_ty.get(*v as usize))
+                            .is_some_and(|vt| same_layout(p, *vt, a.pointee)),
+                        (Some(spirv::Op::FunctionCall), 1..) => param.is_some_and(|q| {
+                            // The same variable twice in one call would alias: memory.
+                            let once = inst.args[1..]
+                                .iter()
+                                .filter(|x| alias.get(x).is_some_and(|b| b.root == a.root))
+                                .count()
+                                == 1;
+                            once && !escaped.contains(q)
+                                && alias
+                                    .get(q)
+                                    .is_some_and(|b| same_layout(p, b.pointee, a.pointee))
+                        }),
+                        (op, 0) => is_chain(op) && alias.contains_key(&inst.id),
+                        _ => false,
+                    };
+                    if !allowed || escaped.contains(&a.root) {
+                        escaped.insert(a.root);
+                        if let Some(q) = param {
+                            escaped.insert(*q);
                         }
                     }
                 }
             }
         }
-        for inst in &f.insts {
-            for (k, arg) in inst.args.iter().enumerate() {
-                let Some(a) = alias.get(arg) else {
-                    continue;
-                };
-                let allowed = k == 0
-                    && match inst.decoded {
-                        Some(spirv::Op::Load) => same_layout(p, inst.ty, a.pointee),
-                        Some(spirv::Op::Store) => inst
-                            .args
-                            .get(1)
-                            .and_then(|v| p.id_ty.get(*v as usize))
-                            .is_some_and(|vt| same_layout(p, *vt, a.pointee)),
-                        _ => is_chain(inst.decoded) && alias.contains_key(&inst.id),
-                    };
-                if !allowed {
-                    escaped.push(a.root);
-                }
-            }
-            // A variable's own initialiser or storage-class word is never a use; any other
-            // instruction that names a variable in a way not seen above was caught as a use.
+        if escaped.len() == before {
+            break;
         }
     }
-    escaped.sort_unstable();
-    escaped.dedup();
-    // Registers for the promoted roots: the leaves' values, then their "written" flags.
+    // Registers for the promoted roots: the leaves' values, then their written flags.
     let mut rows: HashMap<u32, (u32, u32)> = HashMap::new();
-    for (id, a) in &alias {
-        if a.root != *id || escaped.binary_search(id).is_ok() {
-            continue;
-        }
-        let Some(next) = p.nregs.checked_add(2 * a.leaves) else {
+    let mut roots: Vec<(u32, u32)> = alias
+        .iter()
+        .filter(|(id, a)| a.root == **id && !escaped.contains(*id))
+        .map(|(id, a)| (*id, a.leaves))
+        .collect();
+    roots.sort_unstable();
+    for (id, leaves) in roots {
+        let Some(next) = p.nregs.checked_add(2 * leaves) else {
             continue;
         };
-        rows.insert(*id, (p.nregs, p.nregs + a.leaves));
+        rows.insert(id, (p.nregs, p.nregs + leaves));
         p.nregs = next;
     }
-    let local_of = |id: u32, var_id: Option<u32>| -> Option<Local> {
+    let local_of = |id: u32| -> Option<Local> {
         let a = alias.get(&id)?;
         let (value, written) = *rows.get(&a.root)?;
         Some(Local {
-            var: var_id.unwrap_or(a.root),
+            var: a.root,
             value: value + a.start,
             written: written + a.start,
             leaves: a.leaves,
         })
     };
-    for f in &mut p.funcs {
-        for inst in &mut f.insts {
-            inst.local = match inst.decoded {
-                Some(spirv::Op::Variable) => local_of(inst.id, None),
+    let funcs = std::mem::take(&mut p.funcs);
+    let mut out = funcs.clone();
+    for (f, g) in funcs.iter().zip(&mut out) {
+        for (inst, ginst) in f.insts.iter().zip(&mut g.insts) {
+            ginst.local = match inst.decoded {
+                Some(spirv::Op::Variable) => local_of(inst.id),
                 Some(spirv::Op::Load | spirv::Op::Store) => {
-                    inst.args.first().and_then(|a| local_of(*a, None))
+                    inst.args.first().and_then(|a| local_of(*a))
                 }
-                op if is_chain(op) => local_of(inst.id, None),
+                op if is_chain(op) => local_of(inst.id),
                 _ => None,
             };
+            if inst.decoded != Some(spirv::Op::FunctionCall) {
+                continue;
+            }
+            let Some(IdKind::Func(c)) = inst.args.first().and_then(|c| p.ids.get(*c as usize))
+            else {
+                continue;
+            };
+            let Some(callee) = funcs.get(*c as usize) else {
+                continue;
+            };
+            for (k, q) in callee.param_ids.iter().enumerate() {
+                let arg = inst.args.get(k + 1).and_then(|a| local_of(*a));
+                if let (Some(arg), Some(to)) = (arg, local_of(*q)) {
+                    ginst.bindings.push(Binding {
+                        param: k as u32,
+                        arg,
+                        to,
+                    });
+                }
+            }
         }
     }
+    p.funcs = out;
 }
 
 /// Undoes [`promote`]: every variable back in memory (the registers stay allocated, unused).
@@ -182,6 +263,7 @@ pub fn unpromote(p: &mut Program) {
     for f in &mut p.funcs {
         for inst in &mut f.insts {
             inst.local = None;
+            inst.bindings.clear();
         }
     }
 }
@@ -294,13 +376,14 @@ impl Machine<'_> {
                         self.local_store(sg, local, v.0, v.1, t, mask);
                     }
                     None => {
-                        // A fresh variable for this call: nothing written yet.
+                        // A fresh variable for this call: nothing written yet (the flag
+                        // names the variable, for reports through a parameter bound to it).
                         let n = self.lanes as usize;
                         for c in 0..local.leaves {
                             let at = (local.written + c) as usize * n;
                             if let Some(row) = sg.regs.get_mut(at..at + n) {
                                 for l in lanes(mask) {
-                                    row[l as usize] = 0;
+                                    row[l as usize] = u64::from(local.var) << 1;
                                 }
                             }
                         }
@@ -373,7 +456,7 @@ impl Machine<'_> {
                     }
                     if let Some(row) = sg.regs.get_mut(flags..flags + n) {
                         for l in lanes(mask) {
-                            row[l as usize] = 1;
+                            row[l as usize] = WRITTEN;
                         }
                     }
                 }
@@ -389,7 +472,7 @@ impl Machine<'_> {
                             *x = kept(s, v);
                         }
                         if let Some(x) = sg.regs.get_mut((local.written + c) as usize * n + l) {
-                            *x = 1;
+                            *x = WRITTEN;
                         }
                     }
                 }
@@ -407,7 +490,7 @@ impl Machine<'_> {
             let at = (local.written + c) as usize * n;
             sg.regs
                 .get(at..at + n)
-                .is_some_and(|row| lanes(mask).all(|l| row[l as usize] != 0))
+                .is_some_and(|row| lanes(mask).all(|l| row[l as usize] == WRITTEN))
         });
         if all_written {
             let full = self.full_mask();
@@ -430,25 +513,68 @@ impl Machine<'_> {
         for l in lanes(mask) {
             let l = l as usize;
             for c in 0..local.leaves {
-                let written = sg
+                let flag = sg
                     .regs
                     .get((local.written + c) as usize * n + l)
-                    .is_some_and(|x| *x != 0);
-                let v = if written {
+                    .copied()
+                    .unwrap_or(0);
+                let v = if flag == WRITTEN {
                     sg.regs
                         .get((local.value + c) as usize * n + l)
                         .copied()
                         .unwrap_or(0)
                 } else {
                     let s = t.layout.get(c as usize).map_or(Scalar::Ptr, |x| x.1);
+                    let var = match (flag >> 1) as u32 {
+                        0 => local.var,
+                        v => v,
+                    };
                     let name = format!(
                         "uninitialised memory of {}",
-                        crate::exec::MemName::Function(local.var)
+                        crate::exec::MemName::Function(var)
                     );
                     self.undefined(&name, s)
                 };
                 if let Some(x) = sg.regs.get_mut((res + c) as usize * n + l) {
                     *x = v;
+                }
+            }
+        }
+    }
+}
+
+impl Machine<'_> {
+    /// At a call: copies each promoted variable passed into the callee parameter's rows.
+    pub fn bind_in(&self, sg: &mut Sg, bindings: &[Binding], mask: u128) {
+        for b in bindings {
+            self.copy_rows(sg, b.arg, b.to, mask);
+        }
+    }
+
+    /// When the callee of `bindings` returned: copies each parameter's rows back into the
+    /// variable passed (the callee's stores through the pointer land there, as in memory).
+    pub fn bind_out(&self, sg: &mut Sg, bindings: &[Binding], mask: u128) {
+        for b in bindings {
+            self.copy_rows(sg, b.to, b.arg, mask);
+        }
+    }
+
+    /// Copies the value and flag rows of `from` to `to` for the lanes of `mask`.
+    fn copy_rows(&self, sg: &mut Sg, from: Local, to: Local, mask: u128) {
+        let n = self.lanes as usize;
+        let full = self.full_mask();
+        for c in 0..from.leaves.min(to.leaves) {
+            for (a, b) in [(from.value, to.value), (from.written, to.written)] {
+                let (src, dst) = ((a + c) as usize * n, (b + c) as usize * n);
+                if src + n > sg.regs.len() || dst + n > sg.regs.len() {
+                    continue;
+                }
+                if mask == full {
+                    sg.regs.copy_within(src..src + n, dst);
+                } else {
+                    for l in lanes(mask) {
+                        sg.regs[dst + l as usize] = sg.regs[src + l as usize];
+                    }
                 }
             }
         }

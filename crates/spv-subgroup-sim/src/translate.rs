@@ -62,6 +62,21 @@ pub struct Inst {
     pub args: Vec<u32>,
     /// The promoted Function variable this instruction reaches, if any (`crate::promote`).
     pub local: Option<Local>,
+    /// For `OpFunctionCall`: the pointer arguments passed as promoted variables, copied into the
+    /// callee's parameter rows at the call and back when it returns (`crate::promote`).
+    pub bindings: Vec<Binding>,
+}
+
+/// A pointer argument of a call bound to a promoted parameter: (argument index, what the
+/// caller passes, the callee parameter's rows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Binding {
+    /// Index of the parameter.
+    pub param: u32,
+    /// The caller's variable (or part of one) passed.
+    pub arg: Local,
+    /// The callee parameter's rows.
+    pub to: Local,
 }
 
 /// What an instruction reaches of a Function variable kept in registers (`crate::promote`).
@@ -122,6 +137,8 @@ pub struct Func {
     pub insts: Vec<Inst>,
     /// Parameters: (first register, leaves).
     pub params: Vec<(u32, u32)>,
+    /// Parameter ids, in order.
+    pub param_ids: Vec<u32>,
 }
 
 /// A module-scope variable.
@@ -845,6 +862,7 @@ impl Builder<'_> {
                         let leaves = self.ty(self.p.id_ty[id as usize])?.leaves;
                         if let Src::Reg(r) = self.src(id)? {
                             f.params.push((r, leaves));
+                            f.param_ids.push(id);
                         }
                     }
                     Some(spirv::Op::Label) => {
@@ -914,6 +932,7 @@ impl Builder<'_> {
                             res,
                             args: args.to_vec(),
                             local: None,
+                            bindings: Vec::new(),
                         });
                         blk.end = f.insts.len() as u32;
                     }

@@ -351,11 +351,11 @@ fn a_workgroup_barrier_in_non_uniform_control_flow_is_an_error() {
 #[test]
 fn function_variables_in_registers_give_exactly_what_memory_gives() {
     // Locals written in divergent control flow only, a struct with leaves never written, a bool
-    // member, a whole-struct copy, a loop-carried local, an OpUndef, and a variable passed to a
-    // function (which keeps it in memory): outputs, undefined reports (what, where, in order),
+    // member, a whole-struct copy, a loop-carried local, an OpUndef, variables passed to functions
+    // (inout, and out read before written in the callee): outputs, undefined reports (what, where, in order),
     // steps and lane-instructions must be the same with and without the register form.
     let module = Module::new(&compile(
-        "#version 450\n#extension GL_KHR_shader_subgroup_arithmetic : require\nlayout(local_size_x = 23) in;\nlayout(binding = 0) buffer O { uint o[]; };\nstruct S { uint a; uvec2 b; bool c; float f; };\nuint bump(inout uint v) { v += 7u; return v; }\nvoid main() {\n  uint i = gl_LocalInvocationIndex;\n  S s; uint u; uint k; uint acc = 0u; uint m = i;\n  if ((i & 1u) == 0u) { u = i * 3u; s.b.y = i; } else { s.f = float(i) * 0.5; }\n  s.c = (i & 2u) != 0u;\n  for (k = 0u; k < (i % 4u); k++) { acc += subgroupAdd(k) + u; }\n  S t = s;\n  bump(m);\n  o[i * 6u + 0u] = u;\n  o[i * 6u + 1u] = s.b.y + s.a;\n  o[i * 6u + 2u] = t.c ? 1u : 0u;\n  o[i * 6u + 3u] = t.b.x + floatBitsToUint(t.f);\n  o[i * 6u + 4u] = acc;\n  o[i * 6u + 5u] = m;\n}\n",
+        "#version 450\n#extension GL_KHR_shader_subgroup_arithmetic : require\nlayout(local_size_x = 23) in;\nlayout(binding = 0) buffer O { uint o[]; };\nstruct S { uint a; uvec2 b; bool c; float f; };\nuint bump(inout uint v) { v += 7u; return v; }\nvoid twiddle(out uint v, uint i) { if ((i & 1u) == 0u) { v = i; } v = v + 1u; }\nvoid main() {\n  uint i = gl_LocalInvocationIndex;\n  S s; uint u; uint k; uint acc = 0u; uint m = i;\n  if ((i & 1u) == 0u) { u = i * 3u; s.b.y = i; } else { s.f = float(i) * 0.5; }\n  s.c = (i & 2u) != 0u;\n  for (k = 0u; k < (i % 4u); k++) { acc += subgroupAdd(k) + u; }\n  S t = s;\n  bump(m);\n  uint w; twiddle(w, i);\n  o[i * 7u + 0u] = u;\n  o[i * 7u + 1u] = s.b.y + s.a;\n  o[i * 7u + 2u] = t.c ? 1u : 0u;\n  o[i * 7u + 3u] = t.b.x + floatBitsToUint(t.f);\n  o[i * 7u + 4u] = acc;\n  o[i * 7u + 5u] = m;\n  o[i * 7u + 6u] = w;\n}\n",
     ))
     .expect("translates");
     let in_memory = module.clone().with_variables_in_memory();
@@ -364,7 +364,7 @@ fn function_variables_in_registers_give_exactly_what_memory_gives() {
             let d = Dispatch::default()
                 .with_subgroup_size(size)
                 .with_workgroups([2, 1, 1])
-                .with_buffers(BTreeMap::from([((0, 0), vec![0u8; 2 * 23 * 6 * 4])]))
+                .with_buffers(BTreeMap::from([((0, 0), vec![0u8; 2 * 23 * 7 * 4])]))
                 .with_seed(seed)
                 .with_report_undefined(true);
             let (a, b) = (

@@ -7,6 +7,9 @@ use crate::num::{fget, fput, sext};
 use crate::translate::Inst;
 use crate::types::Scalar;
 
+/// Most operands of a GLSL.std.450 instruction (`FMix`, `FClamp`, `Fma`, ...).
+const MAX_OPERANDS: usize = 3;
+
 impl Machine<'_> {
     /// Executes GLSL.std.450 instruction `ext` (operands after the set and number).
     pub fn glsl(&mut self, sg: &mut Sg, inst: &Inst, ext: u32, mask: u128) -> Result<()> {
@@ -98,16 +101,16 @@ impl Machine<'_> {
             for c in 0..rt.leaves {
                 let rs = rt.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
                 let w = rs.width();
-                let xs: Vec<(u64, Scalar)> = vals
-                    .iter()
-                    .map(|v| {
-                        let cc = if v.1.leaves > 1 { c } else { 0 };
-                        (
-                            self.get(sg, *v, cc, l),
-                            v.1.layout.get(cc as usize).map_or(rs, |x| x.1),
-                        )
-                    })
-                    .collect();
+                // GLSL.std.450 takes at most three operands: no allocation per lane.
+                let mut buf = [(0u64, rs); MAX_OPERANDS];
+                for (x, v) in buf.iter_mut().zip(&vals) {
+                    let cc = if v.1.leaves > 1 { c } else { 0 };
+                    *x = (
+                        self.get(sg, *v, cc, l),
+                        v.1.layout.get(cc as usize).map_or(rs, |x| x.1),
+                    );
+                }
+                let xs = &buf[..vals.len().min(MAX_OPERANDS)];
                 let f = |k: usize| xs.get(k).map_or(0.0, |x| fget(x.1.width(), x.0));
                 let i = |k: usize| xs.get(k).map_or(0, |x| sext(x.1.width(), x.0));
                 let u = |k: usize| xs.get(k).map_or(0, |x| x.0);

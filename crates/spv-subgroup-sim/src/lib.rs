@@ -15,6 +15,7 @@
 mod alu;
 mod error;
 mod exec;
+mod fast;
 mod glsl;
 mod group;
 mod num;
@@ -214,6 +215,7 @@ impl Module {
     pub fn with_spec_constants(words: &[u32], spec: &BTreeMap<u32, u64>) -> Result<Self> {
         let mut program = translate::translate(words, spec)?;
         promote::promote(&mut program);
+        fast::prepare(&mut program);
         Ok(Module { program })
     }
 

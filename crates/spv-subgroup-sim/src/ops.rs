@@ -21,6 +21,11 @@ impl<'p> Machine<'p> {
         if let Some(local) = inst.local {
             return self.local(sg, inst, op, local, mask);
         }
+        if let Some(r) = &inst.row {
+            if self.run_row(sg, inst.res, r, mask) {
+                return Ok(());
+            }
+        }
         let arg = |k: usize| {
             inst.args
                 .get(k)
@@ -362,24 +367,39 @@ impl<'p> Machine<'p> {
                     // Row by row: no operand draws undefined bits, so the order is free.
                     let n = self.lanes as usize;
                     let full = self.full_mask();
-                    let mut row = [0u64; crate::vector::MAX_LANES];
+                    let mut rows = std::mem::take(&mut self.scratch);
+                    rows.clear();
+                    rows.resize(4 * n, 0);
                     for k in 0..rleaves {
-                        let cs = self.leaf_src(c.0, if per_comp { k } else { 0 }, n);
-                        let (xa, xb) = (self.leaf_src(a.0, k, n), self.leaf_src(b.0, k, n));
-                        for l in lanes(mask) {
-                            let l = l as usize;
-                            let at = |x: Leaf| match x {
-                                Leaf::Row(r) => sg.regs.get(r + l).copied().unwrap_or(0),
-                                Leaf::Const(v) => v,
-                                Leaf::Undef(_) => 0,
-                            };
-                            row[l] = if at(cs) != 0 { at(xa) } else { at(xb) };
+                        let srcs = [
+                            self.leaf_src(c.0, if per_comp { k } else { 0 }, n),
+                            self.leaf_src(a.0, k, n),
+                            self.leaf_src(b.0, k, n),
+                        ];
+                        // Each operand as a row (constants spread), then one loop over lanes.
+                        for (j, x) in srcs.iter().enumerate() {
+                            let dst = &mut rows[j * n..(j + 1) * n];
+                            match *x {
+                                Leaf::Row(r) => match sg.regs.get(r..r + n) {
+                                    Some(src) => dst.copy_from_slice(src),
+                                    None => dst.fill(0),
+                                },
+                                Leaf::Const(v) => dst.fill(v),
+                                Leaf::Undef(_) => dst.fill(0),
+                            }
+                        }
+                        let (ops, out) = rows.split_at_mut(3 * n);
+                        let (cr, rest) = ops.split_at(n);
+                        let (ar, br) = rest.split_at(n);
+                        for l in 0..n {
+                            out[l] = if cr[l] != 0 { ar[l] } else { br[l] };
                         }
                         let to = (inst.res as usize + k as usize) * n;
                         if let Some(dst) = sg.regs.get_mut(to..to + n) {
-                            crate::exec::copy_lanes(dst, &row[..n], mask, full);
+                            crate::exec::copy_lanes(dst, out, mask, full);
                         }
                     }
+                    self.scratch = rows;
                     return Ok(());
                 }
                 for l in lanes(mask) {
@@ -400,6 +420,31 @@ impl<'p> Machine<'p> {
                 if v.0 != Src::Undef && inst.res != u32::MAX {
                     // Straight from the operand's rows (no undefined bits to draw in order).
                     let n = self.lanes as usize;
+                    if let ([_], [(_, s)]) = (v.1.layout.as_slice(), t.layout.as_slice()) {
+                        // One leaf to one leaf (`floatBitsToUint` and the like): its low bits.
+                        let m = crate::num::mask(s.bytes() * 8);
+                        let out = inst.res as usize * n;
+                        if out + n <= sg.regs.len() {
+                            match self.leaf_src(v.0, 0, n) {
+                                Leaf::Row(r) if r + n <= sg.regs.len() => {
+                                    for l in lanes(mask) {
+                                        sg.regs[out + l as usize] = sg.regs[r + l as usize] & m;
+                                    }
+                                }
+                                // A constant, or a row out of range (read as 0, as `get` does).
+                                src => {
+                                    let x = match src {
+                                        Leaf::Const(x) => x,
+                                        _ => 0,
+                                    };
+                                    for l in lanes(mask) {
+                                        sg.regs[out + l as usize] = x & m;
+                                    }
+                                }
+                            }
+                        }
+                        return Ok(());
+                    }
                     for l in lanes(mask) {
                         let l = l as usize;
                         let mut bits: u128 = 0;

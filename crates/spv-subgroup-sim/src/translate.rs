@@ -65,6 +65,30 @@ pub struct Inst {
     /// For `OpFunctionCall`: the pointer arguments passed as promoted variables, copied into the
     /// callee's parameter rows at the call and back when it returns (`crate::promote`).
     pub bindings: Vec<Binding>,
+    /// An always-defined elementwise operation resolved once (`crate::fast`), if this is one.
+    pub row: Option<RowOp>,
+}
+
+/// An elementwise operation over whole rows with its operands resolved at translation
+/// (`crate::fast`): no id, type or layout is looked up when it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowOp {
+    /// The operation.
+    pub op: spirv::Op,
+    /// First operand (a register or a constant, never `OpUndef`).
+    pub a: Src,
+    /// Second operand (the first again for unary operations).
+    pub b: Src,
+    /// Scalars of the result and of the operands (every leaf the same).
+    pub rs: Scalar,
+    /// Scalar of the first operand.
+    pub sa: Scalar,
+    /// Scalar of the second operand.
+    pub sb: Scalar,
+    /// Whether each operand has a leaf per result leaf (else one, used for every leaf).
+    pub wide: [bool; 2],
+    /// Result leaves.
+    pub leaves: u32,
 }
 
 /// A pointer argument of a call bound to a promoted parameter: (argument index, what the
@@ -933,6 +957,7 @@ impl Builder<'_> {
                             args: args.to_vec(),
                             local: None,
                             bindings: Vec::new(),
+                            row: None,
                         });
                         blk.end = f.insts.len() as u32;
                     }

@@ -1,0 +1,113 @@
+//! Elementwise instructions resolved once at translation (operand sources, scalars, leaf
+//! counts) so each execution goes straight to [`crate::vector::row`] over whole rows: the
+//! register-machine form of the most frequent instructions, without an id, type or layout
+//! lookup per step. Only operations `vector::row` computes and whose operands are registers or
+//! constants (never `OpUndef`, whose bits are drawn per lane) of scalar or vector types get
+//! this form; a shift with a lane out of range falls back to the general path, which reports
+//! the undefined result, so every result is what `ops.rs`'s elementwise path computes.
+
+use crate::exec::{Machine, Sg};
+use crate::translate::{IdKind, Program, RowOp, Src};
+use crate::types::{Scalar, TypeInfo};
+use crate::vector::{row, split_rows, MAX_LANES};
+
+/// Marks the instructions that take the row form.
+pub fn prepare(p: &mut Program) {
+    let mut funcs = std::mem::take(&mut p.funcs);
+    for f in &mut funcs {
+        for inst in &mut f.insts {
+            inst.row = resolve(p, inst);
+        }
+    }
+    p.funcs = funcs;
+}
+
+/// The scalar every leaf of `t` has, if they all have the same one.
+fn uniform(t: &TypeInfo) -> Option<Scalar> {
+    let s = t.layout.first()?.1;
+    t.layout.iter().all(|l| l.1 == s).then_some(s)
+}
+
+fn resolve(p: &Program, inst: &crate::translate::Inst) -> Option<RowOp> {
+    let op = inst.decoded?;
+    if inst.group || inst.local.is_some() || inst.res == u32::MAX || !handles(op) {
+        return None;
+    }
+    let ty = |id: u32| p.types.get(id as usize).and_then(Option::as_ref);
+    let rt = ty(inst.ty)?;
+    let rs = uniform(rt)?;
+    let operand = |k: usize| -> Option<(Src, Scalar, bool)> {
+        let id = *inst.args.get(k)?;
+        let src = match p.ids.get(id as usize)? {
+            IdKind::Value(s @ (Src::Reg(_) | Src::Const(_))) => *s,
+            _ => return None,
+        };
+        let t = ty(*p.id_ty.get(id as usize)?)?;
+        Some((src, uniform(t)?, t.leaves > 1))
+    };
+    let (a, sa, wa) = operand(0)?;
+    let (b, sb, wb) = match inst.args.len() {
+        1 => (a, sa, wa),
+        2 => operand(1)?,
+        _ => return None,
+    };
+    Some(RowOp {
+        op,
+        a,
+        b,
+        rs,
+        sa,
+        sb,
+        wide: [wa, wb],
+        leaves: rt.leaves,
+    })
+}
+
+/// Whether `vector::row` computes `op` (asked of it, so the two lists cannot drift apart).
+fn handles(op: spirv::Op) -> bool {
+    let s = Scalar::Int {
+        width: 32,
+        signed: false,
+    };
+    row(op, s, s, s, &[0], &[0], &mut [0], 1, 1)
+}
+
+impl Machine<'_> {
+    /// Runs a row-form instruction for the lanes of `mask`; false (having written only results
+    /// the general path writes the same) when a lane needs that path.
+    pub fn run_row(&mut self, sg: &mut Sg, res: u32, r: &RowOp, mask: u128) -> bool {
+        let n = self.lanes as usize;
+        let full = self.full_mask();
+        let mut consts = std::mem::take(&mut self.scratch);
+        consts.clear();
+        consts.resize(2 * n, 0);
+        let mut ok = true;
+        for c in 0..r.leaves {
+            let mut rows = [None; 2];
+            for (k, (src, wide)) in [(r.a, r.wide[0]), (r.b, r.wide[1])].into_iter().enumerate() {
+                let leaf = if wide { c } else { 0 } as usize;
+                match src {
+                    Src::Reg(x) => rows[k] = Some((x as usize + leaf) * n),
+                    Src::Const(i) => {
+                        let v = self.p.consts.get(i as usize + leaf).copied().unwrap_or(0);
+                        consts[k * n..(k + 1) * n].fill(v);
+                    }
+                    _ => {}
+                }
+            }
+            let out = (res as usize + c as usize) * n;
+            let Some((dst, [a, b])) = split_rows(&mut sg.regs, out, rows, n) else {
+                ok = false;
+                break;
+            };
+            let a = a.unwrap_or(&consts[..n]);
+            let b = b.unwrap_or(&consts[n..2 * n]);
+            if n > MAX_LANES || !row(r.op, r.rs, r.sa, r.sb, a, b, dst, mask, full) {
+                ok = false;
+                break;
+            }
+        }
+        self.scratch = consts;
+        ok
+    }
+}

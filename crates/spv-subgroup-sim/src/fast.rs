@@ -78,9 +78,12 @@ impl Machine<'_> {
     pub fn run_row(&mut self, sg: &mut Sg, res: u32, r: &RowOp, mask: u128) -> bool {
         let n = self.lanes as usize;
         let full = self.full_mask();
+        // Rows of the constant operands' values (sized only when there is one).
         let mut consts = std::mem::take(&mut self.scratch);
         consts.clear();
-        consts.resize(2 * n, 0);
+        if matches!(r.a, Src::Const(_)) || matches!(r.b, Src::Const(_)) {
+            consts.resize(2 * n, 0);
+        }
         let mut ok = true;
         for c in 0..r.leaves {
             let mut rows = [None; 2];
@@ -100,8 +103,12 @@ impl Machine<'_> {
                 ok = false;
                 break;
             };
-            let a = a.unwrap_or(&consts[..n]);
-            let b = b.unwrap_or(&consts[n..2 * n]);
+            let a = a.or_else(|| consts.get(..n)).unwrap_or(&[]);
+            let b = b.or_else(|| consts.get(n..2 * n)).unwrap_or(&[]);
+            if a.len() != n || b.len() != n {
+                ok = false;
+                break;
+            }
             if n > MAX_LANES || !row(r.op, r.rs, r.sa, r.sb, a, b, dst, mask, full) {
                 ok = false;
                 break;

@@ -367,39 +367,39 @@ impl<'p> Machine<'p> {
                     // Row by row: no operand draws undefined bits, so the order is free.
                     let n = self.lanes as usize;
                     let full = self.full_mask();
-                    let mut rows = std::mem::take(&mut self.scratch);
-                    rows.clear();
-                    rows.resize(4 * n, 0);
+                    let len = sg.regs.len();
+                    // A row out of range reads 0, as `get` does.
+                    let fix = |x: Leaf| match x {
+                        Leaf::Row(r) if r + n <= len => x,
+                        Leaf::Const(_) => x,
+                        _ => Leaf::Const(0),
+                    };
                     for k in 0..rleaves {
-                        let srcs = [
-                            self.leaf_src(c.0, if per_comp { k } else { 0 }, n),
-                            self.leaf_src(a.0, k, n),
-                            self.leaf_src(b.0, k, n),
-                        ];
-                        // Each operand as a row (constants spread), then one loop over lanes.
-                        for (j, x) in srcs.iter().enumerate() {
-                            let dst = &mut rows[j * n..(j + 1) * n];
-                            match *x {
-                                Leaf::Row(r) => match sg.regs.get(r..r + n) {
-                                    Some(src) => dst.copy_from_slice(src),
-                                    None => dst.fill(0),
-                                },
-                                Leaf::Const(v) => dst.fill(v),
-                                Leaf::Undef(_) => dst.fill(0),
+                        let cs = fix(self.leaf_src(c.0, if per_comp { k } else { 0 }, n));
+                        let xa = fix(self.leaf_src(a.0, k, n));
+                        let xb = fix(self.leaf_src(b.0, k, n));
+                        let to = (inst.res as usize + k as usize) * n;
+                        if to + n > len {
+                            continue;
+                        }
+                        let at = |regs: &[u64], x: Leaf, l: usize| match x {
+                            Leaf::Row(r) => regs[r + l],
+                            Leaf::Const(v) => v,
+                            Leaf::Undef(_) => 0,
+                        };
+                        if mask == full {
+                            for l in 0..n {
+                                let pick = if at(&sg.regs, cs, l) != 0 { xa } else { xb };
+                                sg.regs[to + l] = at(&sg.regs, pick, l);
+                            }
+                        } else {
+                            for l in lanes(mask) {
+                                let l = l as usize;
+                                let pick = if at(&sg.regs, cs, l) != 0 { xa } else { xb };
+                                sg.regs[to + l] = at(&sg.regs, pick, l);
                             }
                         }
-                        let (ops, out) = rows.split_at_mut(3 * n);
-                        let (cr, rest) = ops.split_at(n);
-                        let (ar, br) = rest.split_at(n);
-                        for l in 0..n {
-                            out[l] = if cr[l] != 0 { ar[l] } else { br[l] };
-                        }
-                        let to = (inst.res as usize + k as usize) * n;
-                        if let Some(dst) = sg.regs.get_mut(to..to + n) {
-                            crate::exec::copy_lanes(dst, out, mask, full);
-                        }
                     }
-                    self.scratch = rows;
                     return Ok(());
                 }
                 for l in lanes(mask) {
@@ -600,38 +600,54 @@ impl<'p> Machine<'p> {
         }
         let n = self.lanes as usize;
         let full = self.full_mask();
-        let mut row = [0u64; crate::vector::MAX_LANES];
+        let len = sg.regs.len();
         let mut c = 0u32;
         for &(v, start, count) in parts {
             for k in 0..count {
                 let leaf = start + k;
+                let to = (inst.res as usize + c as usize) * n;
+                c += 1;
+                if to + n > len {
+                    continue;
+                }
+                // Straight from the operand's row into the result's (SSA: never the same row).
                 match v.0 {
-                    Src::Reg(r) => {
-                        let at = (r as usize + leaf as usize) * n;
-                        match sg.regs.get(at..at + n) {
-                            Some(src) => row[..n].copy_from_slice(src),
-                            None => row[..n].fill(0),
+                    Src::Reg(r) if (r as usize + leaf as usize + 1) * n <= len => {
+                        let from = (r as usize + leaf as usize) * n;
+                        if mask == full {
+                            sg.regs.copy_within(from..from + n, to);
+                        } else {
+                            for l in lanes(mask) {
+                                sg.regs[to + l as usize] = sg.regs[from + l as usize];
+                            }
                         }
                     }
-                    Src::Const(i) => row[..n].fill(
-                        self.p
-                            .consts
-                            .get(i as usize + leaf as usize)
-                            .copied()
-                            .unwrap_or(0),
-                    ),
                     Src::Undef => {
                         for l in lanes(mask) {
-                            row[l as usize] = self.get(sg, v, leaf, l);
+                            let x = self.get(sg, v, leaf, l);
+                            sg.regs[to + l as usize] = x;
                         }
                     }
-                    Src::None => row[..n].fill(0),
+                    src => {
+                        // A constant; a register out of range or no value reads 0.
+                        let x = match src {
+                            Src::Const(i) => self
+                                .p
+                                .consts
+                                .get(i as usize + leaf as usize)
+                                .copied()
+                                .unwrap_or(0),
+                            _ => 0,
+                        };
+                        if mask == full {
+                            sg.regs[to..to + n].fill(x);
+                        } else {
+                            for l in lanes(mask) {
+                                sg.regs[to + l as usize] = x;
+                            }
+                        }
+                    }
                 }
-                let at = (inst.res as usize + c as usize) * n;
-                if let Some(dst) = sg.regs.get_mut(at..at + n) {
-                    crate::exec::copy_lanes(dst, &row[..n], mask, full);
-                }
-                c += 1;
             }
         }
         Ok(())

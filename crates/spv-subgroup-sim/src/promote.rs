@@ -486,28 +486,40 @@ impl Machine<'_> {
             return;
         }
         let n = self.lanes as usize;
-        let all_written = (0..local.leaves).all(|c| {
-            let at = (local.written + c) as usize * n;
-            sg.regs
-                .get(at..at + n)
-                .is_some_and(|row| lanes(mask).all(|l| row[l as usize] == WRITTEN))
-        });
-        if all_written {
+        let len = sg.regs.len();
+        let in_range = |r: u32| (r + local.leaves) as usize * n <= len;
+        if in_range(local.value) && in_range(local.written) && in_range(res) {
+            // One pass: each leaf's values copied while its flags are checked; at the first
+            // lane never written, the lane-by-lane path below redoes the whole load (it writes
+            // the same values, and draws the undefined bits in the memory path's order).
             let full = self.full_mask();
-            for c in 0..local.leaves {
-                let (from, to) = ((local.value + c) as usize * n, (res + c) as usize * n);
-                if from + n > sg.regs.len() || to + n > sg.regs.len() {
-                    continue;
-                }
+            let mut all_written = true;
+            'leaves: for c in 0..local.leaves {
+                let (from, flags, to) = (
+                    (local.value + c) as usize * n,
+                    (local.written + c) as usize * n,
+                    (res + c) as usize * n,
+                );
                 if mask == full {
+                    if sg.regs[flags..flags + n].iter().any(|f| *f != WRITTEN) {
+                        all_written = false;
+                        break 'leaves;
+                    }
                     sg.regs.copy_within(from..from + n, to);
                 } else {
                     for l in lanes(mask) {
-                        sg.regs[to + l as usize] = sg.regs[from + l as usize];
+                        let l = l as usize;
+                        if sg.regs[flags + l] != WRITTEN {
+                            all_written = false;
+                            break 'leaves;
+                        }
+                        sg.regs[to + l] = sg.regs[from + l];
                     }
                 }
             }
-            return;
+            if all_written {
+                return;
+            }
         }
         // Some leaf of some lane was never written: lane by lane, leaf by leaf, as memory reads.
         for l in lanes(mask) {

@@ -610,36 +610,66 @@ impl<'p> Machine<'p> {
                 frame.cur = Some((b, start, m));
                 continue;
             };
-            let func = &self.p.funcs[frame.func as usize];
+            let fidx = frame.func as usize;
+            let program: &'p Program = self.p;
+            let func = &program.funcs[fidx];
             let end = func.blocks[block as usize].end;
-            if pc >= end {
-                return Err(malformed(format!(
-                    "block %{} has no terminator",
-                    func.blocks[block as usize].label
-                )));
-            }
-            let inst = &func.insts[pc as usize];
-            frame.cur = Some((block, pc + 1, mask));
-            self.steps += 1;
-            self.lane_steps += u64::from(mask.count_ones());
-            if self.steps > self.step_limit {
-                return Err(Error::new(ErrorKind::StepLimit(self.step_limit)).at(&inst.location()));
-            }
-            self.here = (inst.word, inst.op, inst.id);
-            if let Some((marks, counts)) = self.trace.as_mut() {
-                let (f, i) = (frame.func as usize, pc as usize);
-                if marks
-                    .get(f)
-                    .and_then(|m| m.get(i))
-                    .is_some_and(Option::is_some)
-                {
-                    if let Some(c) = counts.get_mut(f).and_then(|c| c.get_mut(i)) {
-                        *c += 1;
+            let lane_count = u64::from(mask.count_ones());
+            // The block's instructions back to back: only one that may leave the block (a
+            // terminator, a call, a barrier) records where the frame resumes and ends the run.
+            let mut pc = pc;
+            loop {
+                if pc >= end {
+                    return Err(malformed(format!(
+                        "block %{} has no terminator",
+                        func.blocks[block as usize].label
+                    )));
+                }
+                let inst = &func.insts[pc as usize];
+                self.steps += 1;
+                self.lane_steps += lane_count;
+                if self.steps > self.step_limit {
+                    return Err(
+                        Error::new(ErrorKind::StepLimit(self.step_limit)).at(&inst.location())
+                    );
+                }
+                self.here = (inst.word, inst.op, inst.id);
+                if let Some((marks, counts)) = self.trace.as_mut() {
+                    let i = pc as usize;
+                    if marks
+                        .get(fidx)
+                        .and_then(|m| m.get(i))
+                        .is_some_and(Option::is_some)
+                    {
+                        if let Some(c) = counts.get_mut(fidx).and_then(|c| c.get_mut(i)) {
+                            *c += 1;
+                        }
                     }
                 }
+                pc += 1;
+                // The row form and promoted variables straight away (no decoding on the way).
+                if let Some(r) = &inst.row {
+                    if self.run_row(sg, inst.res, r, mask) {
+                        continue;
+                    }
+                }
+                if let (Some(local), Some(op)) = (inst.local, inst.decoded) {
+                    self.local(sg, inst, op, local, mask)
+                        .map_err(|e| e.at(&inst.location()))?;
+                    continue;
+                }
+                let leaves = leaves_block(inst.decoded);
+                if leaves {
+                    if let Some(f) = sg.frames.last_mut() {
+                        f.cur = Some((block, pc, mask));
+                    }
+                }
+                self.exec(sg, inst, block, mask)
+                    .map_err(|e| e.at(&inst.location()))?;
+                if leaves {
+                    break;
+                }
             }
-            self.exec(sg, inst, block, mask)
-                .map_err(|e| e.at(&inst.location()))?;
         }
         Ok(())
     }
@@ -816,6 +846,25 @@ impl<'p> Machine<'p> {
             self.write(sg, inst.res, c, lane, v);
         }
     }
+}
+
+/// Whether an instruction may leave its block or suspend the subgroup (terminators, calls,
+/// barriers): the executor records where the frame resumes before running one.
+fn leaves_block(op: Option<spirv::Op>) -> bool {
+    use spirv::Op as O;
+    !matches!(op, Some(o) if !matches!(
+        o,
+        O::Branch
+            | O::BranchConditional
+            | O::Switch
+            | O::Return
+            | O::ReturnValue
+            | O::FunctionCall
+            | O::ControlBarrier
+            | O::Unreachable
+            | O::Kill
+            | O::TerminateInvocation
+    ))
 }
 
 /// Copies the lanes of `mask` from `src` to `dst` (the whole row when every lane is active).

@@ -3,8 +3,9 @@
 //! register-machine form of the most frequent instructions, without an id, type or layout
 //! lookup per step. Only operations `vector::row` computes and whose operands are registers or
 //! constants (never `OpUndef`, whose bits are drawn per lane) of scalar or vector types get
-//! this form; a shift with a lane out of range falls back to the general path, which reports
-//! the undefined result, so every result is what `ops.rs`'s elementwise path computes.
+//! this form; a shift with a lane out of range or a division by zero falls back to the
+//! general path, which reports the undefined result, so every result is what `ops.rs`'s
+//! elementwise path computes. The executor runs this form before decoding anything else.
 
 use crate::exec::{Machine, Sg};
 use crate::translate::{IdKind, Program, RowOp, Src};
@@ -69,7 +70,8 @@ fn handles(op: spirv::Op) -> bool {
         width: 32,
         signed: false,
     };
-    row(op, s, s, s, &[0], &[0], &mut [0], 1, 1)
+    // A shift by 1 and a division by 1 are defined: only the opcode decides.
+    row(op, s, s, s, &[1], &[1], &mut [0], 1, 1)
 }
 
 impl Machine<'_> {

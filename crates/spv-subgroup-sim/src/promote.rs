@@ -429,34 +429,58 @@ impl Machine<'_> {
                         (local.value + c) as usize * n,
                         (local.written + c) as usize * n,
                     );
+                    let len = sg.regs.len();
+                    if dst + n > len || flags + n > len {
+                        continue;
+                    }
+                    let full = mask == self.full_mask();
                     match src {
-                        Src::Reg(r) => {
+                        Src::Reg(r) if (r + c + 1) as usize * n <= len => {
                             let from = (r + c) as usize * n;
-                            for l in lanes(mask) {
-                                let l = l as usize;
-                                let v = sg.regs.get(from + l).copied().unwrap_or(0);
-                                if let Some(x) = sg.regs.get_mut(dst + l) {
-                                    *x = kept(s, v);
+                            if full && s != Scalar::Bool {
+                                // The common case as one loop the compiler can vectorise.
+                                let m = kept(s, u64::MAX);
+                                if from < dst {
+                                    let (lo, hi) = sg.regs.split_at_mut(dst);
+                                    for (x, v) in hi[..n].iter_mut().zip(&lo[from..from + n]) {
+                                        *x = v & m;
+                                    }
+                                } else if from > dst {
+                                    let (lo, hi) = sg.regs.split_at_mut(from);
+                                    for (x, v) in lo[dst..dst + n].iter_mut().zip(&hi[..n]) {
+                                        *x = v & m;
+                                    }
+                                }
+                            } else {
+                                for l in lanes(mask) {
+                                    let l = l as usize;
+                                    sg.regs[dst + l] = kept(s, sg.regs[from + l]);
                                 }
                             }
                         }
                         _ => {
+                            // A constant; a register out of range or no value reads 0.
                             let v = match src {
                                 Src::Const(k) => {
                                     self.p.consts.get((k + c) as usize).copied().unwrap_or(0)
                                 }
                                 _ => 0,
                             };
-                            for l in lanes(mask) {
-                                if let Some(x) = sg.regs.get_mut(dst + l as usize) {
-                                    *x = kept(s, v);
+                            let v = kept(s, v);
+                            if full {
+                                sg.regs[dst..dst + n].fill(v);
+                            } else {
+                                for l in lanes(mask) {
+                                    sg.regs[dst + l as usize] = v;
                                 }
                             }
                         }
                     }
-                    if let Some(row) = sg.regs.get_mut(flags..flags + n) {
+                    if full {
+                        sg.regs[flags..flags + n].fill(WRITTEN);
+                    } else {
                         for l in lanes(mask) {
-                            row[l as usize] = WRITTEN;
+                            sg.regs[flags + l as usize] = WRITTEN;
                         }
                     }
                 }

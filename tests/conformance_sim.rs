@@ -217,10 +217,10 @@ fn run_part(part: usize) {
         start.elapsed()
     );
     println!(
-        "simulator throughput: {} lane-instructions in {:.2?} of Module::run ({:.2?} of this thread's CPU time) = {:.1} million lane-instructions/s ({:.1} per CPU second)",
+        "simulator throughput: {} lane-instructions in {:.2?} of Module::run ({:.4} s of this thread's CPU time) = {:.1} million lane-instructions/s ({:.1} per CPU second)",
         work.lane_steps,
         work.time,
-        work.cpu,
+        work.cpu.as_secs_f64(),
         work.lane_steps as f64 / work.time.as_secs_f64().max(1e-9) / 1e6,
         work.lane_steps as f64 / work.cpu.as_secs_f64().max(1e-9) / 1e6
     );

@@ -148,8 +148,6 @@ pub struct Machine<'p> {
     phi_rows: Vec<u64>,
     /// Scratch leaves of a loaded or stored value.
     pub scratch: Vec<u64>,
-    /// Scratch steps of an access chain: (stride or offset, element count, index, dynamic).
-    pub chain: Vec<(u32, u64, (Src, &'p TypeInfo), bool)>,
     rng: u64,
     /// Whether undefined events are recorded.
     pub report: bool,
@@ -211,19 +209,12 @@ impl<'p> Machine<'p> {
 
     /// The type of a type id.
     pub fn ty(&self, id: u32) -> Result<&'p TypeInfo> {
-        self.p
-            .types
-            .get(id as usize)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| malformed(format!("%{id} is not a type")))
+        self.p.ty(id)
     }
 
     /// Where an operand id's value lives, with its type.
     pub fn val(&self, id: u32) -> Result<(Src, &'p TypeInfo)> {
-        match self.p.ids.get(id as usize) {
-            Some(IdKind::Value(s)) => Ok((*s, self.ty(self.p.id_ty[id as usize])?)),
-            _ => Err(malformed(format!("%{id} is not a value"))),
-        }
+        self.p.val(id)
     }
 
     /// Leaf `c` of a value at `lane`.
@@ -257,15 +248,7 @@ impl<'p> Machine<'p> {
 
     /// A constant scalar operand (scopes, cluster sizes).
     pub fn constant(&self, id: u32) -> Result<u64> {
-        match self.p.ids.get(id as usize) {
-            Some(IdKind::Value(Src::Const(k))) => self
-                .p
-                .consts
-                .get(*k as usize)
-                .copied()
-                .ok_or_else(|| malformed(format!("%{id} has no value"))),
-            _ => Err(malformed(format!("%{id} must be a constant"))),
-        }
+        self.p.constant(id)
     }
 
     /// Reads a value of type `ty` from memory at `ptr`.
@@ -942,7 +925,6 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
         free: Vec::new(),
         phi_rows: Vec::new(),
         scratch: Vec::new(),
-        chain: Vec::new(),
         rng: d.seed ^ 0x5eed,
         report: d.report_undefined,
         undefined: Vec::new(),

@@ -7,9 +7,10 @@
 //! general path, which reports the undefined result, so every result is what `ops.rs`'s
 //! elementwise path computes. The executor runs this form before decoding anything else.
 
+use crate::error::{malformed, Result};
 use crate::exec::{Machine, Sg};
-use crate::translate::{IdKind, Program, RowOp, Src};
-use crate::types::{Scalar, TypeInfo};
+use crate::translate::{ChainPlan, IdKind, Inst, Program, RowOp, Src};
+use crate::types::{Scalar, Shape, TypeInfo};
 use crate::vector::{row, split_rows, MAX_LANES};
 
 /// Marks the instructions that take the row form.
@@ -18,9 +19,100 @@ pub fn prepare(p: &mut Program) {
     for f in &mut funcs {
         for inst in &mut f.insts {
             inst.row = resolve(p, inst);
+            if matches!(
+                inst.decoded,
+                Some(spirv::Op::AccessChain | spirv::Op::InBoundsAccessChain)
+            ) && inst.local.is_none()
+            {
+                // A chain the types reject keeps no plan: it fails when it runs, as before.
+                inst.chain = chain_plan(p, inst).ok().map(Box::new);
+            }
         }
     }
     p.funcs = funcs;
+}
+
+/// The scalar of a value's first leaf (what `Machine::get` draws for `OpUndef`).
+fn first_scalar(t: &TypeInfo) -> Scalar {
+    t.layout.first().map_or(
+        Scalar::Int {
+            width: 32,
+            signed: false,
+        },
+        |l| l.1,
+    )
+}
+
+/// An access chain's steps from the types (the same checks, errors and sums as when it was
+/// resolved at every execution): struct members and constant indices into one offset (a
+/// constant index out of range sends every lane out of range), register indices per lane.
+pub fn chain_plan(p: &Program, inst: &Inst) -> Result<ChainPlan> {
+    let base_id = *inst
+        .args
+        .first()
+        .ok_or_else(|| malformed("missing operand"))?;
+    let base = p.val(base_id)?;
+    let mut t = match &base.1.shape {
+        Shape::Pointer { pointee, .. } => p.ty(*pointee)?,
+        _ => return Err(malformed("access chain into a non-pointer")),
+    };
+    let mut fixed = 0u64;
+    let mut all_out = false;
+    let mut steps = Vec::new();
+    for &id in inst.args.get(1..).unwrap_or(&[]) {
+        let idx = p.val(id)?;
+        let (stride, n) = match &t.shape {
+            Shape::Struct { members, offsets } => {
+                let k = p.constant(id)? as usize;
+                let off = *offsets
+                    .get(k)
+                    .ok_or_else(|| malformed("struct member index out of range"))?;
+                fixed = fixed.saturating_add(u64::from(off));
+                t = p.ty(*members
+                    .get(k)
+                    .ok_or_else(|| malformed("struct member index out of range"))?)?;
+                continue;
+            }
+            Shape::Array {
+                elem,
+                n,
+                stride,
+                runtime,
+            } => {
+                let n = if *runtime { u64::MAX } else { u64::from(*n) };
+                t = p.ty(*elem)?;
+                (*stride, n)
+            }
+            Shape::Vector { elem, n } => {
+                let e = p.ty(*elem)?;
+                t = e;
+                (e.size, u64::from(*n))
+            }
+            _ => return Err(malformed("access chain index into a scalar")),
+        };
+        let s = first_scalar(idx.1);
+        let konst = match idx.0 {
+            Src::Const(k) => p.consts.get(k as usize).copied(),
+            _ => None,
+        };
+        match konst {
+            Some(x) => {
+                let i = crate::num::sext(idx.1.scalar_of().map_or(32, Scalar::width), x);
+                if i < 0 || (i as u64) >= n {
+                    all_out = true;
+                } else {
+                    fixed = fixed.saturating_add((i as u64).saturating_mul(u64::from(stride)));
+                }
+            }
+            None => steps.push((stride, n, idx.0, s)),
+        }
+    }
+    Ok(ChainPlan {
+        base: (base.0, first_scalar(base.1)),
+        fixed,
+        all_out,
+        steps,
+    })
 }
 
 /// The scalar every leaf of `t` has, if they all have the same one.
@@ -81,9 +173,9 @@ impl Machine<'_> {
         let n = self.lanes as usize;
         let full = self.full_mask();
         // Rows of the constant operands' values (sized only when there is one).
+        // Inactive lanes keep whatever they held: nothing reads them.
         let mut consts = std::mem::take(&mut self.scratch);
-        consts.clear();
-        if matches!(r.a, Src::Const(_)) || matches!(r.b, Src::Const(_)) {
+        if (matches!(r.a, Src::Const(_)) || matches!(r.b, Src::Const(_))) && consts.len() < 2 * n {
             consts.resize(2 * n, 0);
         }
         let mut ok = true;
@@ -95,7 +187,15 @@ impl Machine<'_> {
                     Src::Reg(x) => rows[k] = Some((x as usize + leaf) * n),
                     Src::Const(i) => {
                         let v = self.p.consts.get(i as usize + leaf).copied().unwrap_or(0);
-                        consts[k * n..(k + 1) * n].fill(v);
+                        // Only the lanes the operation reads.
+                        let row = &mut consts[k * n..(k + 1) * n];
+                        if mask == full {
+                            row.fill(v);
+                        } else {
+                            for l in crate::num::lanes(mask) {
+                                row[l as usize] = v;
+                            }
+                        }
                     }
                     _ => {}
                 }

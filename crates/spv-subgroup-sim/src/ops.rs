@@ -138,95 +138,41 @@ impl<'p> Machine<'p> {
                 }
             }
             O::AccessChain | O::InBoundsAccessChain => {
-                let base = self.val(arg(0)?)?;
-                let mut t = match &base.1.shape {
-                    Shape::Pointer { pointee, .. } => self.ty(*pointee)?,
-                    _ => return Err(malformed("access chain into a non-pointer")),
+                // Resolved at translation where the types allow (else here, with its error).
+                let computed;
+                let plan = match &inst.chain {
+                    Some(plan) => plan.as_ref(),
+                    None => {
+                        computed = crate::fast::chain_plan(self.p, inst)?;
+                        &computed
+                    }
                 };
-                let mut steps = std::mem::take(&mut self.chain);
-                steps.clear();
-                for &id in inst.args.get(1..).unwrap_or(&[]) {
-                    let idx = self.val(id)?;
-                    match &t.shape {
-                        Shape::Struct { members, offsets } => {
-                            let k = self.constant(id)? as usize;
-                            let off = *offsets
-                                .get(k)
-                                .ok_or_else(|| malformed("struct member index out of range"))?;
-                            steps.push((off, 0, idx, false));
-                            t = self.ty(members[k])?;
-                        }
-                        Shape::Array {
-                            elem,
-                            n,
-                            stride,
-                            runtime,
-                        } => {
-                            steps.push((
-                                *stride,
-                                if *runtime { u64::MAX } else { u64::from(*n) },
-                                idx,
-                                true,
-                            ));
-                            t = self.ty(*elem)?;
-                        }
-                        Shape::Vector { elem, n } => {
-                            let e = self.ty(*elem)?;
-                            steps.push((e.size, u64::from(*n), idx, true));
-                            t = e;
-                        }
-                        _ => return Err(malformed("access chain index into a scalar")),
-                    }
-                }
-                // Struct members and constant indices add the same offset in every lane: summed
-                // once (a constant index out of range sends every lane out of range, as before);
-                // only indices held in registers are read per lane.
-                let mut fixed = 0u64;
-                let mut all_out = false;
-                steps.retain(|&(stride, n, idx, dynamic)| {
-                    let konst = match idx.0 {
-                        Src::Const(k) if dynamic => self.p.consts.get(k as usize).copied(),
-                        _ => None,
-                    };
-                    match (dynamic, konst) {
-                        (false, _) => {
-                            fixed = fixed.saturating_add(u64::from(stride));
-                            false
-                        }
-                        (true, Some(x)) => {
-                            let w = idx.1.scalar_of().map_or(32, Scalar::width);
-                            let i = crate::num::sext(w, x);
-                            if i < 0 || (i as u64) >= n {
-                                all_out = true;
-                            } else {
-                                fixed = fixed
-                                    .saturating_add((i as u64).saturating_mul(u64::from(stride)));
-                            }
-                            false
-                        }
-                        (true, None) => true,
-                    }
-                });
                 let nl = self.lanes as usize;
+                let len = sg.regs.len();
                 for l in lanes(mask) {
-                    let ptr = match base.0 {
+                    let ptr = match plan.base.0 {
                         Src::Reg(r) => sg
                             .regs
                             .get(r as usize * nl + l as usize)
                             .copied()
                             .unwrap_or(0),
-                        _ => self.get(sg, base, 0, l),
+                        src => self.get_leaf(sg, src, plan.base.1, l),
                     };
-                    let mut off = u64::from(ptr as u32).saturating_add(fixed);
-                    if all_out {
+                    let mut off = u64::from(ptr as u32).saturating_add(plan.fixed);
+                    if plan.all_out {
                         off = u64::from(u32::MAX);
                     }
-                    for &(stride, n, idx, _) in &steps {
-                        if all_out {
+                    for &(stride, n, idx, s) in &plan.steps {
+                        if plan.all_out {
                             break;
                         }
-                        let w = idx.1.scalar_of().map_or(32, Scalar::width);
-                        let i = crate::num::sext(w, self.get(sg, idx, 0, l));
+                        let x = match idx {
+                            Src::Reg(r) if (r as usize + 1) * nl <= len => {
+                                sg.regs[r as usize * nl + l as usize]
+                            }
+                            src => self.get_leaf(sg, src, s, l),
+                        };
+                        let i = crate::num::sext(s.width(), x);
                         if i < 0 || (i as u64) >= n {
                             off = u64::from(u32::MAX);
                             break;
@@ -236,7 +182,6 @@ impl<'p> Machine<'p> {
                     let off = off.min(u64::from(u32::MAX));
                     self.put(sg, inst, 0, l, (ptr & !0xffff_ffff) | off);
                 }
-                self.chain = steps;
             }
             O::ArrayLength => {
                 let p = self.val(arg(0)?)?;
@@ -651,6 +596,22 @@ impl<'p> Machine<'p> {
             }
         }
         Ok(())
+    }
+
+    /// Leaf 0 of `src` at `lane`, its scalar `s` (what [`Machine::get`] reads: `OpUndef` draws
+    /// undefined bits of that scalar).
+    fn get_leaf(&mut self, sg: &Sg, src: Src, s: Scalar, lane: u32) -> u64 {
+        let t = TypeInfo {
+            shape: Shape::Scalar,
+            leaves: 1,
+            size: s.bytes(),
+            align: s.bytes(),
+            layout: Vec::new(),
+        };
+        match src {
+            Src::Undef => self.undefined("an OpUndef value", s),
+            _ => self.get(sg, (src, &t), 0, lane),
+        }
     }
 
     /// Where leaf `c` of a value comes from for a whole row (a register row or a constant;

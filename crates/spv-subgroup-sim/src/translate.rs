@@ -67,6 +67,22 @@ pub struct Inst {
     pub bindings: Vec<Binding>,
     /// An always-defined elementwise operation resolved once (`crate::fast`), if this is one.
     pub row: Option<RowOp>,
+    /// For an access chain: its steps resolved once (`crate::fast::chain_plan`).
+    pub chain: Option<Box<ChainPlan>>,
+}
+
+/// An access chain resolved from the types: struct members and constant indices summed into
+/// one offset, the indices held in registers left for each lane.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainPlan {
+    /// The base pointer and its scalar (for an `OpUndef` base).
+    pub base: (Src, Scalar),
+    /// The offset every lane adds (struct members, constant indices).
+    pub fixed: u64,
+    /// A constant index is out of range: every lane's pointer is out of range.
+    pub all_out: bool,
+    /// Per-lane steps: (stride, element count, index, the index's scalar).
+    pub steps: Vec<(u32, u64, Src, Scalar)>,
 }
 
 /// An elementwise operation over whole rows with its operands resolved at translation
@@ -216,6 +232,36 @@ pub struct Program {
     pub globals: Vec<Global>,
     /// The `WorkgroupSize` built-in constant, if any.
     pub workgroup_size: Option<[u32; 3]>,
+}
+
+impl Program {
+    /// The type of a type id.
+    pub fn ty(&self, id: u32) -> Result<&TypeInfo> {
+        self.types
+            .get(id as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| malformed(format!("%{id} is not a type")))
+    }
+
+    /// Where an operand id's value lives, with its type.
+    pub fn val(&self, id: u32) -> Result<(Src, &TypeInfo)> {
+        match self.ids.get(id as usize) {
+            Some(IdKind::Value(s)) => Ok((*s, self.ty(self.id_ty[id as usize])?)),
+            _ => Err(malformed(format!("%{id} is not a value"))),
+        }
+    }
+
+    /// A constant scalar operand (scopes, cluster sizes, struct member indices).
+    pub fn constant(&self, id: u32) -> Result<u64> {
+        match self.ids.get(id as usize) {
+            Some(IdKind::Value(Src::Const(k))) => self
+                .consts
+                .get(*k as usize)
+                .copied()
+                .ok_or_else(|| malformed(format!("%{id} has no value"))),
+            _ => Err(malformed(format!("%{id} must be a constant"))),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -958,6 +1004,7 @@ impl Builder<'_> {
                             local: None,
                             bindings: Vec::new(),
                             row: None,
+                            chain: None,
                         });
                         blk.end = f.insts.len() as u32;
                     }

@@ -30,6 +30,14 @@ use crate::types::{Scalar, Shape, TypeInfo};
 /// Most leaves of a promoted variable (its rows are part of every subgroup's register file).
 const MAX_PROMOTED_LEAVES: u32 = 256;
 
+/// Most register rows all promoted variables take together (values and flags): at 128 lanes,
+/// 8 MiB per subgroup at most, so the register file stays a small constant per lane.
+const MAX_PROMOTED_ROWS: u32 = 8192;
+
+/// The register file the executor accepts (`exec::dispatch`: registers times lanes); promotion
+/// never takes a module that fits at 128 lanes over it.
+const MAX_STATE_SLOTS: u32 = 1 << 27;
+
 /// A leaf's flag once a lane stored it; before, the flag is the variable's id shifted left by
 /// one (0 in registers never set), which names the variable in reports.
 const WRITTEN: u64 = 1;
@@ -116,6 +124,23 @@ pub fn promote(p: &mut Program) {
     // promoted variable. Roots that fail are kept in memory, to a fixed point (a parameter kept
     // in memory needs real pointers from every caller, and the other way round).
     let mut escaped: HashSet<u32> = HashSet::new();
+    // The budget of rows, given to roots in id order; the rest stay in memory (decided before
+    // the fixed point below, so a parameter and the variables bound to it go together).
+    let mut budget = MAX_PROMOTED_ROWS.min((MAX_STATE_SLOTS / 128).saturating_sub(p.nregs));
+    let mut by_id: Vec<(u32, u32)> = alias
+        .iter()
+        .filter(|(id, a)| a.root == **id)
+        .map(|(id, a)| (*id, a.leaves))
+        .collect();
+    by_id.sort_unstable();
+    for (id, leaves) in by_id {
+        match budget.checked_sub(2 * leaves) {
+            Some(rest) => budget = rest,
+            None => {
+                escaped.insert(id);
+            }
+        }
+    }
     let reg_of = |id: u32| match p.ids.get(id as usize) {
         Some(IdKind::Value(Src::Reg(r))) => Some(*r),
         _ => None,

@@ -397,3 +397,44 @@ fn function_variables_in_registers_give_exactly_what_memory_gives() {
         }
     }
 }
+
+#[test]
+fn promotion_stays_within_its_register_budget() {
+    // Forty local arrays of 256 words, each reached by constant indices only: promoting all of
+    // them would take 20,480 register rows; the budget (8,192) promotes the first sixteen and
+    // leaves the rest in memory, with the same results and reports as all in memory.
+    let mut body = String::new();
+    for k in 0..40 {
+        body += &format!(
+            "uint a{k}[256]; a{k}[{}] = i + {k}u; acc += a{k}[{}] + a{k}[7];\n",
+            k % 7,
+            k % 7
+        );
+    }
+    let glsl = format!(
+        "#version 450\nlayout(local_size_x = 8) in;\nlayout(binding = 0) buffer O {{ uint o[]; }};\nvoid main() {{\nuint i = gl_LocalInvocationIndex; uint acc = 0u;\n{body}o[i] = acc;\n}}\n"
+    );
+    let module = Module::new(&compile(&glsl)).expect("translates");
+    let in_memory = module.clone().with_variables_in_memory();
+    let d = Dispatch::default()
+        .with_subgroup_size(8)
+        .with_buffers(BTreeMap::from([((0, 0), vec![0u8; 32])]))
+        .with_report_undefined(true);
+    let (a, b) = (
+        module.run(&d).expect("runs"),
+        in_memory.run(&d).expect("runs"),
+    );
+    assert_eq!(a.buffers, b.buffers);
+    assert_eq!(a.undefined, b.undefined);
+    assert_eq!((a.steps, a.lane_steps), (b.steps, b.lane_steps));
+    // No a{k}[7] is ever written (k % 7 < 7): its reads are undefined, reported alike.
+    assert!(a.undefined_total > 0);
+    // Some arrays were promoted (fewer objects), not all (the budget).
+    let per_lane_objects = |o: &spv_subgroup_sim::Outcome| (o.memory_objects - 2) / 8;
+    assert!(
+        per_lane_objects(&a) < per_lane_objects(&b) && per_lane_objects(&a) >= 40 - 16,
+        "{} and {} memory objects",
+        a.memory_objects,
+        b.memory_objects
+    );
+}

@@ -169,13 +169,19 @@ fn handles(op: spirv::Op) -> bool {
 impl Machine<'_> {
     /// Runs a row-form instruction for the lanes of `mask`; false (having written only results
     /// the general path writes the same) when a lane needs that path.
+    #[inline]
     pub fn run_row(&mut self, sg: &mut Sg, res: u32, r: &RowOp, mask: u128) -> bool {
         let n = self.lanes as usize;
         let full = self.full_mask();
         // Rows of the constant operands' values (sized only when there is one).
         // Inactive lanes keep whatever they held: nothing reads them.
-        let mut consts = std::mem::take(&mut self.scratch);
-        if (matches!(r.a, Src::Const(_)) || matches!(r.b, Src::Const(_))) && consts.len() < 2 * n {
+        let has_const = matches!(r.a, Src::Const(_)) || matches!(r.b, Src::Const(_));
+        let mut consts = if has_const {
+            std::mem::take(&mut self.scratch)
+        } else {
+            Vec::new()
+        };
+        if has_const && consts.len() < 2 * n {
             consts.resize(2 * n, 0);
         }
         let mut ok = true;
@@ -216,7 +222,9 @@ impl Machine<'_> {
                 break;
             }
         }
-        self.scratch = consts;
+        if has_const {
+            self.scratch = consts;
+        }
         ok
     }
 }

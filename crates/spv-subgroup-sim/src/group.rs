@@ -480,15 +480,22 @@ impl Machine<'_> {
                 }
                 // Partitioned operations: each lane's subset, from its ballot operand. A ballot
                 // without the lane's own bit is no partition: the result is undefined.
-                let mut subsets = [0u128; crate::vector::MAX_LANES];
+                let nl = self.lanes as usize;
+                let mut subsets = Vec::new();
                 if let Some(b) = ballot {
+                    subsets.resize(nl, 0u128);
                     for l in lanes(mask) {
                         subsets[l as usize] = self.ballot_of(sg, b, l) & mask;
                     }
                 }
                 let n = v.1.leaves;
-                let mut row = [0u64; crate::vector::MAX_LANES];
-                let mut res = [0u64; crate::vector::MAX_LANES];
+                // The operand's and the result's rows (scratch: only active lanes are written,
+                // and only they are read, so nothing is cleared per instruction).
+                let mut buf = std::mem::take(&mut self.scratch);
+                if buf.len() < 2 * nl {
+                    buf.resize(2 * nl, 0);
+                }
+                let (row, res) = buf.split_at_mut(nl);
                 for c in 0..n {
                     let s = v.1.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
                     for l in lanes(mask) {
@@ -580,6 +587,7 @@ impl Machine<'_> {
                         self.put(sg, inst, c, l, res[l as usize]);
                     }
                 }
+                self.scratch = buf;
             }
         }
         Ok(())

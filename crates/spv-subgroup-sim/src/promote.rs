@@ -378,6 +378,7 @@ fn kept(s: Scalar, v: u64) -> u64 {
 
 impl Machine<'_> {
     /// Runs an instruction on a promoted variable for the lanes of `mask`.
+    #[inline]
     pub fn local(
         &mut self,
         sg: &mut Sg,

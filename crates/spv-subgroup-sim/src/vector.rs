@@ -63,19 +63,23 @@ pub fn row(
     let bool_ = u64::from;
     // Shifts are undefined per lane when the shift is the width or more: those instructions go
     // to the per-lane path whenever any active lane's shift is out of range.
+    // Whether any active lane's `b` fails `ok` (a whole-row scan when every lane is active).
+    let any_bad = |ok: &dyn Fn(u64) -> bool| {
+        if active == full && b.len() == out.len() {
+            !b.iter().all(|&y| ok(y))
+        } else {
+            lanes(active).any(|l| b.get(l as usize).is_none_or(|&y| !ok(y)))
+        }
+    };
     if matches!(
         op,
         O::ShiftLeftLogical | O::ShiftRightLogical | O::ShiftRightArithmetic
-    ) && lanes(active).any(|l| {
-        b.get(l as usize)
-            .is_none_or(|&y| y >= u64::from(rs.width()))
-    }) {
+    ) && any_bad(&|y| y < u64::from(rs.width()))
+    {
         return false;
     }
     // Division and remainder by zero are undefined per lane too.
-    if matches!(op, O::UDiv | O::UMod)
-        && lanes(active).any(|l| b.get(l as usize).is_none_or(|&y| y == 0))
-    {
+    if matches!(op, O::UDiv | O::UMod) && any_bad(&|y| y != 0) {
         return false;
     }
     match op {

@@ -61,7 +61,9 @@ fn sizes() -> Vec<u32> {
 struct Work {
     lane_steps: u64,
     time: std::time::Duration,
-    /// The same runs in this thread's CPU time (fairer than wall time on a loaded machine).
+    /// The same runs in this thread's CPU time (fairer than wall time on a loaded machine; but
+    /// the kernel updates it at scheduler ticks, so on an idle machine each short run reads
+    /// 0 or a whole tick: right on average, noisy, and wall time is the better figure there).
     cpu: std::time::Duration,
 }
 
@@ -217,9 +219,9 @@ fn run_part(part: usize) {
         start.elapsed()
     );
     println!(
-        "simulator throughput: {} lane-instructions in {:.2?} of Module::run ({:.4} s of this thread's CPU time) = {:.1} million lane-instructions/s ({:.1} per CPU second)",
+        "simulator throughput: {} lane-instructions in {:.4} s of Module::run ({:.4} s of this thread's CPU time) = {:.1} million lane-instructions/s ({:.1} per CPU second)",
         work.lane_steps,
-        work.time,
+        work.time.as_secs_f64(),
         work.cpu.as_secs_f64(),
         work.lane_steps as f64 / work.time.as_secs_f64().max(1e-9) / 1e6,
         work.lane_steps as f64 / work.cpu.as_secs_f64().max(1e-9) / 1e6

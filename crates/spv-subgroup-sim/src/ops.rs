@@ -222,12 +222,13 @@ impl<'p> Machine<'p> {
                 self.copy_leaves(sg, inst, mask, &[(v, 0, rleaves)])?;
             }
             O::CompositeConstruct => {
-                let mut parts = Vec::new();
+                // Each constituent after the previous one, in order (no list of parts built).
+                let mut at = 0;
                 for &id in &inst.args {
                     let v = self.val(id)?;
-                    parts.push((v, 0, v.1.leaves));
+                    self.copy_leaves_at(sg, inst, mask, at, &[(v, 0, v.1.leaves)])?;
+                    at += v.1.leaves;
                 }
-                self.copy_leaves(sg, inst, mask, &parts)?;
             }
             O::CompositeExtract => {
                 let v = self.val(arg(0)?)?;
@@ -540,13 +541,25 @@ impl<'p> Machine<'p> {
         mask: u128,
         parts: &[((crate::translate::Src, &TypeInfo), u32, u32)],
     ) -> Result<()> {
+        self.copy_leaves_at(sg, inst, mask, 0, parts)
+    }
+
+    /// [`Self::copy_leaves`] into the result's leaves from `first` on.
+    fn copy_leaves_at(
+        &mut self,
+        sg: &mut Sg,
+        inst: &Inst,
+        mask: u128,
+        first: u32,
+        parts: &[((crate::translate::Src, &TypeInfo), u32, u32)],
+    ) -> Result<()> {
         if inst.res == u32::MAX {
             return Ok(());
         }
         let n = self.lanes as usize;
         let full = self.full_mask();
         let len = sg.regs.len();
-        let mut c = 0u32;
+        let mut c = first;
         for &(v, start, count) in parts {
             for k in 0..count {
                 let leaf = start + k;

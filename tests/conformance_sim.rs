@@ -61,6 +61,18 @@ fn sizes() -> Vec<u32> {
 struct Work {
     lane_steps: u64,
     time: std::time::Duration,
+    /// The same runs in this thread's CPU time (fairer than wall time on a loaded machine; but
+    /// the kernel updates it at scheduler ticks, so on an idle machine each short run reads
+    /// 0 or a whole tick: right on average, noisy, and wall time is the better figure there).
+    cpu: std::time::Duration,
+}
+
+/// This thread's CPU time (`/proc/thread-self/schedstat`, nanoseconds); zero where unreadable.
+fn thread_cpu() -> std::time::Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map_or(std::time::Duration::ZERO, std::time::Duration::from_nanos)
 }
 
 /// Runs one module of a case at one size; returns failures.
@@ -107,9 +119,10 @@ fn run_variant(
                 .with_buffers(buffers)
                 .with_seed(seed * 7919 + u64::from(size))
                 .with_report_undefined(lowered);
-            let t = std::time::Instant::now();
+            let (t, cpu) = (std::time::Instant::now(), thread_cpu());
             let result = module.run(&d);
             work.time += t.elapsed();
+            work.cpu += thread_cpu().saturating_sub(cpu);
             let out = match result {
                 Ok(o) => {
                     work.lane_steps += o.lane_steps;
@@ -206,10 +219,12 @@ fn run_part(part: usize) {
         start.elapsed()
     );
     println!(
-        "simulator throughput: {} lane-instructions in {:.2?} of Module::run = {:.1} million lane-instructions/s",
+        "simulator throughput: {} lane-instructions in {:.4} s of Module::run ({:.4} s of this thread's CPU time) = {:.1} million lane-instructions/s ({:.1} per CPU second)",
         work.lane_steps,
-        work.time,
-        work.lane_steps as f64 / work.time.as_secs_f64().max(1e-9) / 1e6
+        work.time.as_secs_f64(),
+        work.cpu.as_secs_f64(),
+        work.lane_steps as f64 / work.time.as_secs_f64().max(1e-9) / 1e6,
+        work.lane_steps as f64 / work.cpu.as_secs_f64().max(1e-9) / 1e6
     );
     print_failures(&fails);
     // Every failing (case, variant) with its count, so one run shows the whole picture.

@@ -15,6 +15,10 @@
 //! lavapipe. The results are checked: the reduction and the histogram against a host computation
 //! at every size, and every kernel's simulated output at lavapipe's own subgroup size against
 //! lavapipe's. Prints a Markdown table (docs/PERFORMANCE.md, "Simulator against lavapipe").
+//! Then the conformance shaders at each size on one thread (issue 25's lane-instructions goal
+//! is stated for them): the `conformance_sim` harness's `part_*` tests, whose lane-instructions
+//! and `Module::run` time, wall and CPU, are summed into a second table (the CPU time of many
+//! short runs is tick-granular on an idle machine: there the wall time is the better figure).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -263,7 +267,77 @@ pub fn run(args: &[String]) -> Result<()> {
     println!(
         "Checked: every simulated result at lavapipe's subgroup size ({vk_size}) equals lavapipe's; the reduction's and the histogram's equal the host's at every size."
     );
+    println!("\n{}", conformance_table(&sizes)?);
     Ok(())
+}
+
+/// The conformance shaders (glslang's unoptimised output of every case, native and lowered,
+/// every local size, two seeds) in the simulator at each size on one thread: the harness
+/// `conformance_sim`'s `part_*` tests, which check every run against the host model and print
+/// their lane-instructions and `Module::run`'s CPU time; summed over the parts.
+fn conformance_table(sizes: &[u32]) -> Result<String> {
+    let mut table = String::from(
+        "| conformance shaders (conformance_sim part_*, one thread) | size | `Module::run` (wall) | (CPU) | lane-instructions | million lane-instructions/s (wall) | (CPU) |\n|---|---|---|---|---|---|---|\n",
+    );
+    for &size in sizes {
+        let out = crate::process::cargo()
+            .args([
+                "test",
+                "-p",
+                "spv-subgroup-tests",
+                "--test",
+                "conformance_sim",
+            ])
+            .args(["--", "--nocapture", "--test-threads=1", "part_"])
+            .env("SPV_SIM_SIZES", size.to_string())
+            .current_dir(crate::workspace_root())
+            .output()
+            .context("cargo test -p spv-subgroup-tests --test conformance_sim")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            bail!(
+                "conformance_sim at size {size} failed:\n{text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let (mut lane_steps, mut wall, mut cpu, mut parts) = (0u64, 0f64, 0f64, 0);
+        for line in text.lines() {
+            let Some(rest) = line.split("simulator throughput: ").nth(1) else {
+                continue;
+            };
+            // `N lane-instructions in W s of Module::run (C s of this thread's CPU time) = ...`
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let num = |k: usize| {
+                words
+                    .get(k)
+                    .and_then(|x| x.trim_start_matches('(').parse::<f64>().ok())
+            };
+            let steps = words.first().and_then(|x| x.parse::<u64>().ok());
+            match (steps, num(3), num(7), words.get(4), words.get(8)) {
+                (Some(n), Some(w), Some(c), Some(&"s"), Some(&"s")) => {
+                    lane_steps += n;
+                    wall += w;
+                    cpu += c;
+                    parts += 1;
+                }
+                _ => bail!("conformance_sim printed a throughput line this does not read: {line}"),
+            }
+        }
+        if parts == 0 {
+            bail!("conformance_sim at size {size} printed no throughput line:\n{text}");
+        }
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            table,
+            "| {parts} parts | {size} | {:.1} ms | {:.1} ms | {:.1} M | {:.0} | {:.0} |",
+            wall * 1e3,
+            cpu * 1e3,
+            lane_steps as f64 / 1e6,
+            lane_steps as f64 / wall.max(1e-9) / 1e6,
+            lane_steps as f64 / cpu.max(1e-9) / 1e6
+        );
+    }
+    Ok(table)
 }
 
 fn writeln_table(

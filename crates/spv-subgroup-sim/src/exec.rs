@@ -148,8 +148,6 @@ pub struct Machine<'p> {
     phi_rows: Vec<u64>,
     /// Scratch leaves of a loaded or stored value.
     pub scratch: Vec<u64>,
-    /// Scratch steps of an access chain: (stride or offset, element count, index, dynamic).
-    pub chain: Vec<(u32, u64, (Src, &'p TypeInfo), bool)>,
     rng: u64,
     /// Whether undefined events are recorded.
     pub report: bool,
@@ -211,19 +209,12 @@ impl<'p> Machine<'p> {
 
     /// The type of a type id.
     pub fn ty(&self, id: u32) -> Result<&'p TypeInfo> {
-        self.p
-            .types
-            .get(id as usize)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| malformed(format!("%{id} is not a type")))
+        self.p.ty(id)
     }
 
     /// Where an operand id's value lives, with its type.
     pub fn val(&self, id: u32) -> Result<(Src, &'p TypeInfo)> {
-        match self.p.ids.get(id as usize) {
-            Some(IdKind::Value(s)) => Ok((*s, self.ty(self.p.id_ty[id as usize])?)),
-            _ => Err(malformed(format!("%{id} is not a value"))),
-        }
+        self.p.val(id)
     }
 
     /// Leaf `c` of a value at `lane`.
@@ -257,15 +248,7 @@ impl<'p> Machine<'p> {
 
     /// A constant scalar operand (scopes, cluster sizes).
     pub fn constant(&self, id: u32) -> Result<u64> {
-        match self.p.ids.get(id as usize) {
-            Some(IdKind::Value(Src::Const(k))) => self
-                .p
-                .consts
-                .get(*k as usize)
-                .copied()
-                .ok_or_else(|| malformed(format!("%{id} has no value"))),
-            _ => Err(malformed(format!("%{id} must be a constant"))),
-        }
+        self.p.constant(id)
     }
 
     /// Reads a value of type `ty` from memory at `ptr`.
@@ -432,6 +415,59 @@ impl<'p> Machine<'p> {
         }
     }
 
+    /// Copies `leaves` leaves of `v` into the registers from `dst` for the lanes of `mask`: row
+    /// by row, or lane by lane (leaves inner) for `OpUndef`, whose bits are drawn in that order.
+    fn copy_value(&mut self, sg: &mut Sg, v: (Src, &TypeInfo), leaves: u32, dst: u32, mask: u128) {
+        let n = self.lanes as usize;
+        match v.0 {
+            Src::Undef => {
+                for l in lanes(mask) {
+                    for c in 0..leaves {
+                        let x = self.get(sg, v, c, l);
+                        self.write(sg, dst, c, l, x);
+                    }
+                }
+            }
+            src => {
+                let full = self.full_mask();
+                for c in 0..leaves {
+                    let to = (dst + c) as usize * n;
+                    if to + n > sg.regs.len() {
+                        continue;
+                    }
+                    match src {
+                        Src::Reg(r) => {
+                            let from = (r + c) as usize * n;
+                            if from + n > sg.regs.len() {
+                                // Out-of-range slots read 0, as `get` does.
+                                for l in lanes(mask) {
+                                    sg.regs[to + l as usize] = 0;
+                                }
+                            } else if mask == full {
+                                sg.regs.copy_within(from..from + n, to);
+                            } else {
+                                for l in lanes(mask) {
+                                    sg.regs[to + l as usize] = sg.regs[from + l as usize];
+                                }
+                            }
+                        }
+                        _ => {
+                            let x = match src {
+                                Src::Const(k) => {
+                                    self.p.consts.get((k + c) as usize).copied().unwrap_or(0)
+                                }
+                                _ => 0,
+                            };
+                            for l in lanes(mask) {
+                                sg.regs[to + l as usize] = x;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Moves `mask` lanes from block `from` to block `to` of the top frame: phis, then pending.
     fn goto(&mut self, sg: &mut Sg, from: u32, to: u32, mask: u128) -> Result<()> {
         if mask == 0 {
@@ -536,6 +572,20 @@ impl<'p> Machine<'p> {
                     if let Some(done) = sg.frames.pop() {
                         self.free.extend(done.locals);
                     }
+                    // The caller resumes after its call: variables it passed as promoted
+                    // parameters get back what the callee stored.
+                    if let Some(caller) = sg.frames.last() {
+                        if let Some((_, pc, m)) = caller.cur {
+                            let insts = &self.p.funcs[caller.func as usize].insts;
+                            if let Some(call) =
+                                (pc as usize).checked_sub(1).and_then(|i| insts.get(i))
+                            {
+                                if !call.bindings.is_empty() {
+                                    self.bind_out(sg, &call.bindings, m);
+                                }
+                            }
+                        }
+                    }
                     continue;
                 };
                 let (b, m) = frame.pending.swap_remove(k);
@@ -543,36 +593,66 @@ impl<'p> Machine<'p> {
                 frame.cur = Some((b, start, m));
                 continue;
             };
-            let func = &self.p.funcs[frame.func as usize];
+            let fidx = frame.func as usize;
+            let program: &'p Program = self.p;
+            let func = &program.funcs[fidx];
             let end = func.blocks[block as usize].end;
-            if pc >= end {
-                return Err(malformed(format!(
-                    "block %{} has no terminator",
-                    func.blocks[block as usize].label
-                )));
-            }
-            let inst = &func.insts[pc as usize];
-            frame.cur = Some((block, pc + 1, mask));
-            self.steps += 1;
-            self.lane_steps += u64::from(mask.count_ones());
-            if self.steps > self.step_limit {
-                return Err(Error::new(ErrorKind::StepLimit(self.step_limit)).at(&inst.location()));
-            }
-            self.here = (inst.word, inst.op, inst.id);
-            if let Some((marks, counts)) = self.trace.as_mut() {
-                let (f, i) = (frame.func as usize, pc as usize);
-                if marks
-                    .get(f)
-                    .and_then(|m| m.get(i))
-                    .is_some_and(Option::is_some)
-                {
-                    if let Some(c) = counts.get_mut(f).and_then(|c| c.get_mut(i)) {
-                        *c += 1;
+            let lane_count = u64::from(mask.count_ones());
+            // The block's instructions back to back: only one that may leave the block (a
+            // terminator, a call, a barrier) records where the frame resumes and ends the run.
+            let mut pc = pc;
+            loop {
+                if pc >= end {
+                    return Err(malformed(format!(
+                        "block %{} has no terminator",
+                        func.blocks[block as usize].label
+                    )));
+                }
+                let inst = &func.insts[pc as usize];
+                self.steps += 1;
+                self.lane_steps += lane_count;
+                if self.steps > self.step_limit {
+                    return Err(
+                        Error::new(ErrorKind::StepLimit(self.step_limit)).at(&inst.location())
+                    );
+                }
+                self.here = (inst.word, inst.op, inst.id);
+                if let Some((marks, counts)) = self.trace.as_mut() {
+                    let i = pc as usize;
+                    if marks
+                        .get(fidx)
+                        .and_then(|m| m.get(i))
+                        .is_some_and(Option::is_some)
+                    {
+                        if let Some(c) = counts.get_mut(fidx).and_then(|c| c.get_mut(i)) {
+                            *c += 1;
+                        }
                     }
                 }
+                pc += 1;
+                // The row form and promoted variables straight away (no decoding on the way).
+                if let Some(r) = &inst.row {
+                    if self.run_row(sg, inst.res, r, mask) {
+                        continue;
+                    }
+                }
+                if let (Some(local), Some(op)) = (inst.local, inst.decoded) {
+                    self.local(sg, inst, op, local, mask)
+                        .map_err(|e| e.at(&inst.location()))?;
+                    continue;
+                }
+                let leaves = leaves_block(inst.decoded);
+                if leaves {
+                    if let Some(f) = sg.frames.last_mut() {
+                        f.cur = Some((block, pc, mask));
+                    }
+                }
+                self.exec(sg, inst, block, mask)
+                    .map_err(|e| e.at(&inst.location()))?;
+                if leaves {
+                    break;
+                }
             }
-            self.exec(sg, inst, block, mask)
-                .map_err(|e| e.at(&inst.location()))?;
         }
         Ok(())
     }
@@ -652,12 +732,7 @@ impl<'p> Machine<'p> {
                 let v = self.val(arg(0)?)?;
                 let ret = sg.frames.last().and_then(|f| f.ret);
                 if let Some(res) = ret {
-                    for l in lanes(mask) {
-                        for c in 0..v.1.leaves {
-                            let x = self.get(sg, v, c, l);
-                            self.write(sg, res, c, l, x);
-                        }
-                    }
+                    self.copy_value(sg, v, v.1.leaves, res, mask);
                 }
                 self.end_block(sg);
             }
@@ -679,14 +754,13 @@ impl<'p> Machine<'p> {
                 if sg.frames.len() > 256 {
                     return Err(unsupported("calls nested more than 256 deep (recursion?)"));
                 }
+                self.bind_in(sg, &inst.bindings, mask);
                 for (k, &(reg, leaves)) in func.params.iter().enumerate() {
-                    let v = self.val(inst.args[k + 1])?;
-                    for l in lanes(mask) {
-                        for c in 0..leaves {
-                            let x = self.get(sg, v, c, l);
-                            self.write(sg, reg, c, l, x);
-                        }
+                    if inst.bindings.iter().any(|b| b.param as usize == k) {
+                        continue;
                     }
+                    let v = self.val(inst.args[k + 1])?;
+                    self.copy_value(sg, v, leaves, reg, mask);
                 }
                 sg.frames.push(Frame {
                     func: callee,
@@ -755,6 +829,25 @@ impl<'p> Machine<'p> {
             self.write(sg, inst.res, c, lane, v);
         }
     }
+}
+
+/// Whether an instruction may leave its block or suspend the subgroup (terminators, calls,
+/// barriers): the executor records where the frame resumes before running one.
+fn leaves_block(op: Option<spirv::Op>) -> bool {
+    use spirv::Op as O;
+    !matches!(op, Some(o) if !matches!(
+        o,
+        O::Branch
+            | O::BranchConditional
+            | O::Switch
+            | O::Return
+            | O::ReturnValue
+            | O::FunctionCall
+            | O::ControlBarrier
+            | O::Unreachable
+            | O::Kill
+            | O::TerminateInvocation
+    ))
 }
 
 /// Copies the lanes of `mask` from `src` to `dst` (the whole row when every lane is active).
@@ -832,7 +925,6 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
         free: Vec::new(),
         phi_rows: Vec::new(),
         scratch: Vec::new(),
-        chain: Vec::new(),
         rng: d.seed ^ 0x5eed,
         report: d.report_undefined,
         undefined: Vec::new(),

@@ -7,17 +7,30 @@ use crate::num::{fget, fput, sext};
 use crate::translate::Inst;
 use crate::types::Scalar;
 
+/// Most operands of a GLSL.std.450 instruction (`FMix`, `FClamp`, `Fma`, ...).
+const MAX_OPERANDS: usize = 3;
+
 impl Machine<'_> {
     /// Executes GLSL.std.450 instruction `ext` (operands after the set and number).
     pub fn glsl(&mut self, sg: &mut Sg, inst: &Inst, ext: u32, mask: u128) -> Result<()> {
         let rt = self.ty(inst.ty)?;
-        let vals: Vec<_> = inst
-            .args
-            .get(2..)
-            .unwrap_or(&[])
-            .iter()
-            .map(|id| self.val(*id))
-            .collect::<Result<_>>()?;
+        // The operands without an allocation (at most three in GLSL.std.450; more only in an
+        // ill-formed module, collected as before).
+        let ids = inst.args.get(2..).unwrap_or(&[]);
+        let mut arr = [(crate::translate::Src::None, &crate::exec::UNKNOWN); MAX_OPERANDS];
+        let heap: Vec<_>;
+        let vals: &[_] = if ids.len() <= MAX_OPERANDS {
+            for (slot, id) in arr.iter_mut().zip(ids) {
+                *slot = self.val(*id)?;
+            }
+            &arr[..ids.len()]
+        } else {
+            heap = ids
+                .iter()
+                .map(|id| self.val(*id))
+                .collect::<Result<Vec<_>>>()?;
+            &heap
+        };
         // Packing: vectors to and from one wider scalar.
         if matches!(ext, 58 | 59 | 62 | 65) && !vals.is_empty() {
             for l in lanes(mask) {
@@ -98,16 +111,16 @@ impl Machine<'_> {
             for c in 0..rt.leaves {
                 let rs = rt.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
                 let w = rs.width();
-                let xs: Vec<(u64, Scalar)> = vals
-                    .iter()
-                    .map(|v| {
-                        let cc = if v.1.leaves > 1 { c } else { 0 };
-                        (
-                            self.get(sg, *v, cc, l),
-                            v.1.layout.get(cc as usize).map_or(rs, |x| x.1),
-                        )
-                    })
-                    .collect();
+                // GLSL.std.450 takes at most three operands: no allocation per lane.
+                let mut buf = [(0u64, rs); MAX_OPERANDS];
+                for (x, v) in buf.iter_mut().zip(vals) {
+                    let cc = if v.1.leaves > 1 { c } else { 0 };
+                    *x = (
+                        self.get(sg, *v, cc, l),
+                        v.1.layout.get(cc as usize).map_or(rs, |x| x.1),
+                    );
+                }
+                let xs = &buf[..vals.len().min(MAX_OPERANDS)];
                 let f = |k: usize| xs.get(k).map_or(0.0, |x| fget(x.1.width(), x.0));
                 let i = |k: usize| xs.get(k).map_or(0, |x| sext(x.1.width(), x.0));
                 let u = |k: usize| xs.get(k).map_or(0, |x| x.0);

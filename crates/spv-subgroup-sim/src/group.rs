@@ -58,6 +58,24 @@ fn combine(op: spirv::Op, s: Scalar, a: u64, b: u64) -> u64 {
     }
 }
 
+/// `split_wide` of one 128-bit value into `out` without allocating (at most four leaves: a
+/// ballot is a uvec4, uvec2 or u64); returns the leaves written.
+fn split_wide_into(v: u128, t: &TypeInfo, out: &mut [u64; 4]) -> usize {
+    if t.leaves == 1 {
+        out[0] = v as u64;
+        return 1;
+    }
+    let mut rest = v;
+    let mut n = 0;
+    for (slot, (_, s)) in out.iter_mut().zip(&t.layout) {
+        let w = s.width();
+        *slot = (rest as u64) & wmask(w);
+        rest = if w >= 128 { 0 } else { rest >> w };
+        n += 1;
+    }
+    n
+}
+
 /// The identity of `op` for `s` (SPIR-V's table), for empty exclusive scans.
 fn identity(op: spirv::Op, s: Scalar) -> u64 {
     use spirv::Op as O;
@@ -101,7 +119,7 @@ impl Machine<'_> {
         c: u32,
         src: u64,
         active: u128,
-        what: &str,
+        op: u32,
     ) -> u64 {
         if src < u64::from(self.lanes) && active & (1u128 << src) != 0 {
             self.get(sg, v, c, src as u32)
@@ -118,6 +136,7 @@ impl Machine<'_> {
             } else {
                 "out-of-range"
             };
+            let what = crate::error::op_name(op);
             self.undefined(&format!("{what} from {why} lane {src}"), s)
         }
     }
@@ -134,6 +153,28 @@ impl Machine<'_> {
             at += w;
         }
         m
+    }
+
+    /// Writes `vals` (one per leaf) into the result for every lane of `mask`.
+    fn fill_result(&self, sg: &mut Sg, inst: &Inst, vals: &[u64], mask: u128) {
+        if inst.res == u32::MAX {
+            return;
+        }
+        let n = self.lanes as usize;
+        let full = self.full_mask();
+        for (c, &v) in vals.iter().enumerate() {
+            let to = (inst.res as usize + c) * n;
+            let Some(row) = sg.regs.get_mut(to..to + n) else {
+                continue;
+            };
+            if mask == full {
+                row.fill(v);
+            } else {
+                for l in lanes(mask) {
+                    row[l as usize] = v;
+                }
+            }
+        }
     }
 
     fn put_all(&self, sg: &mut Sg, inst: &Inst, lane: u32, vals: &[u64]) {
@@ -201,18 +242,28 @@ impl Machine<'_> {
                         b |= 1 << l;
                     }
                 }
-                let r = match op {
+                // The same value in every active lane: each result leaf written as a row.
+                let mut r = [0u64; 4];
+                let count = match op {
                     O::GroupNonUniformAll | O::GroupAll | O::SubgroupAllKHR => {
-                        vec![u64::from(b == mask)]
+                        r[0] = u64::from(b == mask);
+                        1
                     }
                     O::GroupNonUniformAny | O::GroupAny | O::SubgroupAnyKHR => {
-                        vec![u64::from(b != 0)]
+                        r[0] = u64::from(b != 0);
+                        1
                     }
-                    _ => split_wide(&[b], rt),
+                    _ if rt.layout.len() > r.len() => {
+                        // Not a ballot type SPIR-V allows; spread as before.
+                        let vals = split_wide(&[b], rt);
+                        for l in lanes(mask) {
+                            self.put_all(sg, inst, l, &vals);
+                        }
+                        return Ok(());
+                    }
+                    _ => split_wide_into(b, rt, &mut r),
                 };
-                for l in lanes(mask) {
-                    self.put_all(sg, inst, l, &r);
-                }
+                self.fill_result(sg, inst, &r[..count], mask);
             }
             O::GroupNonUniformQuadAllKHR | O::GroupNonUniformQuadAnyKHR => {
                 // The quad: the lanes whose id / 4 is this lane's; only its active ones vote.
@@ -268,10 +319,27 @@ impl Machine<'_> {
                     (O::GroupNonUniformRotateKHR, Some(id)) => self.constant(*id)?,
                     _ => u64::from(self.lanes),
                 };
-                let name = crate::error::op_name(inst.op);
-                let mut out = Vec::new();
+                let n = self.lanes as usize;
+                let len = sg.regs.len();
+                // Register rows read directly (no `OpUndef`, rows in range, a result to write):
+                // the reads and undefined draws happen in the same order as through `get`.
+                let direct = v.0 != Src::Undef
+                    && x.0 != Src::Undef
+                    && inst.res != u32::MAX
+                    && (inst.res as usize + v.1.leaves as usize) * n <= len
+                    && match v.0 {
+                        Src::Reg(r) => (r as usize + v.1.leaves as usize) * n <= len,
+                        _ => true,
+                    }
+                    && match x.0 {
+                        Src::Reg(r) => (r as usize + 1) * n <= len,
+                        _ => true,
+                    };
                 for l in lanes(mask) {
-                    let k = self.get(sg, x, 0, l);
+                    let k = match (direct, x.0) {
+                        (true, Src::Reg(r)) => sg.regs[r as usize * n + l as usize],
+                        _ => self.get(sg, x, 0, l),
+                    };
                     let ll = u64::from(l);
                     let src = match op {
                         O::GroupNonUniformShuffleXor => ll ^ k,
@@ -285,13 +353,20 @@ impl Machine<'_> {
                         }
                         _ => k,
                     };
-                    out.clear();
-                    for c in 0..v.1.leaves {
-                        let r = self.read_lane(sg, v, c, src, mask, &name);
-                        out.push(r);
+                    // Results go to the instruction's own rows, never an operand's (SSA), so
+                    // each lane's is written as soon as it is read.
+                    let readable = src < u64::from(self.lanes) && mask & (1u128 << src) != 0;
+                    if let (true, true, Src::Reg(r)) = (direct, readable, v.0) {
+                        for c in 0..v.1.leaves as usize {
+                            let x = sg.regs[(r as usize + c) * n + src as usize];
+                            sg.regs[(inst.res as usize + c) * n + l as usize] = x;
+                        }
+                        continue;
                     }
-                    let vals = out.clone();
-                    self.put_all(sg, inst, l, &vals);
+                    for c in 0..v.1.leaves {
+                        let r = self.read_lane(sg, v, c, src, mask, inst.op);
+                        self.put(sg, inst, c, l, r);
+                    }
                 }
             }
             O::GroupNonUniformInverseBallot
@@ -405,15 +480,22 @@ impl Machine<'_> {
                 }
                 // Partitioned operations: each lane's subset, from its ballot operand. A ballot
                 // without the lane's own bit is no partition: the result is undefined.
-                let mut subsets = [0u128; crate::vector::MAX_LANES];
+                let nl = self.lanes as usize;
+                let mut subsets = Vec::new();
                 if let Some(b) = ballot {
+                    subsets.resize(nl, 0u128);
                     for l in lanes(mask) {
                         subsets[l as usize] = self.ballot_of(sg, b, l) & mask;
                     }
                 }
                 let n = v.1.leaves;
-                let mut row = [0u64; crate::vector::MAX_LANES];
-                let mut res = [0u64; crate::vector::MAX_LANES];
+                // The operand's and the result's rows (scratch: only active lanes are written,
+                // and only they are read, so nothing is cleared per instruction).
+                let mut buf = std::mem::take(&mut self.scratch);
+                if buf.len() < 2 * nl {
+                    buf.resize(2 * nl, 0);
+                }
+                let (row, res) = buf.split_at_mut(nl);
                 for c in 0..n {
                     let s = v.1.layout.get(c as usize).map_or(Scalar::Bool, |x| x.1);
                     for l in lanes(mask) {
@@ -505,6 +587,7 @@ impl Machine<'_> {
                         self.put(sg, inst, c, l, res[l as usize]);
                     }
                 }
+                self.scratch = buf;
             }
         }
         Ok(())

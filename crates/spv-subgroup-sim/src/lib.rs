@@ -15,11 +15,13 @@
 mod alu;
 mod error;
 mod exec;
+mod fast;
 mod glsl;
 mod group;
 mod num;
 mod opclass;
 mod ops;
+mod promote;
 mod size_trace;
 mod translate;
 mod types;
@@ -211,9 +213,18 @@ impl Module {
 
     /// Translates a module, overriding specialization constants by `SpecId`.
     pub fn with_spec_constants(words: &[u32], spec: &BTreeMap<u32, u64>) -> Result<Self> {
-        Ok(Module {
-            program: translate::translate(words, spec)?,
-        })
+        let mut program = translate::translate(words, spec)?;
+        promote::promote(&mut program);
+        fast::prepare(&mut program);
+        Ok(Module { program })
+    }
+
+    /// The same module with every Function variable in memory (none kept in registers): for
+    /// tests that prove the register form gives exactly what memory gives.
+    #[doc(hidden)]
+    pub fn with_variables_in_memory(mut self) -> Self {
+        promote::unpromote(&mut self.program);
+        self
     }
 
     /// The names of the module's compute entry points.

@@ -106,16 +106,44 @@ pub fn fput(width: u32, x: f64) -> u64 {
 }
 
 /// The lanes of a mask, lowest first.
-pub fn lanes(mut m: u128) -> impl Iterator<Item = u32> {
-    std::iter::from_fn(move || {
-        if m == 0 {
-            None
-        } else {
-            let l = m.trailing_zeros();
-            m &= m - 1;
+pub fn lanes(m: u128) -> Lanes {
+    Lanes {
+        lo: m as u64,
+        hi: (m >> 64) as u64,
+    }
+}
+
+/// The iterator of [`lanes`]: the mask as two 64-bit halves (most subgroups fit the low one,
+/// and 64-bit bit scans are half the work of 128-bit ones on every lane of every loop).
+#[derive(Clone, Copy, Debug)]
+pub struct Lanes {
+    lo: u64,
+    hi: u64,
+}
+
+impl Iterator for Lanes {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        if self.lo != 0 {
+            let l = self.lo.trailing_zeros();
+            self.lo &= self.lo - 1;
             Some(l)
+        } else if self.hi != 0 {
+            let l = self.hi.trailing_zeros();
+            self.hi &= self.hi - 1;
+            Some(l + 64)
+        } else {
+            None
         }
-    })
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = (self.lo.count_ones() + self.hi.count_ones()) as usize;
+        (n, Some(n))
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,14 @@ impl<'p> Machine<'p> {
         mask: u128,
     ) -> Result<()> {
         use spirv::Op as O;
+        if let Some(local) = inst.local {
+            return self.local(sg, inst, op, local, mask);
+        }
+        if let Some(r) = &inst.row {
+            if self.run_row(sg, inst.res, r, mask) {
+                return Ok(());
+            }
+        }
         let arg = |k: usize| {
             inst.args
                 .get(k)
@@ -130,95 +138,41 @@ impl<'p> Machine<'p> {
                 }
             }
             O::AccessChain | O::InBoundsAccessChain => {
-                let base = self.val(arg(0)?)?;
-                let mut t = match &base.1.shape {
-                    Shape::Pointer { pointee, .. } => self.ty(*pointee)?,
-                    _ => return Err(malformed("access chain into a non-pointer")),
+                // Resolved at translation where the types allow (else here, with its error).
+                let computed;
+                let plan = match &inst.chain {
+                    Some(plan) => plan.as_ref(),
+                    None => {
+                        computed = crate::fast::chain_plan(self.p, inst)?;
+                        &computed
+                    }
                 };
-                let mut steps = std::mem::take(&mut self.chain);
-                steps.clear();
-                for &id in inst.args.get(1..).unwrap_or(&[]) {
-                    let idx = self.val(id)?;
-                    match &t.shape {
-                        Shape::Struct { members, offsets } => {
-                            let k = self.constant(id)? as usize;
-                            let off = *offsets
-                                .get(k)
-                                .ok_or_else(|| malformed("struct member index out of range"))?;
-                            steps.push((off, 0, idx, false));
-                            t = self.ty(members[k])?;
-                        }
-                        Shape::Array {
-                            elem,
-                            n,
-                            stride,
-                            runtime,
-                        } => {
-                            steps.push((
-                                *stride,
-                                if *runtime { u64::MAX } else { u64::from(*n) },
-                                idx,
-                                true,
-                            ));
-                            t = self.ty(*elem)?;
-                        }
-                        Shape::Vector { elem, n } => {
-                            let e = self.ty(*elem)?;
-                            steps.push((e.size, u64::from(*n), idx, true));
-                            t = e;
-                        }
-                        _ => return Err(malformed("access chain index into a scalar")),
-                    }
-                }
-                // Struct members and constant indices add the same offset in every lane: summed
-                // once (a constant index out of range sends every lane out of range, as before);
-                // only indices held in registers are read per lane.
-                let mut fixed = 0u64;
-                let mut all_out = false;
-                steps.retain(|&(stride, n, idx, dynamic)| {
-                    let konst = match idx.0 {
-                        Src::Const(k) if dynamic => self.p.consts.get(k as usize).copied(),
-                        _ => None,
-                    };
-                    match (dynamic, konst) {
-                        (false, _) => {
-                            fixed = fixed.saturating_add(u64::from(stride));
-                            false
-                        }
-                        (true, Some(x)) => {
-                            let w = idx.1.scalar_of().map_or(32, Scalar::width);
-                            let i = crate::num::sext(w, x);
-                            if i < 0 || (i as u64) >= n {
-                                all_out = true;
-                            } else {
-                                fixed = fixed
-                                    .saturating_add((i as u64).saturating_mul(u64::from(stride)));
-                            }
-                            false
-                        }
-                        (true, None) => true,
-                    }
-                });
                 let nl = self.lanes as usize;
+                let len = sg.regs.len();
                 for l in lanes(mask) {
-                    let ptr = match base.0 {
+                    let ptr = match plan.base.0 {
                         Src::Reg(r) => sg
                             .regs
                             .get(r as usize * nl + l as usize)
                             .copied()
                             .unwrap_or(0),
-                        _ => self.get(sg, base, 0, l),
+                        src => self.get_leaf(sg, src, plan.base.1, l),
                     };
-                    let mut off = u64::from(ptr as u32).saturating_add(fixed);
-                    if all_out {
+                    let mut off = u64::from(ptr as u32).saturating_add(plan.fixed);
+                    if plan.all_out {
                         off = u64::from(u32::MAX);
                     }
-                    for &(stride, n, idx, _) in &steps {
-                        if all_out {
+                    for &(stride, n, idx, s) in &plan.steps {
+                        if plan.all_out {
                             break;
                         }
-                        let w = idx.1.scalar_of().map_or(32, Scalar::width);
-                        let i = crate::num::sext(w, self.get(sg, idx, 0, l));
+                        let x = match idx {
+                            Src::Reg(r) if (r as usize + 1) * nl <= len => {
+                                sg.regs[r as usize * nl + l as usize]
+                            }
+                            src => self.get_leaf(sg, src, s, l),
+                        };
+                        let i = crate::num::sext(s.width(), x);
                         if i < 0 || (i as u64) >= n {
                             off = u64::from(u32::MAX);
                             break;
@@ -228,7 +182,6 @@ impl<'p> Machine<'p> {
                     let off = off.min(u64::from(u32::MAX));
                     self.put(sg, inst, 0, l, (ptr & !0xffff_ffff) | off);
                 }
-                self.chain = steps;
             }
             O::ArrayLength => {
                 let p = self.val(arg(0)?)?;
@@ -269,12 +222,13 @@ impl<'p> Machine<'p> {
                 self.copy_leaves(sg, inst, mask, &[(v, 0, rleaves)])?;
             }
             O::CompositeConstruct => {
-                let mut parts = Vec::new();
+                // Each constituent after the previous one, in order (no list of parts built).
+                let mut at = 0;
                 for &id in &inst.args {
                     let v = self.val(id)?;
-                    parts.push((v, 0, v.1.leaves));
+                    self.copy_leaves_at(sg, inst, mask, at, &[(v, 0, v.1.leaves)])?;
+                    at += v.1.leaves;
                 }
-                self.copy_leaves(sg, inst, mask, &parts)?;
             }
             O::CompositeExtract => {
                 let v = self.val(arg(0)?)?;
@@ -354,6 +308,46 @@ impl<'p> Machine<'p> {
             O::Select => {
                 let (c, a, b) = (self.val(arg(0)?)?, self.val(arg(1)?)?, self.val(arg(2)?)?);
                 let per_comp = c.1.leaves > 1;
+                let undef = [c.0, a.0, b.0].contains(&Src::Undef);
+                if !undef && inst.res != u32::MAX {
+                    // Row by row: no operand draws undefined bits, so the order is free.
+                    let n = self.lanes as usize;
+                    let full = self.full_mask();
+                    let len = sg.regs.len();
+                    // A row out of range reads 0, as `get` does.
+                    let fix = |x: Leaf| match x {
+                        Leaf::Row(r) if r + n <= len => x,
+                        Leaf::Const(_) => x,
+                        _ => Leaf::Const(0),
+                    };
+                    for k in 0..rleaves {
+                        let cs = fix(self.leaf_src(c.0, if per_comp { k } else { 0 }, n));
+                        let xa = fix(self.leaf_src(a.0, k, n));
+                        let xb = fix(self.leaf_src(b.0, k, n));
+                        let to = (inst.res as usize + k as usize) * n;
+                        if to + n > len {
+                            continue;
+                        }
+                        let at = |regs: &[u64], x: Leaf, l: usize| match x {
+                            Leaf::Row(r) => regs[r + l],
+                            Leaf::Const(v) => v,
+                            Leaf::Undef(_) => 0,
+                        };
+                        if mask == full {
+                            for l in 0..n {
+                                let pick = if at(&sg.regs, cs, l) != 0 { xa } else { xb };
+                                sg.regs[to + l] = at(&sg.regs, pick, l);
+                            }
+                        } else {
+                            for l in lanes(mask) {
+                                let l = l as usize;
+                                let pick = if at(&sg.regs, cs, l) != 0 { xa } else { xb };
+                                sg.regs[to + l] = at(&sg.regs, pick, l);
+                            }
+                        }
+                    }
+                    return Ok(());
+                }
                 for l in lanes(mask) {
                     for k in 0..rleaves {
                         let cond = self.get(sg, c, if per_comp { k } else { 0 }, l) != 0;
@@ -369,6 +363,59 @@ impl<'p> Machine<'p> {
             O::Bitcast => {
                 let v = self.val(arg(0)?)?;
                 let t = rty.ok_or_else(|| malformed("bitcast type"))?;
+                if v.0 != Src::Undef && inst.res != u32::MAX {
+                    // Straight from the operand's rows (no undefined bits to draw in order).
+                    let n = self.lanes as usize;
+                    if let ([_], [(_, s)]) = (v.1.layout.as_slice(), t.layout.as_slice()) {
+                        // One leaf to one leaf (`floatBitsToUint` and the like): its low bits.
+                        let m = crate::num::mask(s.bytes() * 8);
+                        let out = inst.res as usize * n;
+                        if out + n <= sg.regs.len() {
+                            match self.leaf_src(v.0, 0, n) {
+                                Leaf::Row(r) if r + n <= sg.regs.len() => {
+                                    for l in lanes(mask) {
+                                        sg.regs[out + l as usize] = sg.regs[r + l as usize] & m;
+                                    }
+                                }
+                                // A constant, or a row out of range (read as 0, as `get` does).
+                                src => {
+                                    let x = match src {
+                                        Leaf::Const(x) => x,
+                                        _ => 0,
+                                    };
+                                    for l in lanes(mask) {
+                                        sg.regs[out + l as usize] = x & m;
+                                    }
+                                }
+                            }
+                        }
+                        return Ok(());
+                    }
+                    for l in lanes(mask) {
+                        let l = l as usize;
+                        let mut bits: u128 = 0;
+                        let mut at = 0;
+                        for (c, (_, s)) in v.1.layout.iter().enumerate() {
+                            let x = match self.leaf_src(v.0, c as u32, n) {
+                                Leaf::Row(r) => sg.regs.get(r + l).copied().unwrap_or(0),
+                                Leaf::Const(x) => x,
+                                Leaf::Undef(_) => 0,
+                            };
+                            bits |= u128::from(x) << at;
+                            at += s.bytes() * 8;
+                        }
+                        let mut at = 0;
+                        for (c, (_, s)) in t.layout.iter().enumerate() {
+                            let w = s.bytes() * 8;
+                            let x = ((bits >> at) as u64) & crate::num::mask(w);
+                            at += w;
+                            if let Some(slot) = sg.regs.get_mut((inst.res as usize + c) * n + l) {
+                                *slot = x;
+                            }
+                        }
+                    }
+                    return Ok(());
+                }
                 for l in lanes(mask) {
                     let mut bits: u128 = 0;
                     let mut at = 0;
@@ -410,15 +457,15 @@ impl<'p> Machine<'p> {
             }
             O::Any | O::All => {
                 let v = self.val(arg(0)?)?;
+                // Every component is read (undefined bits drawn in order), then combined.
                 for l in lanes(mask) {
-                    let bits: Vec<bool> = (0..v.1.leaves)
-                        .map(|c| self.get(sg, v, c, l) != 0)
-                        .collect();
-                    let r = if op == O::Any {
-                        bits.iter().any(|b| *b)
-                    } else {
-                        bits.iter().all(|b| *b)
-                    };
+                    let (mut any, mut all) = (false, true);
+                    for c in 0..v.1.leaves {
+                        let b = self.get(sg, v, c, l) != 0;
+                        any |= b;
+                        all &= b;
+                    }
+                    let r = if op == O::Any { any } else { all };
                     self.put(sg, inst, 0, l, u64::from(r));
                 }
             }
@@ -494,46 +541,107 @@ impl<'p> Machine<'p> {
         mask: u128,
         parts: &[((crate::translate::Src, &TypeInfo), u32, u32)],
     ) -> Result<()> {
+        self.copy_leaves_at(sg, inst, mask, 0, parts)
+    }
+
+    /// [`Self::copy_leaves`] into the result's leaves from `first` on.
+    fn copy_leaves_at(
+        &mut self,
+        sg: &mut Sg,
+        inst: &Inst,
+        mask: u128,
+        first: u32,
+        parts: &[((crate::translate::Src, &TypeInfo), u32, u32)],
+    ) -> Result<()> {
         if inst.res == u32::MAX {
             return Ok(());
         }
         let n = self.lanes as usize;
         let full = self.full_mask();
-        let mut row = [0u64; crate::vector::MAX_LANES];
-        let mut c = 0u32;
+        let len = sg.regs.len();
+        let mut c = first;
         for &(v, start, count) in parts {
             for k in 0..count {
                 let leaf = start + k;
+                let to = (inst.res as usize + c as usize) * n;
+                c += 1;
+                if to + n > len {
+                    continue;
+                }
+                // Straight from the operand's row into the result's (SSA: never the same row).
                 match v.0 {
-                    Src::Reg(r) => {
-                        let at = (r as usize + leaf as usize) * n;
-                        match sg.regs.get(at..at + n) {
-                            Some(src) => row[..n].copy_from_slice(src),
-                            None => row[..n].fill(0),
+                    Src::Reg(r) if (r as usize + leaf as usize + 1) * n <= len => {
+                        let from = (r as usize + leaf as usize) * n;
+                        if mask == full {
+                            sg.regs.copy_within(from..from + n, to);
+                        } else {
+                            for l in lanes(mask) {
+                                sg.regs[to + l as usize] = sg.regs[from + l as usize];
+                            }
                         }
                     }
-                    Src::Const(i) => row[..n].fill(
-                        self.p
-                            .consts
-                            .get(i as usize + leaf as usize)
-                            .copied()
-                            .unwrap_or(0),
-                    ),
                     Src::Undef => {
                         for l in lanes(mask) {
-                            row[l as usize] = self.get(sg, v, leaf, l);
+                            let x = self.get(sg, v, leaf, l);
+                            sg.regs[to + l as usize] = x;
                         }
                     }
-                    Src::None => row[..n].fill(0),
+                    src => {
+                        // A constant; a register out of range or no value reads 0.
+                        let x = match src {
+                            Src::Const(i) => self
+                                .p
+                                .consts
+                                .get(i as usize + leaf as usize)
+                                .copied()
+                                .unwrap_or(0),
+                            _ => 0,
+                        };
+                        if mask == full {
+                            sg.regs[to..to + n].fill(x);
+                        } else {
+                            for l in lanes(mask) {
+                                sg.regs[to + l as usize] = x;
+                            }
+                        }
+                    }
                 }
-                let at = (inst.res as usize + c as usize) * n;
-                if let Some(dst) = sg.regs.get_mut(at..at + n) {
-                    crate::exec::copy_lanes(dst, &row[..n], mask, full);
-                }
-                c += 1;
             }
         }
         Ok(())
+    }
+
+    /// Leaf 0 of `src` at `lane`, its scalar `s` (what [`Machine::get`] reads: `OpUndef` draws
+    /// undefined bits of that scalar).
+    fn get_leaf(&mut self, sg: &Sg, src: Src, s: Scalar, lane: u32) -> u64 {
+        let t = TypeInfo {
+            shape: Shape::Scalar,
+            leaves: 1,
+            size: s.bytes(),
+            align: s.bytes(),
+            layout: Vec::new(),
+        };
+        match src {
+            Src::Undef => self.undefined("an OpUndef value", s),
+            _ => self.get(sg, (src, &t), 0, lane),
+        }
+    }
+
+    /// Where leaf `c` of a value comes from for a whole row (a register row or a constant;
+    /// `OpUndef` needs bits per lane and is `Leaf::Undef`).
+    fn leaf_src(&self, src: Src, c: u32, n: usize) -> Leaf {
+        match src {
+            Src::Reg(r) => Leaf::Row((r as usize + c as usize) * n),
+            Src::Const(i) => Leaf::Const(
+                self.p
+                    .consts
+                    .get(i as usize + c as usize)
+                    .copied()
+                    .unwrap_or(0),
+            ),
+            Src::Undef => Leaf::Undef(0),
+            Src::None => Leaf::Const(0),
+        }
     }
 
     fn elementwise(&mut self, sg: &mut Sg, inst: &Inst, op: spirv::Op, mask: u128) -> Result<()> {

@@ -60,6 +60,77 @@ pub struct Inst {
     pub res: u32,
     /// Operand words after the result type and id.
     pub args: Vec<u32>,
+    /// The promoted Function variable this instruction reaches, if any (`crate::promote`).
+    pub local: Option<Local>,
+    /// For `OpFunctionCall`: the pointer arguments passed as promoted variables, copied into the
+    /// callee's parameter rows at the call and back when it returns (`crate::promote`).
+    pub bindings: Vec<Binding>,
+    /// An always-defined elementwise operation resolved once (`crate::fast`), if this is one.
+    pub row: Option<RowOp>,
+    /// For an access chain: its steps resolved once (`crate::fast::chain_plan`).
+    pub chain: Option<Box<ChainPlan>>,
+}
+
+/// An access chain resolved from the types: struct members and constant indices summed into
+/// one offset, the indices held in registers left for each lane.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainPlan {
+    /// The base pointer and its scalar (for an `OpUndef` base).
+    pub base: (Src, Scalar),
+    /// The offset every lane adds (struct members, constant indices).
+    pub fixed: u64,
+    /// A constant index is out of range: every lane's pointer is out of range.
+    pub all_out: bool,
+    /// Per-lane steps: (stride, element count, index, the index's scalar).
+    pub steps: Vec<(u32, u64, Src, Scalar)>,
+}
+
+/// An elementwise operation over whole rows with its operands resolved at translation
+/// (`crate::fast`): no id, type or layout is looked up when it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowOp {
+    /// The operation.
+    pub op: spirv::Op,
+    /// First operand (a register or a constant, never `OpUndef`).
+    pub a: Src,
+    /// Second operand (the first again for unary operations).
+    pub b: Src,
+    /// Scalars of the result and of the operands (every leaf the same).
+    pub rs: Scalar,
+    /// Scalar of the first operand.
+    pub sa: Scalar,
+    /// Scalar of the second operand.
+    pub sb: Scalar,
+    /// Whether each operand has a leaf per result leaf (else one, used for every leaf).
+    pub wide: [bool; 2],
+    /// Result leaves.
+    pub leaves: u32,
+}
+
+/// A pointer argument of a call bound to a promoted parameter: (argument index, what the
+/// caller passes, the callee parameter's rows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Binding {
+    /// Index of the parameter.
+    pub param: u32,
+    /// The caller's variable (or part of one) passed.
+    pub arg: Local,
+    /// The callee parameter's rows.
+    pub to: Local,
+}
+
+/// What an instruction reaches of a Function variable kept in registers (`crate::promote`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Local {
+    /// The variable's id (for messages).
+    pub var: u32,
+    /// Register of the first leaf's value; the other leaves follow.
+    pub value: u32,
+    /// Register of the first leaf's "written" flags (1 where a lane stored it since the
+    /// variable's `OpVariable` ran); the other leaves follow.
+    pub written: u32,
+    /// Leaves reached.
+    pub leaves: u32,
 }
 
 impl Inst {
@@ -106,6 +177,8 @@ pub struct Func {
     pub insts: Vec<Inst>,
     /// Parameters: (first register, leaves).
     pub params: Vec<(u32, u32)>,
+    /// Parameter ids, in order.
+    pub param_ids: Vec<u32>,
 }
 
 /// A module-scope variable.
@@ -159,6 +232,36 @@ pub struct Program {
     pub globals: Vec<Global>,
     /// The `WorkgroupSize` built-in constant, if any.
     pub workgroup_size: Option<[u32; 3]>,
+}
+
+impl Program {
+    /// The type of a type id.
+    pub fn ty(&self, id: u32) -> Result<&TypeInfo> {
+        self.types
+            .get(id as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| malformed(format!("%{id} is not a type")))
+    }
+
+    /// Where an operand id's value lives, with its type.
+    pub fn val(&self, id: u32) -> Result<(Src, &TypeInfo)> {
+        match self.ids.get(id as usize) {
+            Some(IdKind::Value(s)) => Ok((*s, self.ty(self.id_ty[id as usize])?)),
+            _ => Err(malformed(format!("%{id} is not a value"))),
+        }
+    }
+
+    /// A constant scalar operand (scopes, cluster sizes, struct member indices).
+    pub fn constant(&self, id: u32) -> Result<u64> {
+        match self.ids.get(id as usize) {
+            Some(IdKind::Value(Src::Const(k))) => self
+                .consts
+                .get(*k as usize)
+                .copied()
+                .ok_or_else(|| malformed(format!("%{id} has no value"))),
+            _ => Err(malformed(format!("%{id} must be a constant"))),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -829,6 +932,7 @@ impl Builder<'_> {
                         let leaves = self.ty(self.p.id_ty[id as usize])?.leaves;
                         if let Src::Reg(r) = self.src(id)? {
                             f.params.push((r, leaves));
+                            f.param_ids.push(id);
                         }
                     }
                     Some(spirv::Op::Label) => {
@@ -897,6 +1001,10 @@ impl Builder<'_> {
                             ty,
                             res,
                             args: args.to_vec(),
+                            local: None,
+                            bindings: Vec::new(),
+                            row: None,
+                            chain: None,
                         });
                         blk.end = f.insts.len() as u32;
                     }

@@ -1,8 +1,10 @@
 //! Elementwise instructions over a whole row of lanes in one loop: the instruction's opcode and
 //! operand types are matched once per component, not once per lane, and the loop body is the
-//! operation alone. Only operations whose result is always defined are here (no division, no
-//! shift, no float-to-integer conversion: those can be undefined per lane and are reported, so
-//! they stay in [`crate::alu::eval`]); each arm computes exactly what `alu::eval` computes, with
+//! operation alone. Only operations whose result is defined in every active lane are done here:
+//! shifts and unsigned division and remainder are, once every active lane's shift is in range
+//! and divisor non-zero (checked first; otherwise nothing is written and the per-lane path
+//! reports the undefined lanes); signed division and float-to-integer conversion stay in
+//! [`crate::alu::eval`]; each arm computes exactly what `alu::eval` computes, with
 //! the same helpers, so results are bit-for-bit the same.
 
 use crate::num::lanes;
@@ -61,16 +63,28 @@ pub fn row(
     let bool_ = u64::from;
     // Shifts are undefined per lane when the shift is the width or more: those instructions go
     // to the per-lane path whenever any active lane's shift is out of range.
+    // Whether any active lane's `b` fails `ok` (a whole-row scan when every lane is active).
+    let any_bad = |ok: &dyn Fn(u64) -> bool| {
+        if active == full && b.len() == out.len() {
+            !b.iter().all(|&y| ok(y))
+        } else {
+            lanes(active).any(|l| b.get(l as usize).is_none_or(|&y| !ok(y)))
+        }
+    };
     if matches!(
         op,
         O::ShiftLeftLogical | O::ShiftRightLogical | O::ShiftRightArithmetic
-    ) && lanes(active).any(|l| {
-        b.get(l as usize)
-            .is_none_or(|&y| y >= u64::from(rs.width()))
-    }) {
+    ) && any_bad(&|y| y < u64::from(rs.width()))
+    {
+        return false;
+    }
+    // Division and remainder by zero are undefined per lane too.
+    if matches!(op, O::UDiv | O::UMod) && any_bad(&|y| y != 0) {
         return false;
     }
     match op {
+        O::UDiv => each_lane!(out, a, b, active, full, |x, y| x / y),
+        O::UMod => each_lane!(out, a, b, active, full, |x, y| x % y),
         O::ShiftLeftLogical => each_lane!(out, a, b, active, full, |x, y| (x << y) & rm),
         O::ShiftRightLogical => each_lane!(out, a, b, active, full, |x, y| x >> y),
         O::ShiftRightArithmetic => {

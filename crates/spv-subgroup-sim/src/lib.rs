@@ -2,7 +2,7 @@
 //!
 //! The module is translated once ([`Module::new`]) into dense tables (result ids to register
 //! slots, labels to block indices), then [`Module::run`] executes a dispatch: workgroups one after
-//! another, each as subgroups whose lanes run in lock step under an active mask, split and
+//! another (or on several threads with the same result, [`Dispatch::with_threads`]), each as subgroups whose lanes run in lock step under an active mask, split and
 //! reconverged by structured control flow (the rule is written down in `exec.rs`).
 //! Subgroup instructions have the SPIR-V spec's semantics natively.
 //! Values the spec leaves undefined (reads from inactive or out-of-range lanes, bit queries of
@@ -20,6 +20,8 @@ mod group;
 mod num;
 mod opclass;
 mod ops;
+mod overlay;
+mod parallel;
 mod size_trace;
 mod translate;
 mod types;
@@ -36,6 +38,8 @@ pub const DEFAULT_STEP_LIMIT: u64 = 50_000_000;
 #[derive(Clone, Debug)]
 pub struct Module {
     program: translate::Program,
+    /// By result id: the atomics a parallel run may defer (`parallel::deferrable_atomics`).
+    deferrable: Vec<bool>,
 }
 
 /// What to run and with which resources: [`Dispatch::default`] (one workgroup of subgroups of
@@ -63,6 +67,9 @@ pub struct Dispatch {
     /// Count the executed instructions whose results depend on the subgroup size
     /// ([`Outcome::size_reads`]).
     pub trace_size: bool,
+    /// Threads the workgroups run on (0: one per core). The outcome is the same whatever the
+    /// count: exactly that of running the workgroups one after another.
+    pub threads: usize,
 }
 
 impl Default for Dispatch {
@@ -77,6 +84,7 @@ impl Default for Dispatch {
             report_undefined: false,
             step_limit: DEFAULT_STEP_LIMIT,
             trace_size: false,
+            threads: 0,
         }
     }
 }
@@ -140,6 +148,15 @@ impl Dispatch {
     /// ([`Dispatch::trace_size`]).
     pub fn with_trace_size(mut self, trace: bool) -> Self {
         self.trace_size = trace;
+        self
+    }
+
+    /// This dispatch on `threads` threads (0, the default: one per core; 1: this thread only).
+    /// Workgroups run in parallel batches committed in workgroup order, and a workgroup that read
+    /// what an earlier one of its batch wrote runs again: buffers, errors, steps, undefined values
+    /// and size reads are the same at every thread count.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
         self
     }
 }
@@ -211,8 +228,10 @@ impl Module {
 
     /// Translates a module, overriding specialization constants by `SpecId`.
     pub fn with_spec_constants(words: &[u32], spec: &BTreeMap<u32, u64>) -> Result<Self> {
+        let program = translate::translate(words, spec)?;
         Ok(Module {
-            program: translate::translate(words, spec)?,
+            deferrable: parallel::deferrable_atomics(&program),
+            program,
         })
     }
 
@@ -280,6 +299,6 @@ impl Module {
     /// # Ok::<(), spv_subgroup_sim::Error>(())
     /// ```
     pub fn run(&self, dispatch: &Dispatch) -> Result<Outcome> {
-        exec::dispatch(&self.program, dispatch)
+        parallel::dispatch(&self.program, dispatch, &self.deferrable)
     }
 }

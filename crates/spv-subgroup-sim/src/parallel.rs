@@ -1,0 +1,366 @@
+//! Workgroups on several threads with exactly the result of running them one after another.
+//!
+//! The workgroups run in batches. Each worker runs workgroups of the batch against the shared
+//! objects as they were when the batch started, with its writes in a private overlay
+//! (`overlay.rs`); then the batch is committed in workgroup order. A workgroup that read a word an
+//! earlier workgroup of its batch wrote, failed, or would pass the step limit is run again on this
+//! thread against the committed state, as the sequential run would have run it: so buffers,
+//! errors, steps, undefined values and size reads are the same whatever the thread count.
+//! Undefined values' bits are seeded per workgroup (`exec::workgroup_rng`), not per thread.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::exec::{Machine, Setup};
+use crate::overlay::{read_le, write_le, Effects};
+use crate::translate::Program;
+use crate::{Dispatch, Outcome, Undefined};
+
+/// Workgroups per worker in one batch: more amortise the threads' start and the commit, fewer
+/// keep the overlays small and a conflict's re-runs few.
+const PER_WORKER: u64 = 8;
+
+/// Most undefined events kept in the outcome (as `exec.rs` keeps them in a sequential run).
+const MAX_REPORTS: usize = 100_000;
+
+/// The threads a dispatch of `count` workgroups runs on: `d.threads` (0: every core), at most
+/// one per workgroup.
+pub fn threads(d: &Dispatch, count: u64) -> usize {
+    let want = if d.threads == 0 {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    } else {
+        d.threads
+    };
+    want.min(usize::try_from(count).unwrap_or(usize::MAX))
+        .max(1)
+}
+
+/// By result id: the atomics that may wait for the commit as deltas, those that commute and
+/// whose result no instruction reads (an operand equal to the id counts as a read, literal or
+/// not: a false read only costs a deferral).
+pub fn deferrable_atomics(p: &Program) -> Vec<bool> {
+    use spirv::Op as O;
+    let mut candidates: Vec<(u32, u32)> = Vec::new();
+    for f in &p.funcs {
+        for inst in &f.insts {
+            let commutes = matches!(
+                inst.decoded,
+                Some(
+                    O::AtomicIAdd
+                        | O::AtomicISub
+                        | O::AtomicIIncrement
+                        | O::AtomicIDecrement
+                        | O::AtomicAnd
+                        | O::AtomicOr
+                        | O::AtomicXor
+                        | O::AtomicSMin
+                        | O::AtomicSMax
+                        | O::AtomicUMin
+                        | O::AtomicUMax
+                )
+            );
+            if commutes && inst.id != 0 {
+                candidates.push((inst.id, inst.res));
+            }
+        }
+    }
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    let bound = candidates
+        .iter()
+        .map(|c| c.0 as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut used = vec![false; bound];
+    for f in &p.funcs {
+        for inst in &f.insts {
+            for &a in &inst.args {
+                if let Some(u) = used.get_mut(a as usize) {
+                    *u = true;
+                }
+            }
+        }
+        for b in &f.blocks {
+            for phi in &b.phis {
+                for (_, src) in &phi.incoming {
+                    if let crate::translate::Src::Reg(r) = src {
+                        for c in &candidates {
+                            if c.1 == *r {
+                                used[c.0 as usize] = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut defer = vec![false; bound];
+    for (id, _) in candidates {
+        defer[id as usize] = !used[id as usize];
+    }
+    defer
+}
+
+/// One workgroup's run in a batch.
+struct WgRun {
+    result: Result<()>,
+    steps: u64,
+    lane_steps: u64,
+    undefined: Vec<Undefined>,
+    undefined_total: u64,
+    counts: Option<Vec<Vec<u64>>>,
+    high: usize,
+    fx: Effects,
+}
+
+/// Runs workgroup `index` on `m` against its overlay's base, `steps_before` steps already done.
+fn run_one(m: &mut Machine<'_>, s: &Setup, d: &Dispatch, index: u64, steps_before: u64) -> WgRun {
+    m.steps = steps_before;
+    m.lane_steps = 0;
+    m.undefined.clear();
+    m.undefined_total = 0;
+    let result = m.run_workgroup(s, d, index);
+    let counts = m.trace.as_mut().map(|(_, counts)| {
+        let fresh = counts.iter().map(|c| vec![0; c.len()]).collect();
+        std::mem::replace(counts, fresh)
+    });
+    WgRun {
+        result,
+        steps: m.steps - steps_before,
+        lane_steps: m.lane_steps,
+        undefined: std::mem::take(&mut m.undefined),
+        undefined_total: m.undefined_total,
+        counts,
+        high: m.high,
+        fx: m.ov.finish(),
+    }
+}
+
+/// A bit per word of each shared object: written by a committed workgroup of this batch.
+#[derive(Default)]
+struct Written {
+    bits: Vec<Vec<u64>>,
+    touched: Vec<(u32, u32)>,
+}
+
+impl Written {
+    fn mark(&mut self, obj: u32, a: u32, n: u32) {
+        if self.bits.len() <= obj as usize {
+            self.bits.resize_with(obj as usize + 1, Vec::new);
+        }
+        let v = &mut self.bits[obj as usize];
+        for w in a / 4..(a + n).div_ceil(4) {
+            let c = (w / 64) as usize;
+            if v.len() <= c {
+                v.resize(c + 1, 0);
+            }
+            if v[c] == 0 {
+                self.touched.push((obj, c as u32));
+            }
+            v[c] |= 1 << (w % 64);
+        }
+    }
+
+    fn conflicts(&self, reads: &[(u32, u32, u64)]) -> bool {
+        reads.iter().any(|&(obj, c, bits)| {
+            self.bits
+                .get(obj as usize)
+                .and_then(|v| v.get(c as usize))
+                .is_some_and(|w| w & bits != 0)
+        })
+    }
+
+    fn clear(&mut self) {
+        for (obj, c) in self.touched.drain(..) {
+            if let Some(w) = self
+                .bits
+                .get_mut(obj as usize)
+                .and_then(|v| v.get_mut(c as usize))
+            {
+                *w = 0;
+            }
+        }
+    }
+}
+
+/// Applies a workgroup's writes and deltas to the committed bytes, marking the words in `written`.
+fn apply(objs: &mut [Vec<u8>], fx: &Effects, written: &mut Written) {
+    for &(obj, a, n, v) in &fx.writes {
+        if let Some(b) = objs
+            .get_mut(obj as usize)
+            .and_then(|o| o.get_mut(a as usize..(a + n) as usize))
+        {
+            write_le(b, v);
+        }
+        written.mark(obj, a, n);
+    }
+    for d in &fx.deltas {
+        let n = d.width / 8;
+        if let Some(b) = objs
+            .get_mut(d.obj as usize)
+            .and_then(|o| o.get_mut(d.off as usize..(d.off + n) as usize))
+        {
+            let old = read_le(b);
+            write_le(b, d.kind.apply(d.width, old, d.operand));
+        }
+        written.mark(d.obj, d.off, n);
+    }
+}
+
+/// Runs workgroups `first..end` on the workers against `base`; each result by its index.
+fn run_batch(
+    machines: &mut [Machine<'_>],
+    base: &Arc<Vec<Vec<u8>>>,
+    s: &Setup,
+    d: &Dispatch,
+    (first, end): (u64, u64),
+    steps_before: u64,
+) -> Result<Vec<Option<WgRun>>> {
+    let next = AtomicU64::new(first);
+    let failed = AtomicBool::new(false);
+    let runs = std::thread::scope(|scope| {
+        let workers: Vec<_> = machines
+            .iter_mut()
+            .map(|m| {
+                m.ov.base = Some(Arc::clone(base));
+                let (next, failed) = (&next, &failed);
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    // After a failure the rest of the batch is left to the commit, which stops
+                    // at the failure.
+                    while !failed.load(Ordering::Relaxed) {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        if index >= end {
+                            break;
+                        }
+                        let run = run_one(m, s, d, index, steps_before);
+                        if run.result.is_err() {
+                            failed.store(true, Ordering::Relaxed);
+                        }
+                        out.push((index, run));
+                    }
+                    m.ov.base = None;
+                    out
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join()).collect::<Vec<_>>()
+    });
+    let mut slots: Vec<Option<WgRun>> = (first..end).map(|_| None).collect();
+    for worker in runs {
+        let worker = worker.map_err(|_| {
+            Error::new(ErrorKind::Dispatch(
+                "a worker thread of the dispatch panicked (a bug in the simulator)".into(),
+            ))
+        })?;
+        for (index, run) in worker {
+            if let Some(slot) = slots.get_mut((index - first) as usize) {
+                *slot = Some(run);
+            }
+        }
+    }
+    Ok(slots)
+}
+
+/// Runs a whole dispatch: on this thread (one thread asked for, or one workgroup) or on
+/// several. `defer` is [`deferrable_atomics`]'s table.
+pub fn dispatch(p: &Program, d: &Dispatch, defer: &[bool]) -> Result<Outcome> {
+    let s = crate::exec::setup(p, d)?;
+    let threads = threads(d, s.count());
+    if threads <= 1 {
+        return crate::exec::sequential(p, d, &s, defer);
+    }
+    in_batches(p, d, &s, defer, threads)
+}
+
+/// Runs the dispatch on `threads` workers (more than 1).
+fn in_batches(
+    p: &Program,
+    d: &Dispatch,
+    s: &Setup,
+    defer: &[bool],
+    threads: usize,
+) -> Result<Outcome> {
+    let shared = s.shared(d);
+    let mut machines: Vec<Machine<'_>> = (0..threads)
+        .map(|_| {
+            let mut m = Machine::new(p, d, defer);
+            m.add_shared(shared.iter().map(|(n, _)| (*n, Vec::new())).collect(), true);
+            m
+        })
+        .collect();
+    let mut committed = Arc::new(shared.into_iter().map(|(_, b)| b).collect::<Vec<_>>());
+    let (mut steps, mut lane_steps) = (0u64, 0u64);
+    let (mut undefined, mut undefined_total) = (Vec::new(), 0u64);
+    let mut counts: Option<Vec<Vec<u64>>> = None;
+    let mut memory_objects = s.shared_count();
+    let mut written = Written::default();
+    let count = s.count();
+    let batch = threads as u64 * PER_WORKER;
+    let mut first = 0;
+    while first < count {
+        let end = count.min(first + batch);
+        let mut runs = run_batch(&mut machines, &committed, s, d, (first, end), steps)?;
+        for (index, slot) in (first..end).zip(runs.iter_mut()) {
+            let run = match slot.take() {
+                Some(r)
+                    if r.result.is_ok()
+                        && steps.saturating_add(r.steps) <= d.step_limit
+                        && !written.conflicts(&r.fx.reads) =>
+                {
+                    r
+                }
+                // Run again against the committed state, exactly as the sequential run would.
+                _ => {
+                    let m = &mut machines[0];
+                    m.ov.base = Some(Arc::clone(&committed));
+                    let r = run_one(m, s, d, index, steps);
+                    m.ov.base = None;
+                    r
+                }
+            };
+            run.result?;
+            apply(
+                Arc::make_mut(&mut committed).as_mut_slice(),
+                &run.fx,
+                &mut written,
+            );
+            steps += run.steps;
+            lane_steps += run.lane_steps;
+            undefined_total += run.undefined_total;
+            let room = MAX_REPORTS.saturating_sub(undefined.len());
+            undefined.extend(run.undefined.into_iter().take(room));
+            memory_objects = memory_objects.max(run.high);
+            if let Some(c) = run.counts {
+                match counts.as_mut() {
+                    None => counts = Some(c),
+                    Some(total) => {
+                        for (t, c) in total.iter_mut().zip(c) {
+                            for (t, c) in t.iter_mut().zip(c) {
+                                *t += c;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        written.clear();
+        first = end;
+    }
+    let objs = Arc::try_unwrap(committed).unwrap_or_else(|shared| (*shared).clone());
+    let size_reads = match (&machines[0].trace, &counts) {
+        (Some((marks, _)), Some(c)) => crate::exec::size_reads(p, marks, c),
+        _ => Vec::new(),
+    };
+    Ok(Outcome {
+        size_reads,
+        buffers: s.outcome_buffers(d, objs),
+        undefined,
+        undefined_total,
+        steps,
+        lane_steps,
+        memory_objects,
+    })
+}

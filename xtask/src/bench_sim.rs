@@ -295,7 +295,10 @@ pub fn run(args: &[String]) -> Result<()> {
                 || one.lane_steps != many.lane_steps
                 || one.undefined_total != many.undefined_total
             {
-                bail!("{} at size {size}: {threads} threads differ from one", k.name);
+                bail!(
+                    "{} at size {size}: {threads} threads differ from one",
+                    k.name
+                );
             }
             let _ = writeln_wall(&mut wall_table, k.name, size, one_s, many_s, vk_s);
         }

@@ -17,9 +17,15 @@ use crate::overlay::{read_le, write_le, Effects};
 use crate::translate::Program;
 use crate::{Dispatch, Outcome, Undefined};
 
-/// Workgroups per worker in one batch: more amortise the threads' start and the commit, fewer
-/// keep the overlays small and a conflict's re-runs few.
+/// Workgroups per worker in the first batch: more amortise the threads' start and the commit,
+/// fewer keep the overlays small and a conflict's re-runs few. Later batches grow while batches
+/// are short and nothing runs again, and shrink when many workgroups run again (the batch size
+/// never changes a result).
 const PER_WORKER: u64 = 8;
+/// Most workgroups per worker in a batch.
+const MAX_PER_WORKER: u64 = 1024;
+/// A batch shorter than this grows the next one.
+const SHORT_BATCH: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Most undefined events kept in the outcome (as `exec.rs` keeps them in a sequential run).
 const MAX_REPORTS: usize = 100_000;
@@ -37,11 +43,14 @@ pub fn threads(d: &Dispatch, count: u64) -> usize {
 }
 
 /// By result id: the atomics that may wait for the commit as deltas, those that commute and
-/// whose result no instruction reads (an operand equal to the id counts as a read, literal or
-/// not: a false read only costs a deferral).
+/// whose result no instruction reads: no operand names the id or its register, no phi takes its
+/// register (an operand that is a literal equal to the id counts as a read: a false read only
+/// costs a deferral).
 pub fn deferrable_atomics(p: &Program) -> Vec<bool> {
+    use crate::translate::{IdKind, Src};
     use spirv::Op as O;
-    let mut candidates: Vec<(u32, u32)> = Vec::new();
+    // Register of each candidate's result -> its id.
+    let mut by_reg: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
     for f in &p.funcs {
         for inst in &f.insts {
             let commutes = matches!(
@@ -60,44 +69,43 @@ pub fn deferrable_atomics(p: &Program) -> Vec<bool> {
                         | O::AtomicUMax
                 )
             );
-            if commutes && inst.id != 0 {
-                candidates.push((inst.id, inst.res));
+            if commutes && inst.id != 0 && inst.res != u32::MAX {
+                by_reg.insert(inst.res, inst.id);
             }
         }
     }
-    if candidates.is_empty() {
+    let Some(bound) = by_reg.values().map(|&id| id as usize + 1).max() else {
         return Vec::new();
-    }
-    let bound = candidates
-        .iter()
-        .map(|c| c.0 as usize + 1)
-        .max()
-        .unwrap_or(0);
+    };
     let mut used = vec![false; bound];
+    let read_reg = |r: u32, used: &mut Vec<bool>| {
+        if let Some(&id) = by_reg.get(&r) {
+            used[id as usize] = true;
+        }
+    };
     for f in &p.funcs {
         for inst in &f.insts {
             for &a in &inst.args {
                 if let Some(u) = used.get_mut(a as usize) {
                     *u = true;
                 }
+                if let Some(IdKind::Value(Src::Reg(r))) = p.ids.get(a as usize) {
+                    read_reg(*r, &mut used);
+                }
             }
         }
         for b in &f.blocks {
             for phi in &b.phis {
                 for (_, src) in &phi.incoming {
-                    if let crate::translate::Src::Reg(r) = src {
-                        for c in &candidates {
-                            if c.1 == *r {
-                                used[c.0 as usize] = true;
-                            }
-                        }
+                    if let Src::Reg(r) = src {
+                        read_reg(*r, &mut used);
                     }
                 }
             }
         }
     }
     let mut defer = vec![false; bound];
-    for (id, _) in candidates {
+    for &id in by_reg.values() {
         defer[id as usize] = !used[id as usize];
     }
     defer
@@ -298,11 +306,13 @@ fn in_batches(
     let mut memory_objects = s.shared_count();
     let mut written = Written::default();
     let count = s.count();
-    let batch = threads as u64 * PER_WORKER;
+    let mut per_worker = PER_WORKER;
     let mut first = 0;
     while first < count {
-        let end = count.min(first + batch);
+        let end = count.min(first + threads as u64 * per_worker);
+        let started = std::time::Instant::now();
         let mut runs = run_batch(&mut machines, &committed, s, d, (first, end), steps)?;
+        let mut again = 0;
         for (index, slot) in (first..end).zip(runs.iter_mut()) {
             let run = match slot.take() {
                 Some(r)
@@ -314,6 +324,7 @@ fn in_batches(
                 }
                 // Run again against the committed state, exactly as the sequential run would.
                 _ => {
+                    again += 1;
                     let m = &mut machines[0];
                     m.ov.base = Some(Arc::clone(&committed));
                     let r = run_one(m, s, d, index, steps);
@@ -347,6 +358,11 @@ fn in_batches(
             }
         }
         written.clear();
+        if again * 4 > end - first {
+            per_worker = (per_worker / 2).max(1);
+        } else if again == 0 && started.elapsed() < SHORT_BATCH {
+            per_worker = (per_worker * 2).min(MAX_PER_WORKER);
+        }
         first = end;
     }
     let objs = Arc::try_unwrap(committed).unwrap_or_else(|shared| (*shared).clone());

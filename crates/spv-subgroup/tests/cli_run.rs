@@ -124,7 +124,12 @@ fn threads_give_the_same_buffers_undefined_values_and_errors() {
             threads,
         ]);
         let saved = std::fs::read(&saved).ok();
-        (code(&o), String::from_utf8_lossy(&o.stdout).into_owned(), stderr(&o), saved)
+        (
+            code(&o),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr(&o),
+            saved,
+        )
     };
     let one = at("1", &inp);
     assert_eq!(one.0, 0, "{}", one.2);
@@ -136,7 +141,11 @@ fn threads_give_the_same_buffers_undefined_values_and_errors() {
     assert_eq!(one.0, 1);
     assert!(one.2.contains("step limit"), "{}", one.2);
     for threads in ["2", "3", "8"] {
-        assert_eq!(at(threads, &spin_inp), one, "--threads {threads}, step limit");
+        assert_eq!(
+            at(threads, &spin_inp),
+            one,
+            "--threads {threads}, step limit"
+        );
     }
 }
 

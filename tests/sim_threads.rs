@@ -410,6 +410,55 @@ fn undefined_values_are_the_same_at_every_thread_count() {
     }
 }
 
+const MANY_UNDEFINED: &str = r#"#version 450
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) buffer Out { uint words[]; };
+shared uint a[256];
+shared uint b[256];
+shared uint c[256];
+void main() {
+    uint l = gl_LocalInvocationIndex, wg = gl_WorkGroupID.x, x = 0u;
+    for (uint k = 0u; k < 4u; k++) {
+        if (wg % 3u == 0u) { x += a[(l + k) % 256u]; }
+        else if (wg % 3u == 1u) { x += b[(l + k) % 256u]; }
+        else { x += c[(l + k) % 256u]; }
+    }
+    words[gl_GlobalInvocationID.x] = x;
+}
+"#;
+
+#[test]
+fn the_first_hundred_thousand_undefined_reports_are_kept_in_workgroup_order() {
+    // 130 workgroups of 256 invocations, 4 undefined reads each: 133,120, past the 100,000 kept.
+    let module = Module::new(&compile(MANY_UNDEFINED, "vulkan1.1")).expect("translates");
+    let d = Dispatch::default()
+        .with_subgroup_size(32)
+        .with_workgroups([130, 1, 1])
+        .with_buffer((0, 0), vec![0u8; 130 * 256 * 4])
+        .with_report_undefined(true);
+    match same_at_every_thread_count(&module, &d, "many undefined")
+        .unwrap_or_else(|e| panic!("{e}"))
+    {
+        Seen::Ran {
+            undefined,
+            undefined_total,
+            ..
+        } => {
+            assert_eq!(undefined_total, 130 * 256 * 4);
+            assert_eq!(undefined.len(), 100_000);
+            // Workgroup w reads a, b or c by w % 3: the reports follow the workgroups' order.
+            let per_wg = 256 * 4;
+            for w in [0, 1, 2, 3, 90] {
+                let first = &undefined[w * per_wg].what;
+                let other = &undefined[(w + 1) * per_wg].what;
+                assert_ne!(first, other, "workgroups {w} and {}", w + 1);
+                assert_eq!(first, &undefined[(w + 3) * per_wg].what);
+            }
+        }
+        Seen::Failed(e) => panic!("{e}"),
+    }
+}
+
 /// A shader that fails in workgroup 5 of 40 in the way `fault` says; the others run normally.
 fn faulty(fault: &str) -> String {
     format!(

@@ -138,6 +138,9 @@ pub struct Machine<'p> {
     pub report: bool,
     /// Recorded undefined events.
     pub undefined: Vec<Undefined>,
+    /// Most undefined events recorded (a parallel run's workgroup: those the outcome still has
+    /// room for when its batch started).
+    pub(crate) report_cap: usize,
     /// Count of undefined events.
     pub undefined_total: u64,
     /// Instructions executed (per subgroup, whatever the mask).
@@ -162,7 +165,7 @@ impl std::fmt::Debug for Machine<'_> {
 }
 
 /// Most undefined events kept in the outcome (the total is always counted).
-const MAX_REPORTS: usize = 100_000;
+pub(crate) const MAX_REPORTS: usize = 100_000;
 
 impl<'p> Machine<'p> {
     /// Fresh random bits (splitmix64).
@@ -177,7 +180,7 @@ impl<'p> Machine<'p> {
     /// Records an undefined value and returns seeded random bits of `s`'s width.
     pub fn undefined(&mut self, what: &str, s: Scalar) -> u64 {
         self.undefined_total += 1;
-        if self.report && self.undefined.len() < MAX_REPORTS {
+        if self.report && self.undefined.len() < self.report_cap {
             let (word, op, id) = self.here;
             self.undefined.push(Undefined {
                 what: what.to_owned(),
@@ -985,6 +988,7 @@ impl<'p> Machine<'p> {
             rng: 0,
             report: d.report_undefined,
             undefined: Vec::new(),
+            report_cap: MAX_REPORTS,
             undefined_total: 0,
             steps: 0,
             lane_steps: 0,

@@ -8,11 +8,11 @@
 //! errors, steps, undefined values and size reads are the same whatever the thread count.
 //! Undefined values' bits are seeded per workgroup (`exec::workgroup_rng`), not per thread.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::exec::{Machine, Setup};
+use crate::exec::{Machine, Setup, MAX_REPORTS};
 use crate::overlay::{read_le, write_le, Effects};
 use crate::translate::Program;
 use crate::{Dispatch, Outcome, Undefined};
@@ -27,8 +27,9 @@ const MAX_PER_WORKER: u64 = 1024;
 /// A batch shorter than this grows the next one.
 const SHORT_BATCH: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// Most undefined events kept in the outcome (as `exec.rs` keeps them in a sequential run).
-const MAX_REPORTS: usize = 100_000;
+/// Bytes of workgroups' effects and undefined reports a batch may hold before its workers stop
+/// taking workgroups (the rest go to the next batch): the memory bound of a batch.
+const BATCH_BYTES: usize = 64 << 20;
 
 /// The threads a dispatch of `count` workgroups runs on: `d.threads` (0: every core), at most
 /// one per workgroup.
@@ -123,9 +124,18 @@ struct WgRun {
     fx: Effects,
 }
 
-/// Runs workgroup `index` on `m` against its overlay's base, `steps_before` steps already done.
-fn run_one(m: &mut Machine<'_>, s: &Setup, d: &Dispatch, index: u64, steps_before: u64) -> WgRun {
+/// Where a workgroup starts: the steps already done and the undefined events already recorded.
+#[derive(Clone, Copy)]
+struct Before {
+    steps: u64,
+    reports: usize,
+}
+
+/// Runs workgroup `index` on `m` against its overlay's base.
+fn run_one(m: &mut Machine<'_>, s: &Setup, d: &Dispatch, index: u64, before: Before) -> WgRun {
+    let steps_before = before.steps;
     m.steps = steps_before;
+    m.report_cap = MAX_REPORTS.saturating_sub(before.reports);
     m.lane_steps = 0;
     m.undefined.clear();
     m.undefined_total = 0;
@@ -143,6 +153,17 @@ fn run_one(m: &mut Machine<'_>, s: &Setup, d: &Dispatch, index: u64, steps_befor
         counts,
         high: m.high,
         fx: m.ov.finish(),
+    }
+}
+
+impl WgRun {
+    /// About how many bytes it holds.
+    fn bytes(&self) -> usize {
+        self.fx.writes.len() * 24
+            + self.fx.reads.len() * 16
+            + self.fx.deltas.len() * std::mem::size_of::<crate::overlay::Delta>()
+            + self.undefined.len() * 64
+            + 64
     }
 }
 
@@ -224,29 +245,34 @@ fn run_batch(
     s: &Setup,
     d: &Dispatch,
     (first, end): (u64, u64),
-    steps_before: u64,
+    before: Before,
 ) -> Result<Vec<Option<WgRun>>> {
     let next = AtomicU64::new(first);
     let failed = AtomicBool::new(false);
+    let held = AtomicUsize::new(0);
     let runs = std::thread::scope(|scope| {
         let workers: Vec<_> = machines
             .iter_mut()
             .map(|m| {
                 m.ov.base = Some(Arc::clone(base));
-                let (next, failed) = (&next, &failed);
+                let (next, failed, held) = (&next, &failed, &held);
                 scope.spawn(move || {
                     let mut out = Vec::new();
                     // After a failure the rest of the batch is left to the commit, which stops
-                    // at the failure.
-                    while !failed.load(Ordering::Relaxed) {
+                    // at the failure; past the memory bound, to the next batch. Workgroups are
+                    // taken in order, so those run are always a prefix of the batch.
+                    while !failed.load(Ordering::Relaxed)
+                        && held.load(Ordering::Relaxed) < BATCH_BYTES
+                    {
                         let index = next.fetch_add(1, Ordering::Relaxed);
                         if index >= end {
                             break;
                         }
-                        let run = run_one(m, s, d, index, steps_before);
+                        let run = run_one(m, s, d, index, before);
                         if run.result.is_err() {
                             failed.store(true, Ordering::Relaxed);
                         }
+                        held.fetch_add(run.bytes(), Ordering::Relaxed);
                         out.push((index, run));
                     }
                     m.ov.base = None;
@@ -311,10 +337,20 @@ fn in_batches(
     while first < count {
         let end = count.min(first + threads as u64 * per_worker);
         let started = std::time::Instant::now();
-        let mut runs = run_batch(&mut machines, &committed, s, d, (first, end), steps)?;
+        let before = Before {
+            steps,
+            reports: undefined.len(),
+        };
+        let mut runs = run_batch(&mut machines, &committed, s, d, (first, end), before)?;
         let mut again = 0;
+        let mut done = end;
         for (index, slot) in (first..end).zip(runs.iter_mut()) {
             let run = match slot.take() {
+                // Not run: the batch reached its memory bound; the next batch starts here.
+                None => {
+                    done = index;
+                    break;
+                }
                 Some(r)
                     if r.result.is_ok()
                         && steps.saturating_add(r.steps) <= d.step_limit
@@ -327,7 +363,11 @@ fn in_batches(
                     again += 1;
                     let m = &mut machines[0];
                     m.ov.base = Some(Arc::clone(&committed));
-                    let r = run_one(m, s, d, index, steps);
+                    let before = Before {
+                        steps,
+                        reports: undefined.len(),
+                    };
+                    let r = run_one(m, s, d, index, before);
                     m.ov.base = None;
                     r
                 }
@@ -358,12 +398,12 @@ fn in_batches(
             }
         }
         written.clear();
-        if again * 4 > end - first {
+        if again * 4 > done - first {
             per_worker = (per_worker / 2).max(1);
-        } else if again == 0 && started.elapsed() < SHORT_BATCH {
+        } else if again == 0 && done == end && started.elapsed() < SHORT_BATCH {
             per_worker = (per_worker * 2).min(MAX_PER_WORKER);
         }
-        first = end;
+        first = done;
     }
     let objs = Arc::try_unwrap(committed).unwrap_or_else(|shared| (*shared).clone());
     let size_reads = match (&machines[0].trace, &counts) {

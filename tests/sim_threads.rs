@@ -381,6 +381,36 @@ fn unused_atomics_beside_reads_of_their_words() {
     assert_eq!(out, want);
 }
 
+const LOOK_BACK: &str = r#"#version 450
+layout(local_size_x = 16) in;
+layout(std430, binding = 0) buffer Out { uint flags[41]; uint sums[40]; };
+void main() {
+    uint wg = gl_WorkGroupID.x;
+    if (gl_LocalInvocationIndex == 0u) {
+        // Wait for the workgroup before (a decoupled look-back): in order it has always finished.
+        while (wg > 0u && flags[wg] == 0u) {}
+        sums[wg] = (wg > 0u ? sums[wg - 1u] : 0u) + wg;
+        flags[wg + 1u] = 1u;
+    }
+}
+"#;
+
+#[test]
+fn a_workgroup_waiting_for_the_one_before_finishes_without_a_step_limit() {
+    // No step limit: a workgroup that spun on a stale flag in its batch would never stop, so the
+    // batch gives it up after its step budget and the commit runs it again. A hang fails here.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(racy(LOOK_BACK, 81, Some(u64::MAX)));
+    });
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(300))
+        .expect("the dispatch finishes within 5 minutes")
+        .buffer((0, 0));
+    let sums: Vec<u32> = (0..RACY_GROUPS).map(|k| k * (k + 1) / 2).collect();
+    assert_eq!(out[41..], sums[..]);
+}
+
 const UNINITIALISED: &str = r#"#version 450
 layout(local_size_x = 20) in;
 layout(std430, binding = 0) buffer Out { uint words[]; };

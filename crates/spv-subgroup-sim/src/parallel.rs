@@ -3,7 +3,8 @@
 //! The workgroups run in batches. Each worker runs workgroups of the batch against the shared
 //! objects as they were when the batch started, with its writes in a private overlay
 //! (`overlay.rs`); then the batch is committed in workgroup order. A workgroup that read a word an
-//! earlier workgroup of its batch wrote, failed, or would pass the step limit is run again on this
+//! earlier workgroup of its batch wrote, failed, passed its batch's step budget (it may be
+//! waiting for a word an earlier one writes) or would pass the step limit is run again on this
 //! thread against the committed state, as the sequential run would have run it: so buffers,
 //! errors, steps, undefined values and size reads are the same whatever the thread count.
 //! Undefined values' bits are seeded per workgroup (`exec::workgroup_rng`), not per thread.
@@ -26,6 +27,13 @@ const PER_WORKER: u64 = 8;
 const MAX_PER_WORKER: u64 = 1024;
 /// A batch shorter than this grows the next one.
 const SHORT_BATCH: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Steps (per subgroup) a workgroup may take in a batch before it is given up and left to the
+/// commit, at least: a workgroup that waits in a loop for a word an earlier one of its batch
+/// writes (a decoupled look-back) would otherwise spin to the step limit, or forever without one.
+const BATCH_STEPS: u64 = 1 << 20;
+/// ... or this many times the most steps a committed workgroup took.
+const BATCH_STEPS_FACTOR: u64 = 8;
 
 /// Bytes of workgroups' effects and undefined reports a batch may hold before its workers stop
 /// taking workgroups (the rest go to the next batch): the memory bound of a batch.
@@ -124,17 +132,20 @@ struct WgRun {
     fx: Effects,
 }
 
-/// Where a workgroup starts: the steps already done and the undefined events already recorded.
+/// Where a workgroup starts: the steps already done and the undefined events already recorded,
+/// and the step count at which it stops.
 #[derive(Clone, Copy)]
 struct Before {
     steps: u64,
     reports: usize,
+    limit: u64,
 }
 
 /// Runs workgroup `index` on `m` against its overlay's base.
 fn run_one(m: &mut Machine<'_>, s: &Setup, d: &Dispatch, index: u64, before: Before) -> WgRun {
     let steps_before = before.steps;
     m.steps = steps_before;
+    m.step_limit = before.limit;
     m.report_cap = MAX_REPORTS.saturating_sub(before.reports);
     m.lane_steps = 0;
     m.undefined.clear();
@@ -333,13 +344,16 @@ fn in_batches(
     let mut written = Written::default();
     let count = s.count();
     let mut per_worker = PER_WORKER;
+    let mut most_steps = 0u64;
     let mut first = 0;
     while first < count {
         let end = count.min(first + threads as u64 * per_worker);
         let started = std::time::Instant::now();
+        let budget = BATCH_STEPS.max(most_steps.saturating_mul(BATCH_STEPS_FACTOR));
         let before = Before {
             steps,
             reports: undefined.len(),
+            limit: d.step_limit.min(steps.saturating_add(budget)),
         };
         let mut runs = run_batch(&mut machines, &committed, s, d, (first, end), before)?;
         let mut again = 0;
@@ -366,6 +380,7 @@ fn in_batches(
                     let before = Before {
                         steps,
                         reports: undefined.len(),
+                        limit: d.step_limit,
                     };
                     let r = run_one(m, s, d, index, before);
                     m.ov.base = None;
@@ -379,6 +394,7 @@ fn in_batches(
                 &mut written,
             );
             steps += run.steps;
+            most_steps = most_steps.max(run.steps);
             lane_steps += run.lane_steps;
             undefined_total += run.undefined_total;
             let room = MAX_REPORTS.saturating_sub(undefined.len());

@@ -1,13 +1,14 @@
 //! Executes compute entry points of SPIR-V modules at any subgroup size from 1 to 128.
 //!
 //! The module is translated once ([`Module::new`]) into dense tables (result ids to register
-//! slots, labels to block indices), then [`Module::run`] executes a dispatch: workgroups one after
-//! another (or on several threads with the same result, [`Dispatch::with_threads`]), each as subgroups whose lanes run in lock step under an active mask, split and
-//! reconverged by structured control flow (the rule is written down in `exec.rs`).
+//! slots, labels to block indices), then [`Module::run`] executes a dispatch: workgroups with the
+//! result of running them one after another (on every core, [`Dispatch::with_threads`]), each as
+//! subgroups whose lanes run in lock step under an active mask, split and reconverged by
+//! structured control flow (the rule is written down in `exec.rs`).
 //! Subgroup instructions have the SPIR-V spec's semantics natively.
 //! Values the spec leaves undefined (reads from inactive or out-of-range lanes, bit queries of
-//! empty ballots, uninitialised memory, `OpUndef`, division by zero) are seeded random bits and
-//! are reported in [`Outcome::undefined`] when [`Dispatch::report_undefined`] is set.
+//! empty ballots, uninitialised memory, `OpUndef`, division by zero) are random bits seeded by
+//! [`Dispatch::seed`] and the workgroup (whichever thread runs it), and are reported in [`Outcome::undefined`] when [`Dispatch::report_undefined`] is set.
 //! Nothing here panics or prints: every failure is an [`Error`] naming the instruction.
 
 #![deny(missing_docs)]
@@ -58,7 +59,8 @@ pub struct Dispatch {
     pub buffers: BTreeMap<(u32, u32), Vec<u8>>,
     /// Push-constant bytes.
     pub push_constants: Vec<u8>,
-    /// Seed of the random bits given for undefined values.
+    /// Seed of the random bits given for undefined values (each workgroup draws from its own
+    /// stream, seeded by this and its index, so the bits do not depend on the thread count).
     pub seed: u64,
     /// Record each undefined value read (the count is always kept).
     pub report_undefined: bool,

@@ -128,6 +128,9 @@ struct ObjView {
     shadow: Vec<u8>,
     /// A bit per byte: written by this workgroup.
     dirty: Vec<u64>,
+    /// Whether any bit of `dirty` is set (reads of an object this workgroup never wrote skip
+    /// the bits).
+    any_dirty: bool,
     /// A bit per word: read from the base.
     read: Vec<u64>,
     /// A bit per word: a deferred atomic waits on it.
@@ -183,6 +186,7 @@ fn view(objs: &mut Vec<ObjView>, obj: usize, len: usize) -> &mut ObjView {
         *v = ObjView {
             shadow: vec![0; len],
             dirty: vec![0; len.div_ceil(64)],
+            any_dirty: false,
             read: vec![0; wordbits],
             pend: vec![0; wordbits],
         };
@@ -215,15 +219,21 @@ impl Overlay {
         }
         let len = self.len(obj);
         let v = view(&mut self.objs, obj, len);
-        let dirty = (a..a + n).filter(|&k| bit(&v.dirty, k)).count();
+        let dirty = if v.any_dirty {
+            (a..a + n).filter(|&k| bit(&v.dirty, k)).count()
+        } else {
+            0
+        };
         if dirty == n {
             return read_le(&v.shadow[a..a + n]);
         }
         for w in words(a, a + n) {
-            if v.read.get(w / 64) == Some(&0) {
-                self.read_chunks.push((obj as u32, (w / 64) as u32));
+            if let Some(chunk) = v.read.get_mut(w / 64) {
+                if *chunk == 0 {
+                    self.read_chunks.push((obj as u32, (w / 64) as u32));
+                }
+                *chunk |= 1 << (w % 64);
             }
-            set_bit(&mut v.read, w);
         }
         let base = self.base.as_ref().and_then(|b| b.get(obj));
         match base {
@@ -253,6 +263,7 @@ impl Overlay {
             fresh |= set_bit(&mut v.dirty, k);
         }
         if fresh {
+            v.any_dirty = true;
             self.written.push((obj as u32, a as u32, n as u32));
         }
     }
@@ -353,6 +364,7 @@ impl Overlay {
                 for k in a as usize..(a + n) as usize {
                     clear_bit(&mut v.dirty, k);
                 }
+                v.any_dirty = false;
             }
         }
         self.written.clear();

@@ -266,30 +266,38 @@ pub fn run(args: &[String]) -> Result<()> {
                 continue;
             }
             let _ = writeln_table(&mut table, k.name, vk_s, size, t, lane_steps);
-            let wall = |n: usize| -> Result<(f64, spv_subgroup_sim::Outcome)> {
-                let mut times = Vec::new();
-                let mut last = None;
-                for _ in 0..runs {
-                    let d = Dispatch::default()
-                        .with_subgroup_size(size)
-                        .with_workgroups([GROUPS, 1, 1])
-                        .with_buffers(BTreeMap::from([
-                            ((0, 0), bytes(&k.input)),
-                            ((0, 1), vec![0u8; k.out_words * 4]),
-                        ]))
-                        .with_step_limit(u64::MAX)
-                        .with_threads(n);
-                    let t = Instant::now();
-                    let out = module
-                        .run(&d)
-                        .map_err(|e| anyhow::anyhow!("{} at size {size}: {e}", k.file))?;
-                    times.push(t.elapsed().as_secs_f64());
-                    last = Some(out);
-                }
-                Ok((median(times), last.context("no run")?))
+            // One thread and `threads` alternate, run by run, so a change of the machine's load
+            // falls on both.
+            let once = |n: usize| -> Result<(f64, spv_subgroup_sim::Outcome)> {
+                let d = Dispatch::default()
+                    .with_subgroup_size(size)
+                    .with_workgroups([GROUPS, 1, 1])
+                    .with_buffers(BTreeMap::from([
+                        ((0, 0), bytes(&k.input)),
+                        ((0, 1), vec![0u8; k.out_words * 4]),
+                    ]))
+                    .with_step_limit(u64::MAX)
+                    .with_threads(n);
+                let t = Instant::now();
+                let out = module
+                    .run(&d)
+                    .map_err(|e| anyhow::anyhow!("{} at size {size}: {e}", k.file))?;
+                Ok((t.elapsed().as_secs_f64(), out))
             };
-            let (one_s, one) = wall(1)?;
-            let (many_s, many) = wall(threads)?;
+            let (mut one_times, mut many_times) = (Vec::new(), Vec::new());
+            let (mut one, mut many) = (None, None);
+            for _ in 0..runs {
+                let (t, out) = once(1)?;
+                one_times.push(t);
+                one = Some(out);
+                let (t, out) = once(threads)?;
+                many_times.push(t);
+                many = Some(out);
+            }
+            let (one_s, many_s) = (median(one_times), median(many_times));
+            let (Some(one), Some(many)) = (one, many) else {
+                bail!("no run");
+            };
             if one.buffers != many.buffers
                 || one.steps != many.steps
                 || one.lane_steps != many.lane_steps
@@ -304,7 +312,7 @@ pub fn run(args: &[String]) -> Result<()> {
         }
     }
     println!("\n{table}");
-    println!("Wall time (median of {runs}), one thread against {threads}:\n\n{wall_table}");
+    println!("Wall time (median of {runs}, the runs alternating), one thread against {threads}:\n\n{wall_table}");
     println!(
         "Checked: every simulated result at lavapipe's subgroup size ({vk_size}) equals lavapipe's; the reduction's and the histogram's equal the host's at every size."
     );

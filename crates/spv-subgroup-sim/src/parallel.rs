@@ -26,7 +26,7 @@ const PER_WORKER: u64 = 8;
 /// Most workgroups per worker in a batch.
 const MAX_PER_WORKER: u64 = 1024;
 /// A batch shorter than this grows the next one.
-const SHORT_BATCH: std::time::Duration = std::time::Duration::from_millis(20);
+const SHORT_BATCH: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Steps (per subgroup) a workgroup may take in a batch before it is given up and left to the
 /// commit, at least: a workgroup that waits in a loop for a word an earlier one of its batch

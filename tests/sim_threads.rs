@@ -411,6 +411,33 @@ fn a_workgroup_waiting_for_the_one_before_finishes_without_a_step_limit() {
     assert_eq!(out[41..], sums[..]);
 }
 
+const ADD_THEN_READ: &str = r#"#version 450
+layout(local_size_x = 8) in;
+layout(std430, binding = 0) buffer Out { uint total; uint other; uint seen[]; };
+void main() {
+    uint acc = 0u;
+    for (uint k = 0u; k < 100u; k++) {
+        atomicAdd(total, 1u);
+        acc += total;
+        atomicAdd(other, 2u);
+    }
+    seen[gl_GlobalInvocationID.x] = acc;
+}
+"#;
+
+#[test]
+fn a_deferred_atomic_read_back_again_and_again() {
+    // The first add is deferred and the read turns it into a read and a write; later adds to
+    // the word are the workgroup's own writes, while the adds to `other` stay deferred.
+    let out = racy(ADD_THEN_READ, 2 + 8 * RACY_GROUPS as usize, None).buffer((0, 0));
+    assert_eq!(out[..2], [RACY_GROUPS * 800, RACY_GROUPS * 1600]);
+    for g in 0..8 * RACY_GROUPS {
+        let wg = g / 8;
+        let want = (0..100).map(|k| wg * 800 + 8 * (k + 1)).sum::<u32>();
+        assert_eq!(out[2 + g as usize], want, "invocation {g}");
+    }
+}
+
 const UNINITIALISED: &str = r#"#version 450
 layout(local_size_x = 20) in;
 layout(std430, binding = 0) buffer Out { uint words[]; };

@@ -106,7 +106,9 @@ pub struct Delta {
     pub kind: DeltaKind,
     /// The folded operand.
     pub operand: u64,
-    /// False once a plain access turned it into a read and a write.
+    /// False once a plain access turned it into a read and a write (the word is then this
+    /// workgroup's own: no delta is made there again, so the list stays within one entry per
+    /// word).
     live: bool,
 }
 

@@ -17,6 +17,7 @@
 //! bits per word and one per byte, and the lists of what this workgroup touched.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// Bytes per word, the unit of read sets and conflicts.
@@ -93,6 +94,32 @@ impl DeltaKind {
     }
 }
 
+/// A hasher for (object, word) keys: one multiply per integer (the std one, built against
+/// attacker-chosen keys, costs more than the histogram's deferred atomics themselves; these keys
+/// come from the shader's own addresses).
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
 /// A deferred atomic: `kind` with `operand` on the `width`-bit word at byte `off` of `obj`.
 #[derive(Clone, Copy, Debug)]
 pub struct Delta {
@@ -151,7 +178,7 @@ pub struct Overlay {
     read_chunks: Vec<(u32, u32)>,
     deltas: Vec<Delta>,
     /// Index into `deltas` by (object, first word).
-    delta_at: HashMap<(u32, u32), usize>,
+    delta_at: HashMap<(u32, u32), usize, BuildHasherDefault<WordHasher>>,
     /// Live deltas.
     pending: usize,
 }

@@ -19,10 +19,11 @@ use crate::translate::Program;
 use crate::{Dispatch, Outcome, Undefined};
 
 /// Workgroups per worker in the first batch: more amortise the threads' start and the commit,
-/// fewer keep the overlays small and a conflict's re-runs few. Later batches grow while batches
-/// are short and nothing runs again, and shrink when many workgroups run again (the batch size
-/// never changes a result).
-const PER_WORKER: u64 = 8;
+/// fewer keep the overlays small and a conflict's re-runs few, and waste less where workgroups
+/// are longer than the first step budget (each is stopped and run again). Later batches double
+/// while batches are short and nothing runs again, and halve when many workgroups run again
+/// (the batch size never changes a result).
+const PER_WORKER: u64 = 1;
 /// Most workgroups per worker in a batch.
 const MAX_PER_WORKER: u64 = 1024;
 /// A batch shorter than this grows the next one.

@@ -20,8 +20,7 @@
 //! the workgroup is suspended at a barrier or finished, all resume.
 
 use crate::error::{malformed, unsupported, Error, ErrorKind, Location, Result};
-use crate::num::lanes;
-use crate::overlay::{read_le, write_le};
+use crate::num::{lanes, read_le, write_le};
 use crate::translate::{IdKind, Inst, Program, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 use crate::{Dispatch, Outcome, Undefined};

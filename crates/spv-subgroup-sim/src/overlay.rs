@@ -20,6 +20,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
+use crate::num::{read_le, write_le};
+
 /// Bytes per word, the unit of read sets and conflicts.
 const WORD: usize = 4;
 
@@ -423,32 +425,5 @@ impl Overlay {
             }
         }
         fx
-    }
-}
-
-/// Reads the little-endian value of up to 8 bytes.
-pub(crate) fn read_le(bytes: &[u8]) -> u64 {
-    match bytes.len() {
-        4 => u64::from(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
-        8 => u64::from_le_bytes([
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-        ]),
-        _ => bytes
-            .iter()
-            .enumerate()
-            .fold(0, |v, (k, b)| v | u64::from(*b) << (8 * k)),
-    }
-}
-
-/// Writes the low `bytes.len()` bytes of `v`, little-endian.
-pub(crate) fn write_le(bytes: &mut [u8], v: u64) {
-    match bytes.len() {
-        4 => bytes.copy_from_slice(&(v as u32).to_le_bytes()),
-        8 => bytes.copy_from_slice(&v.to_le_bytes()),
-        _ => {
-            for (k, byte) in bytes.iter_mut().enumerate() {
-                *byte = (v >> (8 * k)) as u8;
-            }
-        }
     }
 }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::{Machine, Setup, MAX_REPORTS};
-use crate::overlay::{read_le, write_le, Effects};
+use crate::num::{read_le, write_le};
+use crate::overlay::Effects;
 use crate::translate::Program;
 use crate::{Dispatch, Outcome, Undefined};
 

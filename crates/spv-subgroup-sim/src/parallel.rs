@@ -176,6 +176,10 @@ impl WgRun {
             + self.fx.reads.len() * 16
             + self.fx.deltas.len() * std::mem::size_of::<crate::overlay::Delta>()
             + self.undefined.len() * 64
+            + self
+                .counts
+                .as_ref()
+                .map_or(0, |c| c.iter().map(|f| f.len() * 8).sum())
             + 64
     }
 }

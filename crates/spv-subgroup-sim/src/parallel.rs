@@ -263,6 +263,7 @@ fn run_batch(
     d: &Dispatch,
     (first, end): (u64, u64),
     before: Before,
+    bound: usize,
 ) -> Result<Vec<Option<WgRun>>> {
     let next = AtomicU64::new(first);
     let failed = AtomicBool::new(false);
@@ -278,9 +279,7 @@ fn run_batch(
                     // After a failure the rest of the batch is left to the commit, which stops
                     // at the failure; past the memory bound, to the next batch. Workgroups are
                     // taken in order, so those run are always a prefix of the batch.
-                    while !failed.load(Ordering::Relaxed)
-                        && held.load(Ordering::Relaxed) < BATCH_BYTES
-                    {
+                    while !failed.load(Ordering::Relaxed) && held.load(Ordering::Relaxed) < bound {
                         let index = next.fetch_add(1, Ordering::Relaxed);
                         if index >= end {
                             break;
@@ -323,16 +322,18 @@ pub fn dispatch(p: &Program, d: &Dispatch, defer: &[bool]) -> Result<Outcome> {
     if threads <= 1 {
         return crate::exec::sequential(p, d, &s, defer);
     }
-    in_batches(p, d, &s, defer, threads)
+    in_batches(p, d, &s, defer, threads, BATCH_BYTES)
 }
 
-/// Runs the dispatch on `threads` workers (more than 1).
+/// Runs the dispatch on `threads` workers (more than 1), a batch holding at most about `bound`
+/// bytes of effects.
 fn in_batches(
     p: &Program,
     d: &Dispatch,
     s: &Setup,
     defer: &[bool],
     threads: usize,
+    bound: usize,
 ) -> Result<Outcome> {
     let shared = s.shared(d);
     let mut machines: Vec<Machine<'_>> = (0..threads)
@@ -361,7 +362,7 @@ fn in_batches(
             reports: undefined.len(),
             limit: d.step_limit.min(steps.saturating_add(budget)),
         };
-        let mut runs = run_batch(&mut machines, &committed, s, d, (first, end), before)?;
+        let mut runs = run_batch(&mut machines, &committed, s, d, (first, end), before, bound)?;
         let mut again = 0;
         let mut done = end;
         for (index, slot) in (first..end).zip(runs.iter_mut()) {
@@ -441,4 +442,45 @@ fn in_batches(
         lane_steps,
         memory_objects,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each invocation reads and writes its own word: no conflicts, so batches grow and meet
+    /// the bound.
+    const SHADER: &str = r#"#version 450
+layout(local_size_x = 12) in;
+layout(std430, binding = 0) buffer Out { uint words[]; };
+void main() {
+    uint g = gl_GlobalInvocationID.x;
+    words[g] = words[g] * 3u + g;
+}
+"#;
+
+    #[test]
+    fn batches_cut_short_by_their_memory_bound_give_the_in_order_outcome() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("t.comp");
+        std::fs::write(&path, SHADER).expect("write shader");
+        let words = spv_subgroup_tests::tools::compile_glsl(&path, "vulkan1.1")
+            .expect("glslangValidator compiles the shader");
+        let module = crate::Module::new(&words).expect("translates");
+        let d = Dispatch::default()
+            .with_subgroup_size(4)
+            .with_workgroups([30, 1, 1])
+            .with_buffer((0, 0), vec![1u8; 31 * 12 * 4]);
+        let want = module.run(&d.clone().with_threads(1)).expect("runs");
+        let s = crate::exec::setup(&module.program, &d).expect("fits");
+        // A bound of one byte: each worker runs one workgroup, and a batch meant for more is cut
+        // short, the rest starting the next one.
+        for threads in [2, 3] {
+            let got =
+                in_batches(&module.program, &d, &s, &module.deferrable, threads, 1).expect("runs");
+            assert_eq!(got.buffers, want.buffers, "{threads} threads");
+            assert_eq!(got.steps, want.steps);
+            assert_eq!(got.lane_steps, want.lane_steps);
+        }
+    }
 }

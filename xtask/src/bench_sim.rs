@@ -4,7 +4,7 @@
 //! same run.
 //!
 //! ```text
-//! cargo xtask bench sim [--runs 3] [--sizes 32,64,128]
+//! cargo xtask bench sim [--runs 3] [--sizes 32,64,128] [--threads N]
 //! ```
 //!
 //! For each kernel: lavapipe's dispatch time (GPU timestamps around each of at least ten
@@ -14,10 +14,13 @@
 //! its lane-instructions (instructions times active lanes) per second, and the ratio to
 //! lavapipe. The results are checked: the reduction and the histogram against a host computation
 //! at every size, and every kernel's simulated output at lavapipe's own subgroup size against
-//! lavapipe's. Prints a Markdown table (docs/PERFORMANCE.md, "Simulator against lavapipe").
+//! lavapipe's. Prints a Markdown table (docs/PERFORMANCE.md, "Simulator against lavapipe"),
+//! all on one thread (`Dispatch::with_threads(1)`); then a second table of wall times on one
+//! thread and on `--threads` (default: one per core), whose outcome must equal the one-thread
+//! run's, with the speedup and the ratio to lavapipe.
 //! Then the conformance shaders at each size on one thread (issue 25's lane-instructions goal
 //! is stated for them): the `conformance_sim` harness's `part_*` tests, whose lane-instructions
-//! and `Module::run` time, wall and CPU, are summed into a second table (the CPU time of many
+//! and `Module::run` time, wall and CPU, are summed into a third table (the CPU time of many
 //! short runs is tick-granular on an idle machine: there the wall time is the better figure).
 
 use std::collections::BTreeMap;
@@ -148,11 +151,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[allow(clippy::print_stdout)] // A benchmark: its table is what it prints.
 pub fn run(args: &[String]) -> Result<()> {
     let (mut runs, mut sizes) = (3usize, vec![32u32, 64, 128]);
+    let mut threads = std::thread::available_parallelism().map_or(1, usize::from);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().with_context(|| format!("{a} needs a value"));
         match a.as_str() {
             "--runs" => runs = value()?.parse().context("--runs")?,
+            "--threads" => threads = value()?.parse().context("--threads")?,
             "--sizes" => {
                 sizes = value()?
                     .split(',')
@@ -160,7 +165,7 @@ pub fn run(args: &[String]) -> Result<()> {
                     .collect::<Result<_>>()?
             }
             other => bail!(
-                "unknown argument {other}: cargo xtask bench sim [--runs 3] [--sizes 32,64,128]"
+                "unknown argument {other}: cargo xtask bench sim [--runs 3] [--sizes 32,64,128] [--threads N]"
             ),
         }
     }
@@ -171,6 +176,9 @@ pub fn run(args: &[String]) -> Result<()> {
     println!(
         "device: {} ({}), subgroup size {}",
         info.name, info.driver, info.subgroup_size
+    );
+    let mut wall_table = format!(
+        "| kernel | size | wall, 1 thread | wall, {threads} threads | speedup | run ({threads} threads) / lavapipe |\n|---|---|---|---|---|---|\n"
     );
     let mut table = String::from(
         "| kernel | lavapipe dispatch | size | `Module::run` (CPU) | lane-instructions | million lane-instructions/s | run / lavapipe |\n|---|---|---|---|---|---|---|\n",
@@ -228,7 +236,8 @@ pub fn run(args: &[String]) -> Result<()> {
                         ((0, 0), bytes(&k.input)),
                         ((0, 1), vec![0u8; k.out_words * 4]),
                     ]))
-                    .with_step_limit(u64::MAX);
+                    .with_step_limit(u64::MAX)
+                    .with_threads(1);
                 let (t, cpu) = (Instant::now(), thread_cpu());
                 let out = module
                     .run(&d)
@@ -261,9 +270,53 @@ pub fn run(args: &[String]) -> Result<()> {
                 continue;
             }
             let _ = writeln_table(&mut table, k.name, vk_s, size, t, lane_steps);
+            // One thread and `threads` alternate, run by run, so a change of the machine's load
+            // falls on both.
+            let once = |n: usize| -> Result<(f64, spv_subgroup_sim::Outcome)> {
+                let d = Dispatch::default()
+                    .with_subgroup_size(size)
+                    .with_workgroups([GROUPS, 1, 1])
+                    .with_buffers(BTreeMap::from([
+                        ((0, 0), bytes(&k.input)),
+                        ((0, 1), vec![0u8; k.out_words * 4]),
+                    ]))
+                    .with_step_limit(u64::MAX)
+                    .with_threads(n);
+                let t = Instant::now();
+                let out = module
+                    .run(&d)
+                    .map_err(|e| anyhow::anyhow!("{} at size {size}: {e}", k.file))?;
+                Ok((t.elapsed().as_secs_f64(), out))
+            };
+            let (mut one_times, mut many_times) = (Vec::new(), Vec::new());
+            let (mut one, mut many) = (None, None);
+            for _ in 0..runs {
+                let (t, out) = once(1)?;
+                one_times.push(t);
+                one = Some(out);
+                let (t, out) = once(threads)?;
+                many_times.push(t);
+                many = Some(out);
+            }
+            let (one_s, many_s) = (median(one_times), median(many_times));
+            let (Some(one), Some(many)) = (one, many) else {
+                bail!("no run");
+            };
+            if one.buffers != many.buffers
+                || one.steps != many.steps
+                || one.lane_steps != many.lane_steps
+                || one.undefined_total != many.undefined_total
+            {
+                bail!(
+                    "{} at size {size}: {threads} threads differ from one",
+                    k.name
+                );
+            }
+            let _ = writeln_wall(&mut wall_table, k.name, size, one_s, many_s, vk_s);
         }
     }
     println!("\n{table}");
+    println!("Wall time (median of {runs}, the runs alternating), one thread against {threads}:\n\n{wall_table}");
     println!(
         "Checked: every simulated result at lavapipe's subgroup size ({vk_size}) equals lavapipe's; the reduction's and the histogram's equal the host's at every size."
     );
@@ -357,5 +410,24 @@ fn writeln_table(
         lane_steps as f64 / 1e6,
         lane_steps as f64 / t / 1e6,
         t / vk_s
+    )
+}
+
+fn writeln_wall(
+    table: &mut String,
+    name: &str,
+    size: u32,
+    one_s: f64,
+    many_s: f64,
+    vk_s: f64,
+) -> std::fmt::Result {
+    use std::fmt::Write as _;
+    writeln!(
+        table,
+        "| {name} | {size} | {:.1} ms | {:.1} ms | {:.2}x | {:.1}x |",
+        one_s * 1e3,
+        many_s * 1e3,
+        one_s / many_s,
+        many_s / vk_s
     )
 }

@@ -20,7 +20,7 @@
 //! the workgroup is suspended at a barrier or finished, all resume.
 
 use crate::error::{malformed, unsupported, Error, ErrorKind, Location, Result};
-use crate::num::lanes;
+use crate::num::{lanes, read_le, write_le};
 use crate::translate::{IdKind, Inst, Program, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 use crate::{Dispatch, Outcome, Undefined};
@@ -77,33 +77,6 @@ impl Mem {
     }
 }
 
-/// Reads the little-endian value of up to 8 bytes.
-fn read_le(bytes: &[u8]) -> u64 {
-    match bytes.len() {
-        4 => u64::from(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
-        8 => u64::from_le_bytes([
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-        ]),
-        _ => bytes
-            .iter()
-            .enumerate()
-            .fold(0, |v, (k, b)| v | u64::from(*b) << (8 * k)),
-    }
-}
-
-/// Writes the low `bytes.len()` bytes of `v`, little-endian.
-fn write_le(bytes: &mut [u8], v: u64) {
-    match bytes.len() {
-        4 => bytes.copy_from_slice(&(v as u32).to_le_bytes()),
-        8 => bytes.copy_from_slice(&v.to_le_bytes()),
-        _ => {
-            for (k, byte) in bytes.iter_mut().enumerate() {
-                *byte = (v >> (8 * k)) as u8;
-            }
-        }
-    }
-}
-
 #[derive(Debug)]
 struct Frame {
     func: u32,
@@ -142,29 +115,41 @@ pub struct Machine<'p> {
     pub lanes: u32,
     /// Memory objects (buffers first).
     pub mems: Vec<Mem>,
+    /// In a parallel run, the objects below this index (the buffers and the push constants) are
+    /// shared: their bytes are in `ov`, `mems` holds only their names; 0 in a sequential run.
+    pub(crate) shared_below: usize,
+    /// This workgroup's view of the shared objects in a parallel run.
+    pub(crate) ov: crate::overlay::Overlay,
+    /// By result id: the atomics that may be deferred in a parallel run.
+    pub(crate) defer: &'p [bool],
+    /// One past the highest memory object this workgroup used.
+    pub(crate) high: usize,
     /// Objects of returned calls' Function variables, reused by the next allocations.
     free: Vec<usize>,
     /// Scratch rows for phis (kept to avoid an allocation per branch).
     phi_rows: Vec<u64>,
     /// Scratch leaves of a loaded or stored value.
     pub scratch: Vec<u64>,
-    rng: u64,
+    pub(crate) rng: u64,
     /// Whether undefined events are recorded.
     pub report: bool,
     /// Recorded undefined events.
     pub undefined: Vec<Undefined>,
+    /// Most undefined events recorded (a parallel run's workgroup: those the outcome still has
+    /// room for when its batch started).
+    pub(crate) report_cap: usize,
     /// Count of undefined events.
     pub undefined_total: u64,
     /// Instructions executed (per subgroup, whatever the mask).
     pub steps: u64,
     /// Sum over executed instructions of the active lanes.
     pub lane_steps: u64,
-    step_limit: u64,
+    pub(crate) step_limit: u64,
     /// Location of the instruction running (for undefined reports).
     pub here: (u32, u32, u32),
     /// With `Dispatch::trace_size`: the size-revealing instructions, and per function and
     /// instruction how often each ran.
-    trace: Option<(crate::size_trace::Marks, Vec<Vec<u64>>)>,
+    pub(crate) trace: Option<(crate::size_trace::Marks, Vec<Vec<u64>>)>,
 }
 
 impl std::fmt::Debug for Machine<'_> {
@@ -177,7 +162,7 @@ impl std::fmt::Debug for Machine<'_> {
 }
 
 /// Most undefined events kept in the outcome (the total is always counted).
-const MAX_REPORTS: usize = 100_000;
+pub(crate) const MAX_REPORTS: usize = 100_000;
 
 impl<'p> Machine<'p> {
     /// Fresh random bits (splitmix64).
@@ -192,7 +177,7 @@ impl<'p> Machine<'p> {
     /// Records an undefined value and returns seeded random bits of `s`'s width.
     pub fn undefined(&mut self, what: &str, s: Scalar) -> u64 {
         self.undefined_total += 1;
-        if self.report && self.undefined.len() < MAX_REPORTS {
+        if self.report && self.undefined.len() < self.report_cap {
             let (word, op, id) = self.here;
             self.undefined.push(Undefined {
                 what: what.to_owned(),
@@ -261,6 +246,10 @@ impl<'p> Machine<'p> {
         }
         for &(o, s) in &ty.layout {
             let at = u64::from(off) + u64::from(o);
+            if obj < self.shared_below {
+                out.push(self.shared_load(obj, at, s)?);
+                continue;
+            }
             let n = u64::from(s.bytes());
             let m = &self.mems[obj];
             if at + n > m.bytes.len() as u64 {
@@ -287,6 +276,9 @@ impl<'p> Machine<'p> {
     /// Reads the scalar `s` at byte `o` of what `ptr` points to (`load` of a one-leaf type).
     pub fn load_scalar(&mut self, ptr: u64, o: u32, s: Scalar) -> Result<u64> {
         let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
+        if obj < self.shared_below {
+            return self.shared_load(obj, u64::from(off) + u64::from(o), s);
+        }
         let Some(m) = self.mems.get(obj) else {
             return Err(Error::new(ErrorKind::OutOfBounds(
                 "a pointer to no memory (undefined pointer)".into(),
@@ -317,6 +309,9 @@ impl<'p> Machine<'p> {
     /// Writes the scalar `s` at byte `o` of what `ptr` points to (`store` of a one-leaf type).
     pub fn store_scalar(&mut self, ptr: u64, o: u32, s: Scalar, v: u64) -> Result<()> {
         let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
+        if obj < self.shared_below {
+            return self.shared_store(obj, u64::from(off) + u64::from(o), s, v);
+        }
         let Some(m) = self.mems.get_mut(obj) else {
             return Err(Error::new(ErrorKind::OutOfBounds(
                 "a pointer to no memory (undefined pointer)".into(),
@@ -347,6 +342,12 @@ impl<'p> Machine<'p> {
     /// Writes a value of type `ty` to memory at `ptr`.
     pub fn store(&mut self, ptr: u64, ty: &TypeInfo, vals: &[u64]) -> Result<()> {
         let (obj, off) = ((ptr >> 32) as usize, ptr as u32);
+        if obj < self.shared_below {
+            for (&(o, s), v) in ty.layout.iter().zip(vals) {
+                self.shared_store(obj, u64::from(off) + u64::from(o), s, *v)?;
+            }
+            return Ok(());
+        }
         let m = self.mems.get_mut(obj).ok_or_else(|| {
             Error::new(ErrorKind::OutOfBounds(
                 "a pointer to no memory (undefined pointer)".into(),
@@ -381,6 +382,7 @@ impl<'p> Machine<'p> {
         let size = size as usize;
         if let Some(obj) = self.free.pop() {
             if let Some(m) = self.mems.get_mut(obj) {
+                self.high = self.high.max(obj + 1);
                 m.bytes.clear();
                 m.bytes.resize(size, 0);
                 m.init.clear();
@@ -391,6 +393,7 @@ impl<'p> Machine<'p> {
             }
         }
         let obj = self.mems.len() as u64;
+        self.high = self.high.max(self.mems.len() + 1);
         self.mems.push(Mem {
             bytes: vec![0; size],
             init: vec![false; size],
@@ -398,6 +401,15 @@ impl<'p> Machine<'p> {
             name,
         });
         obj << 32
+    }
+
+    /// The length in bytes of memory object `obj` (0 for none).
+    pub fn mem_len(&self, obj: usize) -> usize {
+        if obj < self.shared_below {
+            self.ov.len(obj)
+        } else {
+            self.mems.get(obj).map_or(0, |m| m.bytes.len())
+        }
     }
 
     /// Allocates a Function variable of the running call (freed when the call returns).
@@ -877,8 +889,116 @@ pub static UNKNOWN: TypeInfo = TypeInfo {
     layout: Vec::new(),
 };
 
-/// Runs a whole dispatch.
-pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
+/// What every workgroup of a dispatch shares: the entry point, the sizes, the shared objects.
+#[derive(Debug)]
+pub(crate) struct Setup {
+    /// The entry point's function.
+    entry: u32,
+    /// The workgroup size.
+    local: [u32; 3],
+    /// Invocations per workgroup.
+    total: u64,
+    /// Subgroups per workgroup.
+    sgs_per_wg: u32,
+    /// Workgroups in x, y, z.
+    pub(crate) workgroups: [u32; 3],
+    /// The buffers' bindings, each with its shared object (objects 0, 1, ...).
+    pub(crate) buffer_objs: Vec<((u32, u32), usize)>,
+    /// The push constants' object (the last shared one).
+    push_obj: usize,
+}
+
+impl Setup {
+    /// The shared objects' names and initial bytes (buffers in object order, push constants last).
+    pub(crate) fn shared(&self, d: &Dispatch) -> Vec<(MemName, Vec<u8>)> {
+        let mut objs: Vec<(MemName, Vec<u8>)> = self
+            .buffer_objs
+            .iter()
+            .map(|&(b, _)| {
+                let bytes = d.buffers.get(&b).cloned().unwrap_or_default();
+                (MemName::Buffer(b.0, b.1), bytes)
+            })
+            .collect();
+        objs.push((MemName::Push, d.push_constants.clone()));
+        objs
+    }
+
+    /// How many shared objects there are (the buffers and the push constants).
+    pub(crate) fn shared_count(&self) -> usize {
+        self.push_obj + 1
+    }
+
+    /// Workgroups in the dispatch.
+    pub(crate) fn count(&self) -> u64 {
+        self.workgroups.iter().map(|&n| u64::from(n)).product()
+    }
+
+    /// Workgroup `index`'s id (x fastest, as the sequential order runs them).
+    pub(crate) fn coords(&self, index: u64) -> [u32; 3] {
+        let (nx, ny) = (
+            u64::from(self.workgroups[0]).max(1),
+            u64::from(self.workgroups[1]).max(1),
+        );
+        [
+            (index % nx) as u32,
+            (index / nx % ny) as u32,
+            (index / nx / ny) as u32,
+        ]
+    }
+
+    /// The buffers after the dispatch: the shared objects' bytes by binding, and any buffer given
+    /// that the module does not use, unchanged.
+    pub(crate) fn outcome_buffers(
+        &self,
+        d: &Dispatch,
+        mut objs: Vec<Vec<u8>>,
+    ) -> std::collections::BTreeMap<(u32, u32), Vec<u8>> {
+        let mut buffers = std::collections::BTreeMap::new();
+        for &(b, obj) in &self.buffer_objs {
+            buffers.insert(b, objs.get_mut(obj).map(std::mem::take).unwrap_or_default());
+        }
+        for (b, bytes) in &d.buffers {
+            buffers.entry(*b).or_insert_with(|| bytes.clone());
+        }
+        buffers
+    }
+}
+
+/// The size-dependent instructions that ran, from the counts of `trace`.
+pub(crate) fn size_reads(
+    p: &Program,
+    marks: &crate::size_trace::Marks,
+    counts: &[Vec<u64>],
+) -> Vec<crate::SizeRead> {
+    let mut size_reads = Vec::new();
+    for (f, (fm, fc)) in p.funcs.iter().zip(marks.iter().zip(counts)) {
+        for ((inst, mark), &count) in f.insts.iter().zip(fm).zip(fc) {
+            if let (Some(what), true) = (mark, count > 0) {
+                size_reads.push(crate::SizeRead {
+                    what: what.clone(),
+                    location: inst.location(),
+                    count,
+                });
+            }
+        }
+    }
+    size_reads.sort_by_key(|r| r.location.word);
+    size_reads
+}
+
+/// The first random state of workgroup `index`'s undefined values: a function of the seed and
+/// the workgroup alone, so the bits do not depend on which thread runs it or what ran before.
+fn workgroup_rng(seed: u64, index: u64) -> u64 {
+    fn mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    mix((seed ^ 0x5eed).wrapping_add(mix(index.wrapping_add(1))))
+}
+
+/// Checks a dispatch against the module and works out what its workgroups share.
+pub(crate) fn setup(p: &Program, d: &Dispatch) -> Result<Setup> {
     let entry = match &d.entry {
         Some(name) => p.entries.iter().find(|e| &e.name == name).ok_or_else(|| {
             Error::new(ErrorKind::Dispatch(format!(
@@ -918,28 +1038,7 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
             p.nregs
         ))));
     }
-    let mut m = Machine {
-        p,
-        lanes,
-        mems: Vec::new(),
-        free: Vec::new(),
-        phi_rows: Vec::new(),
-        scratch: Vec::new(),
-        rng: d.seed ^ 0x5eed,
-        report: d.report_undefined,
-        undefined: Vec::new(),
-        undefined_total: 0,
-        steps: 0,
-        lane_steps: 0,
-        step_limit: d.step_limit,
-        here: (0, 0, 0),
-        trace: d.trace_size.then(|| {
-            let marks = crate::size_trace::marks(p);
-            let counts = marks.iter().map(|m| vec![0; m.len()]).collect();
-            (marks, counts)
-        }),
-    };
-    // Buffers and push constants: fixed objects.
+    // Buffers and push constants: the shared objects, one per binding.
     let mut buffer_objs: Vec<((u32, u32), usize)> = Vec::new();
     for g in &p.globals {
         let class = g.class;
@@ -948,155 +1047,192 @@ pub fn dispatch(p: &Program, d: &Dispatch) -> Result<Outcome> {
         if is_buffer {
             let b = g.binding.unwrap_or((0, 0));
             if !buffer_objs.iter().any(|x| x.0 == b) {
-                let bytes = d.buffers.get(&b).cloned().unwrap_or_default();
-                buffer_objs.push((b, m.mems.len()));
-                m.mems
-                    .push(Mem::initialised(bytes, MemName::Buffer(b.0, b.1)));
+                buffer_objs.push((b, buffer_objs.len()));
             }
         }
     }
-    let push_obj = m.mems.len();
-    m.mems
-        .push(Mem::initialised(d.push_constants.clone(), MemName::Push));
-    let fixed = m.mems.len();
-    let sgs_per_wg = total.div_ceil(u64::from(lanes)) as u32;
-    for wz in 0..d.workgroups[2] {
-        for wy in 0..d.workgroups[1] {
-            for wx in 0..d.workgroups[0] {
-                // The previous workgroup's objects are all free: their storage is reused.
-                m.free.clear();
-                m.free.extend((fixed..m.mems.len()).rev());
-                let wg = [wx, wy, wz];
-                // Workgroup variables: one object each.
-                let mut wg_ptrs = Vec::new();
-                for g in &p.globals {
-                    if g.class == spirv::StorageClass::Workgroup as u32 {
-                        let size = m.ty(g.pointee)?.size;
-                        wg_ptrs.push(m.alloc(size, MemName::Workgroup(g.id)));
-                    }
-                }
-                let mut sgs = Vec::new();
-                for s in 0..sgs_per_wg {
-                    let first = u64::from(s) * u64::from(lanes);
-                    let n = (total - first).min(u64::from(lanes)) as u32;
-                    let exists = if n == 128 {
-                        u128::MAX
+    Ok(Setup {
+        entry: entry.func,
+        local,
+        total,
+        sgs_per_wg: total.div_ceil(u64::from(lanes)) as u32,
+        workgroups: d.workgroups,
+        push_obj: buffer_objs.len(),
+        buffer_objs,
+    })
+}
+
+impl<'p> Machine<'p> {
+    /// A machine for `d` with no memory objects yet; `defer` as in [`Machine::defer`].
+    pub(crate) fn new(p: &'p Program, d: &Dispatch, defer: &'p [bool]) -> Self {
+        Machine {
+            p,
+            lanes: d.subgroup_size,
+            mems: Vec::new(),
+            shared_below: 0,
+            ov: crate::overlay::Overlay::default(),
+            defer,
+            high: 0,
+            free: Vec::new(),
+            phi_rows: Vec::new(),
+            scratch: Vec::new(),
+            rng: 0,
+            report: d.report_undefined,
+            undefined: Vec::new(),
+            report_cap: MAX_REPORTS,
+            undefined_total: 0,
+            steps: 0,
+            lane_steps: 0,
+            step_limit: d.step_limit,
+            here: (0, 0, 0),
+            trace: d.trace_size.then(|| {
+                let marks = crate::size_trace::marks(p);
+                let counts = marks.iter().map(|m| vec![0; m.len()]).collect();
+                (marks, counts)
+            }),
+        }
+    }
+
+    /// Adds the shared objects: in a sequential run their bytes, in a parallel one their names
+    /// only (the bytes are the overlay's).
+    pub(crate) fn add_shared(&mut self, objs: Vec<(MemName, Vec<u8>)>, parallel: bool) {
+        for (name, bytes) in objs {
+            let bytes = if parallel { Vec::new() } else { bytes };
+            self.mems.push(Mem::initialised(bytes, name));
+        }
+        if parallel {
+            self.shared_below = self.mems.len();
+        }
+    }
+
+    /// Runs workgroup `index` of the dispatch to its end; its undefined values' bits come from
+    /// `seed` and `index` alone.
+    pub(crate) fn run_workgroup(&mut self, s: &Setup, d: &Dispatch, index: u64) -> Result<()> {
+        let p = self.p;
+        let lanes = self.lanes;
+        let (local, total, sgs_per_wg) = (s.local, s.total, s.sgs_per_wg);
+        let wg = s.coords(index);
+        self.rng = workgroup_rng(d.seed, index);
+        self.high = 0;
+        // The previous workgroup's objects are all free: their storage is reused.
+        let fixed = s.shared_count();
+        self.free.clear();
+        self.free.extend((fixed..self.mems.len()).rev());
+        // Workgroup variables: one object each.
+        let mut wg_ptrs = Vec::new();
+        for g in &p.globals {
+            if g.class == spirv::StorageClass::Workgroup as u32 {
+                let size = self.ty(g.pointee)?.size;
+                wg_ptrs.push(self.alloc(size, MemName::Workgroup(g.id)));
+            }
+        }
+        let mut sgs = Vec::new();
+        for sgi in 0..sgs_per_wg {
+            let first = u64::from(sgi) * u64::from(lanes);
+            let n = (total - first).min(u64::from(lanes)) as u32;
+            let exists = if n == 128 {
+                u128::MAX
+            } else {
+                (1u128 << n) - 1
+            };
+            let mut sg = Sg {
+                regs: vec![0; p.nregs as usize * lanes as usize],
+                frames: Vec::new(),
+                state: State::Running,
+                exists,
+                waiting_at: None,
+            };
+            let mut wgk = 0;
+            for g in &p.globals {
+                let class = g.class;
+                for l in 0..lanes {
+                    let ptr = if class == spirv::StorageClass::Workgroup as u32 {
+                        wg_ptrs[wgk]
+                    } else if class == spirv::StorageClass::StorageBuffer as u32
+                        || class == spirv::StorageClass::Uniform as u32
+                    {
+                        let b = g.binding.unwrap_or((0, 0));
+                        let obj = s.buffer_objs.iter().find(|x| x.0 == b).map_or(0, |x| x.1);
+                        (obj as u64) << 32
+                    } else if class == spirv::StorageClass::PushConstant as u32 {
+                        (s.push_obj as u64) << 32
+                    } else if l >= n {
+                        u64::MAX
                     } else {
-                        (1u128 << n) - 1
+                        let index = first as u32 + l;
+                        self.invocation_var(g, index, sgi, l, sgs_per_wg, local, wg, s.workgroups)?
                     };
-                    let mut sg = Sg {
-                        regs: vec![0; p.nregs as usize * lanes as usize],
-                        frames: Vec::new(),
-                        state: State::Running,
-                        exists,
-                        waiting_at: None,
-                    };
-                    let mut wgk = 0;
-                    for g in &p.globals {
-                        let class = g.class;
-                        for l in 0..lanes {
-                            let ptr = if class == spirv::StorageClass::Workgroup as u32 {
-                                wg_ptrs[wgk]
-                            } else if class == spirv::StorageClass::StorageBuffer as u32
-                                || class == spirv::StorageClass::Uniform as u32
-                            {
-                                let b = g.binding.unwrap_or((0, 0));
-                                let obj = buffer_objs.iter().find(|x| x.0 == b).map_or(0, |x| x.1);
-                                (obj as u64) << 32
-                            } else if class == spirv::StorageClass::PushConstant as u32 {
-                                (push_obj as u64) << 32
-                            } else if l >= n {
-                                u64::MAX
-                            } else {
-                                let index = first as u32 + l;
-                                m.invocation_var(
-                                    g,
-                                    index,
-                                    s,
-                                    l,
-                                    sgs_per_wg,
-                                    local,
-                                    wg,
-                                    d.workgroups,
-                                )?
-                            };
-                            if let Some(r) = sg.regs.get_mut(slot(g.reg, 0, lanes, l)) {
-                                *r = ptr;
-                            }
-                        }
-                        if class == spirv::StorageClass::Workgroup as u32 {
-                            wgk += 1;
-                        }
+                    if let Some(r) = sg.regs.get_mut(slot(g.reg, 0, lanes, l)) {
+                        *r = ptr;
                     }
-                    sg.frames.push(Frame {
-                        func: entry.func,
-                        pending: vec![(0, exists)],
-                        cur: None,
-                        ret: None,
-                        locals: Vec::new(),
-                    });
-                    sgs.push(sg);
                 }
-                loop {
-                    for sg in sgs.iter_mut() {
-                        m.run_sg(sg)?;
-                    }
-                    if sgs.iter().all(|s| s.state == State::Done) {
-                        break;
-                    }
-                    // Some subgroups wait at a barrier that others finished without reaching.
-                    if let Some(done) = sgs.iter().position(|s| s.state == State::Done) {
-                        let at = sgs.iter().find_map(|s| s.waiting_at.clone());
-                        let e = unsupported(format!(
-                            "OpControlBarrier with Workgroup scope in non-uniform control flow: \
-                             subgroup {done} of workgroup {wg:?} finished without reaching it \
-                             (undefined behaviour)"
-                        ));
-                        return Err(match at {
-                            Some(at) => e.at(&at),
-                            None => e,
-                        });
-                    }
-                    for sg in sgs.iter_mut() {
-                        if sg.state == State::Barrier {
-                            sg.state = State::Running;
-                            sg.waiting_at = None;
-                        }
-                    }
+                if class == spirv::StorageClass::Workgroup as u32 {
+                    wgk += 1;
+                }
+            }
+            sg.frames.push(Frame {
+                func: s.entry,
+                pending: vec![(0, exists)],
+                cur: None,
+                ret: None,
+                locals: Vec::new(),
+            });
+            sgs.push(sg);
+        }
+        loop {
+            for sg in sgs.iter_mut() {
+                self.run_sg(sg)?;
+            }
+            if sgs.iter().all(|s| s.state == State::Done) {
+                return Ok(());
+            }
+            // Some subgroups wait at a barrier that others finished without reaching.
+            if let Some(done) = sgs.iter().position(|s| s.state == State::Done) {
+                let at = sgs.iter().find_map(|s| s.waiting_at.clone());
+                let e = unsupported(format!(
+                    "OpControlBarrier with Workgroup scope in non-uniform control flow: \
+                     subgroup {done} of workgroup {wg:?} finished without reaching it \
+                     (undefined behaviour)"
+                ));
+                return Err(match at {
+                    Some(at) => e.at(&at),
+                    None => e,
+                });
+            }
+            for sg in sgs.iter_mut() {
+                if sg.state == State::Barrier {
+                    sg.state = State::Running;
+                    sg.waiting_at = None;
                 }
             }
         }
     }
-    let mut buffers = std::collections::BTreeMap::new();
-    for (b, obj) in buffer_objs {
-        buffers.insert(b, std::mem::take(&mut m.mems[obj].bytes));
+}
+
+/// Runs a whole dispatch on this thread, its workgroups one after another. `defer` is
+/// [`Machine::defer`].
+pub(crate) fn sequential(p: &Program, d: &Dispatch, s: &Setup, defer: &[bool]) -> Result<Outcome> {
+    let mut m = Machine::new(p, d, defer);
+    m.add_shared(s.shared(d), false);
+    let mut memory_objects = m.mems.len();
+    for index in 0..s.count() {
+        m.run_workgroup(s, d, index)?;
+        memory_objects = memory_objects.max(m.high);
     }
-    for (b, bytes) in &d.buffers {
-        buffers.entry(*b).or_insert_with(|| bytes.clone());
-    }
-    let mut size_reads = Vec::new();
-    if let Some((marks, counts)) = &m.trace {
-        for (f, (fm, fc)) in p.funcs.iter().zip(marks.iter().zip(counts)) {
-            for ((inst, mark), &count) in f.insts.iter().zip(fm).zip(fc) {
-                if let (Some(what), true) = (mark, count > 0) {
-                    size_reads.push(crate::SizeRead {
-                        what: what.clone(),
-                        location: inst.location(),
-                        count,
-                    });
-                }
-            }
-        }
-        size_reads.sort_by_key(|r| r.location.word);
-    }
+    let objs = m.mems.iter_mut().take(s.shared_count());
+    let buffers = s.outcome_buffers(d, objs.map(|o| std::mem::take(&mut o.bytes)).collect());
     Ok(Outcome {
-        size_reads,
+        size_reads: m
+            .trace
+            .as_ref()
+            .map(|(marks, counts)| size_reads(p, marks, counts))
+            .unwrap_or_default(),
         buffers,
         undefined: m.undefined,
         undefined_total: m.undefined_total,
         steps: m.steps,
         lane_steps: m.lane_steps,
-        memory_objects: m.mems.len(),
+        memory_objects,
     })
 }
 
@@ -1198,4 +1334,62 @@ pub fn split_wide(comps: &[u128], t: &TypeInfo) -> Vec<u64> {
             x
         })
         .collect()
+}
+
+/// The shared objects of a parallel run, reached through the overlay (`overlay.rs`).
+impl Machine<'_> {
+    fn shared_bounds(&self, obj: usize, at: u64, n: u64, verb: &str) -> Result<()> {
+        let len = self.ov.len(obj);
+        if at + n > len as u64 {
+            let name = self.mems.get(obj).map(|m| m.name);
+            return Err(Error::new(ErrorKind::OutOfBounds(format!(
+                "{verb} {n} bytes at offset {at} of {} ({len} bytes)",
+                name.map_or_else(String::new, |n| n.to_string())
+            ))));
+        }
+        Ok(())
+    }
+
+    /// Reads the scalar `s` at byte `at` of shared object `obj` (through the overlay).
+    pub(crate) fn shared_load(&mut self, obj: usize, at: u64, s: Scalar) -> Result<u64> {
+        let n = u64::from(s.bytes());
+        self.shared_bounds(obj, at, n, "reading")?;
+        let v = self.ov.read(obj, at as usize, n as usize);
+        Ok(if s == Scalar::Bool {
+            u64::from(v != 0)
+        } else {
+            v
+        })
+    }
+
+    /// Writes the scalar `s` at byte `at` of shared object `obj` (into the overlay).
+    pub(crate) fn shared_store(&mut self, obj: usize, at: u64, s: Scalar, v: u64) -> Result<()> {
+        let n = u64::from(s.bytes());
+        self.shared_bounds(obj, at, n, "writing")?;
+        self.ov.write(obj, at as usize, n as usize, v);
+        Ok(())
+    }
+
+    /// Whether the atomic instruction `id` may be deferred: it commutes and nothing reads its
+    /// result (decided once per module, `parallel::deferrable_atomics`).
+    pub fn atomic_deferrable(&self, id: u32) -> bool {
+        self.shared_below > 0 && self.defer.get(id as usize).copied().unwrap_or(false)
+    }
+
+    /// Defers atomic `op` with operand `v` on the scalar `s` at `ptr` when `ptr` is in a shared
+    /// object of a parallel run; false where the caller must read and write as usual.
+    pub fn atomic_delta(&mut self, ptr: u64, s: Scalar, op: spirv::Op, v: u64) -> bool {
+        let (obj, at) = ((ptr >> 32) as usize, ptr as u32 as usize);
+        let width = match s {
+            Scalar::Int { width, .. } if width == 32 || width == 64 => width,
+            _ => return false,
+        };
+        if obj >= self.shared_below || at + width as usize / 8 > self.ov.len(obj) {
+            return false;
+        }
+        match crate::overlay::DeltaKind::of(op, v, width) {
+            Some((kind, operand)) => self.ov.defer(obj, at, width, kind, operand),
+            None => false,
+        }
+    }
 }

@@ -1,13 +1,14 @@
 //! Executes compute entry points of SPIR-V modules at any subgroup size from 1 to 128.
 //!
 //! The module is translated once ([`Module::new`]) into dense tables (result ids to register
-//! slots, labels to block indices), then [`Module::run`] executes a dispatch: workgroups one after
-//! another, each as subgroups whose lanes run in lock step under an active mask, split and
-//! reconverged by structured control flow (the rule is written down in `exec.rs`).
+//! slots, labels to block indices), then [`Module::run`] executes a dispatch: workgroups with the
+//! result of running them one after another (on every core, [`Dispatch::with_threads`]), each as
+//! subgroups whose lanes run in lock step under an active mask, split and reconverged by
+//! structured control flow (the rule is written down in `exec.rs`).
 //! Subgroup instructions have the SPIR-V spec's semantics natively.
 //! Values the spec leaves undefined (reads from inactive or out-of-range lanes, bit queries of
-//! empty ballots, uninitialised memory, `OpUndef`, division by zero) are seeded random bits and
-//! are reported in [`Outcome::undefined`] when [`Dispatch::report_undefined`] is set.
+//! empty ballots, uninitialised memory, `OpUndef`, division by zero) are random bits seeded by
+//! [`Dispatch::seed`] and the workgroup (whichever thread runs it), and are reported in [`Outcome::undefined`] when [`Dispatch::report_undefined`] is set.
 //! Nothing here panics or prints: every failure is an [`Error`] naming the instruction.
 
 #![deny(missing_docs)]
@@ -21,6 +22,8 @@ mod group;
 mod num;
 mod opclass;
 mod ops;
+mod overlay;
+mod parallel;
 mod promote;
 mod size_trace;
 mod translate;
@@ -38,6 +41,8 @@ pub const DEFAULT_STEP_LIMIT: u64 = 50_000_000;
 #[derive(Clone, Debug)]
 pub struct Module {
     program: translate::Program,
+    /// By result id: the atomics a parallel run may defer (`parallel::deferrable_atomics`).
+    deferrable: Vec<bool>,
 }
 
 /// What to run and with which resources: [`Dispatch::default`] (one workgroup of subgroups of
@@ -56,7 +61,8 @@ pub struct Dispatch {
     pub buffers: BTreeMap<(u32, u32), Vec<u8>>,
     /// Push-constant bytes.
     pub push_constants: Vec<u8>,
-    /// Seed of the random bits given for undefined values.
+    /// Seed of the random bits given for undefined values (each workgroup draws from its own
+    /// stream, seeded by this and its index, so the bits do not depend on the thread count).
     pub seed: u64,
     /// Record each undefined value read (the count is always kept).
     pub report_undefined: bool,
@@ -65,6 +71,9 @@ pub struct Dispatch {
     /// Count the executed instructions whose results depend on the subgroup size
     /// ([`Outcome::size_reads`]).
     pub trace_size: bool,
+    /// Threads the workgroups run on (0: one per core). The outcome is the same whatever the
+    /// count: exactly that of running the workgroups one after another.
+    pub threads: usize,
 }
 
 impl Default for Dispatch {
@@ -79,6 +88,7 @@ impl Default for Dispatch {
             report_undefined: false,
             step_limit: DEFAULT_STEP_LIMIT,
             trace_size: false,
+            threads: 0,
         }
     }
 }
@@ -142,6 +152,15 @@ impl Dispatch {
     /// ([`Dispatch::trace_size`]).
     pub fn with_trace_size(mut self, trace: bool) -> Self {
         self.trace_size = trace;
+        self
+    }
+
+    /// This dispatch on `threads` threads (0, the default: one per core; 1: this thread only).
+    /// Workgroups run in parallel batches committed in workgroup order, and a workgroup that read
+    /// what an earlier one of its batch wrote runs again: buffers, errors, steps, undefined values
+    /// and size reads are the same at every thread count.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
         self
     }
 }
@@ -214,9 +233,15 @@ impl Module {
     /// Translates a module, overriding specialization constants by `SpecId`.
     pub fn with_spec_constants(words: &[u32], spec: &BTreeMap<u32, u64>) -> Result<Self> {
         let mut program = translate::translate(words, spec)?;
+        // Which atomics a parallel run may defer, read from the module's own uses (before
+        // promotion and the row forms, which only re-express those uses).
+        let deferrable = parallel::deferrable_atomics(&program);
         promote::promote(&mut program);
         fast::prepare(&mut program);
-        Ok(Module { program })
+        Ok(Module {
+            deferrable,
+            program,
+        })
     }
 
     /// The same module with every Function variable in memory (none kept in registers): for
@@ -291,6 +316,6 @@ impl Module {
     /// # Ok::<(), spv_subgroup_sim::Error>(())
     /// ```
     pub fn run(&self, dispatch: &Dispatch) -> Result<Outcome> {
-        exec::dispatch(&self.program, dispatch)
+        parallel::dispatch(&self.program, dispatch, &self.deferrable)
     }
 }

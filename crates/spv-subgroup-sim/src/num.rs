@@ -1,5 +1,6 @@
 //! Scalar bit helpers: values live in `u64` lanes (integers zero-extended to their width, floats as
-//! the bit pattern of their width, bools as 0/1); these convert to and from `i64`/`f64`.
+//! the bit pattern of their width, bools as 0/1); these convert to and from `i64`/`f64` and
+//! little-endian bytes in memory.
 
 /// The low `width` bits set.
 pub fn mask(width: u32) -> u64 {
@@ -17,6 +18,33 @@ pub fn sext(width: u32, bits: u64) -> i64 {
     } else {
         let shift = 64 - width;
         ((bits << shift) as i64) >> shift
+    }
+}
+
+/// Reads the little-endian value of up to 8 bytes.
+pub fn read_le(bytes: &[u8]) -> u64 {
+    match bytes.len() {
+        4 => u64::from(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+        8 => u64::from_le_bytes([
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+        ]),
+        _ => bytes
+            .iter()
+            .enumerate()
+            .fold(0, |v, (k, b)| v | u64::from(*b) << (8 * k)),
+    }
+}
+
+/// Writes the low `bytes.len()` bytes of `v`, little-endian.
+pub fn write_le(bytes: &mut [u8], v: u64) {
+    match bytes.len() {
+        4 => bytes.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => bytes.copy_from_slice(&v.to_le_bytes()),
+        _ => {
+            for (k, byte) in bytes.iter_mut().enumerate() {
+                *byte = (v >> (8 * k)) as u8;
+            }
+        }
     }
 }
 

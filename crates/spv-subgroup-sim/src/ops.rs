@@ -208,10 +208,7 @@ impl<'p> Machine<'p> {
                 };
                 for l in lanes(mask) {
                     let ptr = self.get(sg, p, 0, l);
-                    let len = self
-                        .mems
-                        .get((ptr >> 32) as usize)
-                        .map_or(0, |m| m.bytes.len() as u64);
+                    let len = self.mem_len((ptr >> 32) as usize) as u64;
                     let n = len.saturating_sub(u64::from(ptr as u32) + u64::from(off))
                         / u64::from(stride.max(1));
                     self.put(sg, inst, 0, l, n & 0xffff_ffff);
@@ -800,15 +797,21 @@ impl<'p> Machine<'p> {
             None
         };
         let mut buf = Vec::new();
+        let defer = self.atomic_deferrable(inst.id);
         for l in lanes(mask) {
             let ptr = self.get(sg, p, 0, l);
-            buf.clear();
-            self.load(ptr, t, &mut buf)?;
-            let old = buf.first().copied().unwrap_or(0);
             let v = match value {
                 Some(v) => self.get(sg, v, 0, l),
                 None => 0,
             };
+            // In a parallel run, a commuting atomic whose result nobody reads waits for the
+            // commit as a delta (overlay.rs).
+            if defer && self.atomic_delta(ptr, s, op, v) {
+                continue;
+            }
+            buf.clear();
+            self.load(ptr, t, &mut buf)?;
+            let old = buf.first().copied().unwrap_or(0);
             let m = crate::num::mask(w);
             let (a, b) = (crate::num::sext(w, old), crate::num::sext(w, v));
             let new = match op {

@@ -55,6 +55,9 @@ pub struct Opts {
     /// subgroup instruction), on stdout.
     #[arg(long)]
     report_size_dependence: bool,
+    /// Threads the workgroups run on (0: one per core); the results are the same at any count.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: usize,
 }
 
 /// Exit status of a run at several sizes whose buffers differ between sizes.
@@ -156,7 +159,8 @@ impl Opts {
             .with_buffers(buffers)
             .with_seed(self.seed)
             .with_report_undefined(self.report_undefined)
-            .with_step_limit(self.step_limit);
+            .with_step_limit(self.step_limit)
+            .with_threads(self.threads);
         dispatch.entry = self.entry.clone();
         dispatch.trace_size = self.report_size_dependence;
         let mut runs: Vec<(u32, Outcome)> = Vec::new();

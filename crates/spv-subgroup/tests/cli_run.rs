@@ -94,6 +94,62 @@ fn runs_with_buffers_and_saves_results() {
 }
 
 #[test]
+fn threads_give_the_same_buffers_undefined_values_and_errors() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let spv = compile(dir.path());
+    let spv = spv.to_str().unwrap_or_default();
+    // 40 workgroups of 6; one invocation of workgroup 20 spins into the step limit in `spin`.
+    let input: Vec<u32> = (1..=240).collect();
+    let mut spin = input.clone();
+    spin[123] = 999;
+    let (inp, spin_inp) = (dir.path().join("in.bin"), dir.path().join("spin.bin"));
+    write_words(&inp, &input);
+    write_words(&spin_inp, &spin);
+    write_words(&dir.path().join("out.bin"), &[0; 480]);
+    let at = |threads: &str, input: &Path| {
+        let saved = dir.path().join(format!("saved-{threads}.bin"));
+        let o = run(&[
+            spv,
+            "--subgroup-size",
+            "4",
+            "--workgroups",
+            "40",
+            &format!("--buffer=0={}", input.display()),
+            &format!("--buffer=1.2={}", dir.path().join("out.bin").display()),
+            &format!("--save=1.2={}", saved.display()),
+            "--report-undefined",
+            "--step-limit",
+            "20000",
+            "--threads",
+            threads,
+        ]);
+        let saved = std::fs::read(&saved).ok();
+        (
+            code(&o),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr(&o),
+            saved,
+        )
+    };
+    let one = at("1", &inp);
+    assert_eq!(one.0, 0, "{}", one.2);
+    assert!(one.1.contains("80 undefined values"), "{}", one.1);
+    for threads in ["2", "3", "8"] {
+        assert_eq!(at(threads, &inp), one, "--threads {threads}");
+    }
+    let one = at("1", &spin_inp);
+    assert_eq!(one.0, 1);
+    assert!(one.2.contains("step limit"), "{}", one.2);
+    for threads in ["2", "3", "8"] {
+        assert_eq!(
+            at(threads, &spin_inp),
+            one,
+            "--threads {threads}, step limit"
+        );
+    }
+}
+
+#[test]
 fn exit_status_contract() {
     let dir = tempfile::tempdir().expect("tmp");
     let spv = compile(dir.path());

@@ -1,0 +1,429 @@
+//! A workgroup's private view of the shared memory objects (buffers and push constants) while
+//! workgroups run in parallel (`parallel.rs` schedules and commits them).
+//!
+//! The workgroup reads the shared objects as they were when its batch started (`base`), sees its
+//! own writes (a shadow copy of each object with a bit per byte it wrote), and records each word
+//! it read from `base`. At its end [`Overlay::finish`] hands over what it wrote, the atomic deltas
+//! and the words it read; the commit applies them in workgroup order, and a workgroup that read a
+//! word an earlier workgroup of its batch wrote is run again, so the result is always that of
+//! running the workgroups one after another.
+//!
+//! An atomic operation that commutes (add, subtract, increment, decrement, and, or, xor, min,
+//! max) and whose result no instruction reads is kept as a delta and applied at commit without
+//! counting as a read: a histogram's shared counters do not serialise its workgroups. A plain
+//! access to a word with a pending delta first turns the delta into a read and a write.
+//!
+//! Memory per worker: the shadows (pages only where written: the zeroed allocation is lazy), two
+//! bits per word and one per byte, and the lists of what this workgroup touched.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use crate::num::{read_le, write_le};
+
+/// Bytes per word, the unit of read sets and conflicts.
+const WORD: usize = 4;
+
+/// How a deferred atomic changes its word; a run of the same kind folds into one operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeltaKind {
+    /// Wrapping addition (add, subtract, increment, decrement).
+    Add,
+    /// Bitwise and.
+    And,
+    /// Bitwise or.
+    Or,
+    /// Bitwise exclusive or.
+    Xor,
+    /// Signed minimum.
+    SMin,
+    /// Signed maximum.
+    SMax,
+    /// Unsigned minimum.
+    UMin,
+    /// Unsigned maximum.
+    UMax,
+}
+
+impl DeltaKind {
+    /// The kind of a commuting atomic opcode and its operand as this kind applies it (`None` for
+    /// the opcodes that do not commute: load, store, exchange, compare-exchange).
+    pub fn of(op: spirv::Op, v: u64, width: u32) -> Option<(DeltaKind, u64)> {
+        use spirv::Op as O;
+        let m = crate::num::mask(width);
+        Some(match op {
+            O::AtomicIAdd => (DeltaKind::Add, v & m),
+            O::AtomicISub => (DeltaKind::Add, 0u64.wrapping_sub(v) & m),
+            O::AtomicIIncrement => (DeltaKind::Add, 1),
+            O::AtomicIDecrement => (DeltaKind::Add, m),
+            O::AtomicAnd => (DeltaKind::And, v & m),
+            O::AtomicOr => (DeltaKind::Or, v & m),
+            O::AtomicXor => (DeltaKind::Xor, v & m),
+            O::AtomicSMin => (DeltaKind::SMin, v & m),
+            O::AtomicSMax => (DeltaKind::SMax, v & m),
+            O::AtomicUMin => (DeltaKind::UMin, v & m),
+            O::AtomicUMax => (DeltaKind::UMax, v & m),
+            _ => return None,
+        })
+    }
+
+    /// `old` changed by operand `v` (also how two operands of one kind fold into one).
+    pub fn apply(self, width: u32, old: u64, v: u64) -> u64 {
+        let (a, b) = (crate::num::sext(width, old), crate::num::sext(width, v));
+        match self {
+            DeltaKind::Add => old.wrapping_add(v) & crate::num::mask(width),
+            DeltaKind::And => old & v,
+            DeltaKind::Or => old | v,
+            DeltaKind::Xor => old ^ v,
+            DeltaKind::SMin => {
+                if b < a {
+                    v
+                } else {
+                    old
+                }
+            }
+            DeltaKind::SMax => {
+                if b > a {
+                    v
+                } else {
+                    old
+                }
+            }
+            DeltaKind::UMin => old.min(v),
+            DeltaKind::UMax => old.max(v),
+        }
+    }
+}
+
+/// A hasher for (object, word) keys: one multiply per integer (the std one, built against
+/// attacker-chosen keys, costs more than the histogram's deferred atomics themselves; these keys
+/// come from the shader's own addresses).
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// A deferred atomic: `kind` with `operand` on the `width`-bit word at byte `off` of `obj`.
+#[derive(Clone, Copy, Debug)]
+pub struct Delta {
+    /// The shared object.
+    pub obj: u32,
+    /// Byte offset (a multiple of 4).
+    pub off: u32,
+    /// 32 or 64.
+    pub width: u32,
+    /// The operation.
+    pub kind: DeltaKind,
+    /// The folded operand.
+    pub operand: u64,
+    /// False once a plain access turned it into a read and a write (the word is then this
+    /// workgroup's own: no delta is made there again, so the list stays within one entry per
+    /// word).
+    live: bool,
+}
+
+/// What a finished workgroup did to the shared objects.
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// (object, byte offset, length, value): the final bytes of each range it wrote.
+    pub writes: Vec<(u32, u32, u32, u64)>,
+    /// Its deferred atomics, in the order they were first made.
+    pub deltas: Vec<Delta>,
+    /// (object, chunk of 64 words, bits): the words it read from the batch's base.
+    pub reads: Vec<(u32, u32, u64)>,
+}
+
+/// One shared object as this workgroup sees it.
+#[derive(Debug, Default)]
+struct ObjView {
+    /// This workgroup's bytes where `dirty` says so.
+    shadow: Vec<u8>,
+    /// A bit per byte: written by this workgroup.
+    dirty: Vec<u64>,
+    /// Whether any bit of `dirty` is set (reads of an object this workgroup never wrote skip
+    /// the bits).
+    any_dirty: bool,
+    /// A bit per word: read from the base.
+    read: Vec<u64>,
+    /// A bit per word: a deferred atomic waits on it.
+    pend: Vec<u64>,
+}
+
+/// A worker's view of the shared objects for the workgroup it runs.
+#[derive(Debug, Default)]
+pub struct Overlay {
+    /// The shared objects' bytes when the batch started; `None` outside a batch.
+    pub base: Option<Arc<Vec<Vec<u8>>>>,
+    objs: Vec<ObjView>,
+    /// (object, byte offset, length) of each write that made a byte dirty.
+    written: Vec<(u32, u32, u32)>,
+    /// (object, chunk) of each read chunk that became non-zero.
+    read_chunks: Vec<(u32, u32)>,
+    deltas: Vec<Delta>,
+    /// Index into `deltas` by (object, first word).
+    delta_at: HashMap<(u32, u32), usize, BuildHasherDefault<WordHasher>>,
+    /// Live deltas.
+    pending: usize,
+}
+
+fn bit(v: &[u64], k: usize) -> bool {
+    v.get(k / 64).is_some_and(|w| w >> (k % 64) & 1 != 0)
+}
+
+fn set_bit(v: &mut [u64], k: usize) -> bool {
+    match v.get_mut(k / 64) {
+        Some(w) if *w >> (k % 64) & 1 == 0 => {
+            *w |= 1 << (k % 64);
+            true
+        }
+        _ => false,
+    }
+}
+
+fn clear_bit(v: &mut [u64], k: usize) {
+    if let Some(w) = v.get_mut(k / 64) {
+        *w &= !(1 << (k % 64));
+    }
+}
+
+/// The view of `obj` in `objs`, sized to `len` on first use (the zeroed shadow costs pages only
+/// where written).
+fn view(objs: &mut Vec<ObjView>, obj: usize, len: usize) -> &mut ObjView {
+    if objs.len() <= obj {
+        objs.resize_with(obj + 1, ObjView::default);
+    }
+    let v = &mut objs[obj];
+    if v.shadow.len() != len {
+        let wordbits = len.div_ceil(WORD).div_ceil(64);
+        *v = ObjView {
+            shadow: vec![0; len],
+            dirty: vec![0; len.div_ceil(64)],
+            any_dirty: false,
+            read: vec![0; wordbits],
+            pend: vec![0; wordbits],
+        };
+    }
+    v
+}
+
+/// The words bytes `a..b` touch.
+fn words(a: usize, b: usize) -> std::ops::Range<usize> {
+    a / WORD..b.div_ceil(WORD)
+}
+
+impl Overlay {
+    fn base_bytes(&self, obj: usize) -> &[u8] {
+        self.base
+            .as_ref()
+            .and_then(|b| b.get(obj))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The length of shared object `obj`.
+    pub fn len(&self, obj: usize) -> usize {
+        self.base_bytes(obj).len()
+    }
+
+    /// Reads bytes `a..a + n` (in bounds) of `obj`: this workgroup's writes over the base.
+    pub(crate) fn read(&mut self, obj: usize, a: usize, n: usize) -> u64 {
+        if self.pending > 0 {
+            self.settle(obj, a, a + n);
+        }
+        let len = self.len(obj);
+        let v = view(&mut self.objs, obj, len);
+        let dirty = if v.any_dirty {
+            (a..a + n).filter(|&k| bit(&v.dirty, k)).count()
+        } else {
+            0
+        };
+        if dirty == n {
+            return read_le(&v.shadow[a..a + n]);
+        }
+        for w in words(a, a + n) {
+            if let Some(chunk) = v.read.get_mut(w / 64) {
+                if *chunk == 0 {
+                    self.read_chunks.push((obj as u32, (w / 64) as u32));
+                }
+                *chunk |= 1 << (w % 64);
+            }
+        }
+        let base = self.base.as_ref().and_then(|b| b.get(obj));
+        match base {
+            Some(base) if dirty == 0 => read_le(&base[a..a + n]),
+            Some(base) => (a..a + n).enumerate().fold(0, |acc, (i, k)| {
+                let byte = if bit(&v.dirty, k) {
+                    v.shadow[k]
+                } else {
+                    base[k]
+                };
+                acc | u64::from(byte) << (8 * i)
+            }),
+            None => 0,
+        }
+    }
+
+    /// Writes the low `n` bytes of `x` at bytes `a..a + n` (in bounds) of `obj`.
+    pub(crate) fn write(&mut self, obj: usize, a: usize, n: usize, x: u64) {
+        if self.pending > 0 {
+            self.settle(obj, a, a + n);
+        }
+        let len = self.len(obj);
+        let v = view(&mut self.objs, obj, len);
+        write_le(&mut v.shadow[a..a + n], x);
+        let mut fresh = false;
+        for k in a..a + n {
+            fresh |= set_bit(&mut v.dirty, k);
+        }
+        if fresh {
+            v.any_dirty = true;
+            self.written.push((obj as u32, a as u32, n as u32));
+        }
+    }
+
+    /// Turns the deltas waiting on bytes `a..b` of `obj` into a read of the base and a write.
+    fn settle(&mut self, obj: usize, a: usize, b: usize) {
+        for w in words(a, b) {
+            let pends = self.objs.get(obj).is_some_and(|v| bit(&v.pend, w));
+            if !pends {
+                continue;
+            }
+            // The delta starts at this word or, 64 bits wide, at the one before.
+            let key = [w, w.wrapping_sub(1)].into_iter().find_map(|k| {
+                self.delta_at
+                    .get(&(obj as u32, k as u32))
+                    .copied()
+                    .filter(|&i| {
+                        let d = &self.deltas[i];
+                        d.off as usize / WORD + d.width as usize / 32 > w
+                    })
+                    .map(|i| (k, i))
+            });
+            let Some((k, i)) = key else {
+                continue;
+            };
+            let d = self.deltas[i];
+            self.deltas[i].live = false;
+            self.delta_at.remove(&(obj as u32, k as u32));
+            self.pending -= 1;
+            let (at, n) = (d.off as usize, d.width as usize / 8);
+            if let Some(v) = self.objs.get_mut(obj) {
+                for x in words(at, at + n) {
+                    clear_bit(&mut v.pend, x);
+                }
+            }
+            let old = self.read(obj, at, n);
+            self.write(obj, at, n, d.kind.apply(d.width, old, d.operand));
+        }
+    }
+
+    /// Defers the atomic `kind` with `operand` on the `width`-bit word at byte `a` of `obj` (in
+    /// bounds); false where it cannot (bytes this workgroup wrote, another kind waiting there):
+    /// the caller then does the ordinary read and write.
+    pub(crate) fn defer(
+        &mut self,
+        obj: usize,
+        a: usize,
+        width: u32,
+        kind: DeltaKind,
+        operand: u64,
+    ) -> bool {
+        let n = width as usize / 8;
+        if !a.is_multiple_of(WORD) {
+            return false;
+        }
+        let key = (obj as u32, (a / WORD) as u32);
+        if let Some(&i) = self.delta_at.get(&key) {
+            let d = &mut self.deltas[i];
+            if d.kind != kind || d.width != width {
+                return false;
+            }
+            d.operand = kind.apply(width, d.operand, operand);
+            return true;
+        }
+        let len = self.len(obj);
+        let v = view(&mut self.objs, obj, len);
+        if (a..a + n).any(|k| bit(&v.dirty, k)) || words(a, a + n).any(|w| bit(&v.pend, w)) {
+            return false;
+        }
+        for w in words(a, a + n) {
+            set_bit(&mut v.pend, w);
+        }
+        self.delta_at.insert(key, self.deltas.len());
+        self.deltas.push(Delta {
+            obj: obj as u32,
+            off: a as u32,
+            width,
+            kind,
+            operand,
+            live: true,
+        });
+        self.pending += 1;
+        true
+    }
+
+    /// What this workgroup did, handed over; the view is clean for the next workgroup.
+    pub fn finish(&mut self) -> Effects {
+        let mut fx = Effects::default();
+        for &(obj, a, n) in &self.written {
+            if let Some(v) = self.objs.get(obj as usize) {
+                let (a, n) = (a as usize, n as usize);
+                fx.writes
+                    .push((obj, a as u32, n as u32, read_le(&v.shadow[a..a + n])));
+            }
+        }
+        for &(obj, a, n) in &self.written {
+            if let Some(v) = self.objs.get_mut(obj as usize) {
+                for k in a as usize..(a + n) as usize {
+                    clear_bit(&mut v.dirty, k);
+                }
+                v.any_dirty = false;
+            }
+        }
+        self.written.clear();
+        for d in self.deltas.drain(..) {
+            if let Some(v) = self.objs.get_mut(d.obj as usize) {
+                let at = d.off as usize;
+                for w in words(at, at + d.width as usize / 8) {
+                    clear_bit(&mut v.pend, w);
+                }
+            }
+            if d.live {
+                fx.deltas.push(d);
+            }
+        }
+        self.delta_at.clear();
+        self.pending = 0;
+        for (obj, c) in self.read_chunks.drain(..) {
+            if let Some(w) = self
+                .objs
+                .get_mut(obj as usize)
+                .and_then(|v| v.read.get_mut(c as usize))
+            {
+                if *w != 0 {
+                    fx.reads.push((obj, c, *w));
+                }
+                *w = 0;
+            }
+        }
+        fx
+    }
+}

@@ -166,15 +166,7 @@ impl Run<'_> {
         for (id, ty) in elided_types.drain(..) {
             em.set_value_type(id, ty);
         }
-        let kept = f
-            .parameters
-            .iter()
-            .chain(f.blocks.iter().flat_map(|b| b.instructions.iter()));
-        for inst in kept {
-            if let (Some(t), Some(r)) = (inst.result_type, inst.result_id) {
-                em.set_value_type(r, t);
-            }
-        }
+        em.index_function_values(&f);
         self.sites += emulate::emulate_function(&self.v, em, &mut f)?;
         self.functions
             .extend(f.def.as_ref().and_then(|d| d.result_id));

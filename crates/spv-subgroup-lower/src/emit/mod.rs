@@ -493,6 +493,20 @@ impl<'t> Emitter<'t> {
         self.value_types[i] = ty;
     }
 
+    /// Records the type of every value `f`'s parameters and instructions define (a function the
+    /// streaming loader handed over, whose values the emitter has not indexed).
+    pub(crate) fn index_function_values(&mut self, f: &rspirv::dr::Function) {
+        let kept = f
+            .parameters
+            .iter()
+            .chain(f.blocks.iter().flat_map(|b| b.instructions.iter()));
+        for inst in kept {
+            if let (Some(t), Some(r)) = (inst.result_type, inst.result_id) {
+                self.set_value_type(r, t);
+            }
+        }
+    }
+
     /// An instruction, with its grammar entry from the cache.
     pub(crate) fn inst(
         &mut self,

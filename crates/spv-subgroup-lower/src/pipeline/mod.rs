@@ -234,15 +234,7 @@ impl<'t> Pass<'t> {
         // A held module's values were indexed when the emitter started, but not the whole
         // loads of step 1, made since.
         if self.index_values || self.normalize.is_some() {
-            let kept = f
-                .parameters
-                .iter()
-                .chain(f.blocks.iter().flat_map(|b| b.instructions.iter()));
-            for inst in kept {
-                if let (Some(t), Some(r)) = (inst.result_type, inst.result_id) {
-                    em.set_value_type(r, t);
-                }
-            }
+            em.index_function_values(f);
         }
         let id = f.def.as_ref().and_then(|d| d.result_id);
         let needs = f

@@ -226,10 +226,9 @@ pub fn run(args: &[String]) -> Result<()> {
             all_sizes.push(vk_size);
         }
         for &size in &all_sizes {
-            let mut times = Vec::new();
-            let mut lane_steps = 0;
-            for _ in 0..runs {
-                let d = Dispatch::default()
+            // The kernel's dispatch at `size` on `threads` threads (fresh buffers each run).
+            let dispatch = |threads: usize| {
+                Dispatch::default()
                     .with_subgroup_size(size)
                     .with_workgroups([GROUPS, 1, 1])
                     .with_buffers(BTreeMap::from([
@@ -237,7 +236,12 @@ pub fn run(args: &[String]) -> Result<()> {
                         ((0, 1), vec![0u8; k.out_words * 4]),
                     ]))
                     .with_step_limit(u64::MAX)
-                    .with_threads(1);
+                    .with_threads(threads)
+            };
+            let mut times = Vec::new();
+            let mut lane_steps = 0;
+            for _ in 0..runs {
+                let d = dispatch(1);
                 let (t, cpu) = (Instant::now(), thread_cpu());
                 let out = module
                     .run(&d)
@@ -273,15 +277,7 @@ pub fn run(args: &[String]) -> Result<()> {
             // One thread and `threads` alternate, run by run, so a change of the machine's load
             // falls on both.
             let once = |n: usize| -> Result<(f64, spv_subgroup_sim::Outcome)> {
-                let d = Dispatch::default()
-                    .with_subgroup_size(size)
-                    .with_workgroups([GROUPS, 1, 1])
-                    .with_buffers(BTreeMap::from([
-                        ((0, 0), bytes(&k.input)),
-                        ((0, 1), vec![0u8; k.out_words * 4]),
-                    ]))
-                    .with_step_limit(u64::MAX)
-                    .with_threads(n);
+                let d = dispatch(n);
                 let t = Instant::now();
                 let out = module
                     .run(&d)

@@ -78,7 +78,7 @@ pub fn assemble(text: &str, target_env: &str) -> Result<Vec<u32>, String> {
 
 /// Compiles a GLSL file with `glslangValidator` for Vulkan (`--target-env vulkan1.1` unless given).
 ///
-/// The result is cached on disk (see [`glsl_cache`]): the conformance suite compiles the same
+/// The result is cached on disk (see `glsl_cache`): the conformance suite compiles the same
 /// shaders in each of its lavapipe children, the simulator harness and the benchmark, and
 /// glslang was a third of the suite's CPU time.
 pub fn compile_glsl(path: &Path, target_env: &str) -> Result<Vec<u32>, String> {

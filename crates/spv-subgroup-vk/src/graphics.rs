@@ -13,7 +13,7 @@
 //! and the framebuffer only a size: lavapipe 22.3 crashes (in LLVM) compiling a pipeline with a
 //! color attachment at `LP_NATIVE_VECTOR_WIDTH=512`, and runs one without.
 //! Buffers, descriptor set, submission and read-back are the compute path's
-//! ([`Runner::prepare`], [`Runner::finish`]).
+//! (`Runner::prepare`, `Runner::finish`).
 
 use std::ffi::CString;
 use std::time::Duration;
@@ -65,7 +65,7 @@ pub struct Draw {
 
 impl Runner {
     /// Creates a graphics pipeline from a vertex and a fragment module (SPIR-V words): triangle
-    /// list, no vertex input, no culling, one sample, one color attachment of [`COLOR_FORMAT`]
+    /// list, no vertex input, no culling, one sample, one color attachment of `COLOR_FORMAT`
     /// (or none).
     /// Fails with [`VkError::Invalid`] when the queue has no graphics or the device lacks
     /// `fragmentStoresAndAtomics` while storage buffers are asked for.

@@ -2,11 +2,14 @@
 //! files for lavapipe's target as the Vulkan layer builds it (Vulkan 1.3, subgroup size 8, no
 //! partitioned operations, no `SPV_KHR_subgroup_vote`), median of `SPV_RUNS` runs (21) per file:
 //! `cargo run --release -p spv-subgroup-lower --example lower_timing -- a.spv b.spv`. The last
-//! line sums the medians; `SPV_OUT=DIR` writes each lowered module there (`NAME.lowered.spv`).
+//! line sums the medians (with what rspirv's parser alone takes to decode each input, which the
+//! lowering's load does first); `SPV_OUT=DIR` writes each lowered module there (`NAME.lowered.spv`).
 #![allow(clippy::print_stdout)]
 
 use std::time::Instant;
 
+use spv_subgroup_lower::rspirv::binary::{parse_words, Consumer, ParseAction};
+use spv_subgroup_lower::rspirv::dr::{Instruction, ModuleHeader};
 use spv_subgroup_lower::{lower_and_verify, lower_words, verify_lowered, LowerOptions, Target};
 use spv_subgroup_validate::{target::SubgroupOps, words_from_bytes};
 
@@ -32,6 +35,24 @@ fn lavapipe() -> Target {
 }
 
 /// The median of `v` (0 for no runs: a module the lowering refuses has no halves to time).
+/// A consumer that drops every instruction: what rspirv's decoding alone costs.
+struct Discard;
+
+impl Consumer for Discard {
+    fn initialize(&mut self) -> ParseAction {
+        ParseAction::Continue
+    }
+    fn finalize(&mut self) -> ParseAction {
+        ParseAction::Continue
+    }
+    fn consume_header(&mut self, _: ModuleHeader) -> ParseAction {
+        ParseAction::Continue
+    }
+    fn consume_instruction(&mut self, _: Instruction) -> ParseAction {
+        ParseAction::Continue
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
@@ -45,7 +66,7 @@ fn main() {
         .max(1);
     let out_dir = std::env::var_os("SPV_OUT").map(std::path::PathBuf::from);
     let opts = LowerOptions::new(lavapipe()).with_subgroup_size(Some(8));
-    let (mut sum_all, mut sum_lower, mut sum_verify) = (0.0, 0.0, 0.0);
+    let (mut sum_all, mut sum_lower, mut sum_verify, mut sum_decode) = (0.0, 0.0, 0.0, 0.0);
     for path in std::env::args().skip(1) {
         let words = match std::fs::read(&path)
             .map_err(|e| e.to_string())
@@ -58,11 +79,15 @@ fn main() {
             }
         };
         let (mut all, mut lower, mut verify) = (Vec::new(), Vec::new(), Vec::new());
+        let mut decode = Vec::new();
         let mut outcome = String::new();
         for _ in 0..runs {
             let t = Instant::now();
             let r = lower_and_verify(&words, &opts, None);
             all.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            let _ = parse_words(&words, &mut Discard);
+            decode.push(t.elapsed().as_secs_f64() * 1e3);
             let t = Instant::now();
             let Ok((out, report)) = lower_words(&words, &opts) else {
                 outcome = format!("{:?}", r.err());
@@ -86,13 +111,14 @@ fn main() {
                 }
             }
         }
-        let (a, l, v) = (median(all), median(lower), median(verify));
+        let (a, l, v, d) = (median(all), median(lower), median(verify), median(decode));
+        sum_decode += d;
         sum_all += a;
         sum_lower += l;
         sum_verify += v;
-        println!("{path}: {a:.3} ms (lower {l:.3}, verify {v:.3}): {outcome}");
+        println!("{path}: {a:.3} ms (lower {l:.3}, verify {v:.3}; rspirv's decoding of the input alone {d:.3}): {outcome}");
     }
     println!(
-        "total of the medians: {sum_all:.3} ms (lower {sum_lower:.3} ms, verify {sum_verify:.3} ms)"
+        "total of the medians: {sum_all:.3} ms (lower {sum_lower:.3} ms, verify {sum_verify:.3} ms; rspirv's decoding of the inputs alone {sum_decode:.3} ms)"
     );
 }

@@ -16,6 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::exec::{Machine, Setup, MAX_REPORTS};
 use crate::num::{read_le, write_le};
 use crate::overlay::Effects;
+use crate::regpool::RegisterFiles;
 use crate::translate::Program;
 use crate::{Dispatch, Outcome, Undefined};
 
@@ -316,13 +317,18 @@ fn run_batch(
 
 /// Runs a whole dispatch: on this thread (one thread asked for, or one workgroup) or on
 /// several. `defer` is [`deferrable_atomics`]'s table.
-pub fn dispatch(p: &Program, d: &Dispatch, defer: &[bool]) -> Result<Outcome> {
+pub fn dispatch(
+    p: &Program,
+    d: &Dispatch,
+    defer: &[bool],
+    files: &RegisterFiles,
+) -> Result<Outcome> {
     let s = crate::exec::setup(p, d)?;
     let threads = threads(d, s.count());
     if threads <= 1 {
-        return crate::exec::sequential(p, d, &s, defer);
+        return crate::exec::sequential(p, d, &s, defer, files);
     }
-    in_batches(p, d, &s, defer, threads, BATCH_BYTES)
+    in_batches(p, d, &s, defer, files, threads, BATCH_BYTES)
 }
 
 /// Runs the dispatch on `threads` workers (more than 1), a batch holding at most about `bound`
@@ -332,13 +338,14 @@ fn in_batches(
     d: &Dispatch,
     s: &Setup,
     defer: &[bool],
+    files: &RegisterFiles,
     threads: usize,
     bound: usize,
 ) -> Result<Outcome> {
     let shared = s.shared(d);
     let mut machines: Vec<Machine<'_>> = (0..threads)
         .map(|_| {
-            let mut m = Machine::new(p, d, defer);
+            let mut m = Machine::new(p, d, defer, files);
             m.add_shared(shared.iter().map(|(n, _)| (*n, Vec::new())).collect(), true);
             m
         })
@@ -476,8 +483,16 @@ void main() {
         // A bound of one byte: each worker runs one workgroup, and a batch meant for more is cut
         // short, the rest starting the next one.
         for threads in [2, 3] {
-            let got =
-                in_batches(&module.program, &d, &s, &module.deferrable, threads, 1).expect("runs");
+            let got = in_batches(
+                &module.program,
+                &d,
+                &s,
+                &module.deferrable,
+                &module.files,
+                threads,
+                1,
+            )
+            .expect("runs");
             assert_eq!(got.buffers, want.buffers, "{threads} threads");
             assert_eq!(got.steps, want.steps);
             assert_eq!(got.lane_steps, want.lane_steps);

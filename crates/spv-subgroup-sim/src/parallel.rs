@@ -38,6 +38,12 @@ const BATCH_STEPS: u64 = 1 << 20;
 /// ... or this many times the most steps a committed workgroup took.
 const BATCH_STEPS_FACTOR: u64 = 8;
 
+/// How long a dispatch on every core (`Dispatch::threads` 0) runs its workgroups on the calling
+/// thread before it starts the workers: starting and joining them costs tens of microseconds
+/// (far more on a loaded machine), the whole of a small dispatch's run, so a dispatch that
+/// ends within this never starts them. A thread count asked for always starts its workers.
+const INLINE: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Bytes of workgroups' effects and undefined reports a batch may hold before its workers stop
 /// taking workgroups (the rest go to the next batch): the memory bound of a batch.
 const BATCH_BYTES: usize = 64 << 20;
@@ -45,13 +51,16 @@ const BATCH_BYTES: usize = 64 << 20;
 /// The threads a dispatch of `count` workgroups runs on: `d.threads` (0: every core), at most
 /// one per workgroup.
 pub fn threads(d: &Dispatch, count: u64) -> usize {
-    let want = if d.threads == 0 {
-        std::thread::available_parallelism().map_or(1, usize::from)
-    } else {
-        d.threads
-    };
+    let want = if d.threads == 0 { cores() } else { d.threads };
     want.min(usize::try_from(count).unwrap_or(usize::MAX))
         .max(1)
+}
+
+/// The cores this process may use, asked once: `available_parallelism` reads the cgroup files
+/// on every call, which cost as much as a small dispatch.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// By result id: the atomics that may wait for the commit as deltas, those that commute and
@@ -328,20 +337,27 @@ pub fn dispatch(
     if threads <= 1 {
         return crate::exec::sequential(p, d, &s, defer, files);
     }
-    in_batches(p, d, &s, defer, files, threads, BATCH_BYTES)
+    let inline = if d.threads == 0 {
+        INLINE
+    } else {
+        std::time::Duration::ZERO
+    };
+    in_batches(p, d, &s, defer, files, (threads, inline), BATCH_BYTES)
 }
 
 /// Runs the dispatch on `threads` workers (more than 1), a batch holding at most about `bound`
-/// bytes of effects.
+/// bytes of effects; the workgroups that start within `inline` of the dispatch's start run one
+/// by one on this thread, against the committed state, exactly as a workgroup run again does.
 fn in_batches(
     p: &Program,
     d: &Dispatch,
     s: &Setup,
     defer: &[bool],
     files: &RegisterFiles,
-    threads: usize,
+    (threads, inline): (usize, std::time::Duration),
     bound: usize,
 ) -> Result<Outcome> {
+    let inline_until = std::time::Instant::now() + inline;
     let shared = s.shared(d);
     let mut machines: Vec<Machine<'_>> = (0..threads)
         .map(|_| {
@@ -361,15 +377,33 @@ fn in_batches(
     let mut most_steps = 0u64;
     let mut first = 0;
     while first < count {
-        let end = count.min(first + threads as u64 * per_worker);
         let started = std::time::Instant::now();
+        let one_here = started < inline_until;
+        let end = if one_here {
+            first + 1
+        } else {
+            count.min(first + threads as u64 * per_worker)
+        };
         let budget = BATCH_STEPS.max(most_steps.saturating_mul(BATCH_STEPS_FACTOR));
         let before = Before {
             steps,
             reports: undefined.len(),
             limit: d.step_limit.min(steps.saturating_add(budget)),
         };
-        let mut runs = run_batch(&mut machines, &committed, s, d, (first, end), before, bound)?;
+        let mut runs = if one_here {
+            // Against the committed state: no step budget (nothing earlier can still change).
+            let m = &mut machines[0];
+            m.ov.base = Some(Arc::clone(&committed));
+            let before = Before {
+                limit: d.step_limit,
+                ..before
+            };
+            let r = run_one(m, s, d, first, before);
+            m.ov.base = None;
+            vec![Some(r)]
+        } else {
+            run_batch(&mut machines, &committed, s, d, (first, end), before, bound)?
+        };
         let mut again = 0;
         let mut done = end;
         for (index, slot) in (first..end).zip(runs.iter_mut()) {
@@ -428,7 +462,9 @@ fn in_batches(
             }
         }
         written.clear();
-        if again * 4 > done - first {
+        if one_here {
+            // Not a batch: the workers' batch size stays as it was.
+        } else if again * 4 > done - first {
             per_worker = (per_worker / 2).max(1);
         } else if again == 0 && done == end && started.elapsed() < SHORT_BATCH {
             per_worker = (per_worker * 2).min(MAX_PER_WORKER);
@@ -489,7 +525,7 @@ void main() {
                 &s,
                 &module.deferrable,
                 &module.files,
-                threads,
+                (threads, std::time::Duration::ZERO),
                 1,
             )
             .expect("runs");

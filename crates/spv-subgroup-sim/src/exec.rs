@@ -21,6 +21,7 @@
 
 use crate::error::{malformed, unsupported, Error, ErrorKind, Location, Result};
 use crate::num::{lanes, read_le, write_le};
+use crate::regpool::RegisterFiles;
 use crate::translate::{IdKind, Inst, Program, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 use crate::{Dispatch, Outcome, Undefined};
@@ -130,6 +131,12 @@ pub struct Machine<'p> {
     phi_rows: Vec<u64>,
     /// Scratch leaves of a loaded or stored value.
     pub scratch: Vec<u64>,
+    /// The subgroups of the previous workgroup, kept so the next one reuses their register
+    /// files and frame lists instead of allocating (and the kernel faulting in) fresh ones.
+    sg_pool: Vec<Sg>,
+    /// The module's register files kept between dispatches: new subgroups take theirs from
+    /// there, and the machine gives its own back when dropped.
+    files: &'p RegisterFiles,
     pub(crate) rng: u64,
     /// Whether undefined events are recorded.
     pub report: bool,
@@ -150,6 +157,13 @@ pub struct Machine<'p> {
     /// With `Dispatch::trace_size`: the size-revealing instructions, and per function and
     /// instruction how often each ran.
     pub(crate) trace: Option<(crate::size_trace::Marks, Vec<Vec<u64>>)>,
+}
+
+impl Drop for Machine<'_> {
+    /// The register files go back to the module for its next dispatches.
+    fn drop(&mut self) {
+        self.files.give(self.sg_pool.drain(..).map(|sg| sg.regs));
+    }
 }
 
 impl std::fmt::Debug for Machine<'_> {
@@ -1064,7 +1078,12 @@ pub(crate) fn setup(p: &Program, d: &Dispatch) -> Result<Setup> {
 
 impl<'p> Machine<'p> {
     /// A machine for `d` with no memory objects yet; `defer` as in [`Machine::defer`].
-    pub(crate) fn new(p: &'p Program, d: &Dispatch, defer: &'p [bool]) -> Self {
+    pub(crate) fn new(
+        p: &'p Program,
+        d: &Dispatch,
+        defer: &'p [bool],
+        files: &'p RegisterFiles,
+    ) -> Self {
         Machine {
             p,
             lanes: d.subgroup_size,
@@ -1076,6 +1095,8 @@ impl<'p> Machine<'p> {
             free: Vec::new(),
             phi_rows: Vec::new(),
             scratch: Vec::new(),
+            sg_pool: Vec::new(),
+            files,
             rng: 0,
             report: d.report_undefined,
             undefined: Vec::new(),
@@ -1109,9 +1130,6 @@ impl<'p> Machine<'p> {
     /// `seed` and `index` alone.
     pub(crate) fn run_workgroup(&mut self, s: &Setup, d: &Dispatch, index: u64) -> Result<()> {
         let p = self.p;
-        let lanes = self.lanes;
-        let (local, total, sgs_per_wg) = (s.local, s.total, s.sgs_per_wg);
-        let wg = s.coords(index);
         self.rng = workgroup_rng(d.seed, index);
         self.high = 0;
         // The previous workgroup's objects are all free: their storage is reused.
@@ -1126,7 +1144,29 @@ impl<'p> Machine<'p> {
                 wg_ptrs.push(self.alloc(size, MemName::Workgroup(g.id)));
             }
         }
-        let mut sgs = Vec::new();
+        // The previous workgroup's subgroups are reused (their registers zeroed again, as a
+        // fresh register file is: bit for bit the same start).
+        let mut sgs = std::mem::take(&mut self.sg_pool);
+        sgs.truncate(s.sgs_per_wg as usize);
+        let result = self.run_subgroups(s, &mut sgs, &wg_ptrs, index);
+        self.sg_pool = sgs;
+        result
+    }
+
+    /// Sets up workgroup `index`'s subgroups in `sgs` (reusing those there) and runs them to
+    /// the workgroup's end.
+    fn run_subgroups(
+        &mut self,
+        s: &Setup,
+        sgs: &mut Vec<Sg>,
+        wg_ptrs: &[u64],
+        index: u64,
+    ) -> Result<()> {
+        let p = self.p;
+        let lanes = self.lanes;
+        let (local, total, sgs_per_wg) = (s.local, s.total, s.sgs_per_wg);
+        let wg = s.coords(index);
+        let nslots = p.nregs as usize * lanes as usize;
         for sgi in 0..sgs_per_wg {
             let first = u64::from(sgi) * u64::from(lanes);
             let n = (total - first).min(u64::from(lanes)) as u32;
@@ -1135,13 +1175,32 @@ impl<'p> Machine<'p> {
             } else {
                 (1u128 << n) - 1
             };
-            let mut sg = Sg {
-                regs: vec![0; p.nregs as usize * lanes as usize],
-                frames: Vec::new(),
-                state: State::Running,
-                exists,
-                waiting_at: None,
-            };
+            if sgs.len() <= sgi as usize {
+                let regs = match self.files.take() {
+                    Some(mut regs) => {
+                        regs.clear();
+                        regs.resize(nslots, 0);
+                        regs
+                    }
+                    None => vec![0; nslots],
+                };
+                sgs.push(Sg {
+                    regs,
+                    frames: Vec::new(),
+                    state: State::Running,
+                    exists,
+                    waiting_at: None,
+                });
+            } else {
+                let sg = &mut sgs[sgi as usize];
+                sg.regs.clear();
+                sg.regs.resize(nslots, 0);
+                sg.frames.clear();
+                sg.state = State::Running;
+                sg.exists = exists;
+                sg.waiting_at = None;
+            }
+            let sg = &mut sgs[sgi as usize];
             let mut wgk = 0;
             for g in &p.globals {
                 let class = g.class;
@@ -1177,7 +1236,6 @@ impl<'p> Machine<'p> {
                 ret: None,
                 locals: Vec::new(),
             });
-            sgs.push(sg);
         }
         loop {
             for sg in sgs.iter_mut() {
@@ -1211,8 +1269,14 @@ impl<'p> Machine<'p> {
 
 /// Runs a whole dispatch on this thread, its workgroups one after another. `defer` is
 /// [`Machine::defer`].
-pub(crate) fn sequential(p: &Program, d: &Dispatch, s: &Setup, defer: &[bool]) -> Result<Outcome> {
-    let mut m = Machine::new(p, d, defer);
+pub(crate) fn sequential(
+    p: &Program,
+    d: &Dispatch,
+    s: &Setup,
+    defer: &[bool],
+    files: &RegisterFiles,
+) -> Result<Outcome> {
+    let mut m = Machine::new(p, d, defer, files);
     m.add_shared(s.shared(d), false);
     let mut memory_objects = m.mems.len();
     for index in 0..s.count() {
@@ -1228,7 +1292,7 @@ pub(crate) fn sequential(p: &Program, d: &Dispatch, s: &Setup, defer: &[bool]) -
             .map(|(marks, counts)| size_reads(p, marks, counts))
             .unwrap_or_default(),
         buffers,
-        undefined: m.undefined,
+        undefined: std::mem::take(&mut m.undefined),
         undefined_total: m.undefined_total,
         steps: m.steps,
         lane_steps: m.lane_steps,
@@ -1265,24 +1329,27 @@ impl Machine<'_> {
             } else {
                 (1u128 << self.lanes) - 1
             };
-            let comps: Vec<u128> = match g.builtin.and_then(B::from_u32) {
-                Some(B::LocalInvocationId) => lid.iter().map(|x| u128::from(*x)).collect(),
-                Some(B::WorkgroupId) => wg.iter().map(|x| u128::from(*x)).collect(),
-                Some(B::NumWorkgroups) => nwg.iter().map(|x| u128::from(*x)).collect(),
-                Some(B::WorkgroupSize) => local.iter().map(|x| u128::from(*x)).collect(),
-                Some(B::GlobalInvocationId) => (0..3)
-                    .map(|k| u128::from(wg[k].wrapping_mul(local[k]).wrapping_add(lid[k])))
-                    .collect(),
-                Some(B::LocalInvocationIndex) => vec![u128::from(index)],
-                Some(B::SubgroupSize) => vec![u128::from(self.lanes)],
-                Some(B::SubgroupLocalInvocationId) => vec![u128::from(lane)],
-                Some(B::SubgroupId) => vec![u128::from(sgid)],
-                Some(B::NumSubgroups) => vec![u128::from(nsg)],
-                Some(B::SubgroupEqMask) => vec![bit],
-                Some(B::SubgroupGeMask) => vec![!(bit - 1) & size_mask],
-                Some(B::SubgroupGtMask) => vec![!(bit - 1) & !bit & size_mask],
-                Some(B::SubgroupLeMask) => vec![(bit - 1) | bit],
-                Some(B::SubgroupLtMask) => vec![bit - 1],
+            // The components in a fixed array (no allocation per lane and variable).
+            let three = |v: [u32; 3]| ([v[0].into(), v[1].into(), v[2].into()], 3);
+            let one = |v: u128| ([v, 0, 0], 1);
+            let (comps, n): ([u128; 3], usize) = match g.builtin.and_then(B::from_u32) {
+                Some(B::LocalInvocationId) => three(lid),
+                Some(B::WorkgroupId) => three(wg),
+                Some(B::NumWorkgroups) => three(nwg),
+                Some(B::WorkgroupSize) => three(local),
+                Some(B::GlobalInvocationId) => three(std::array::from_fn(|k| {
+                    wg[k].wrapping_mul(local[k]).wrapping_add(lid[k])
+                })),
+                Some(B::LocalInvocationIndex) => one(u128::from(index)),
+                Some(B::SubgroupSize) => one(u128::from(self.lanes)),
+                Some(B::SubgroupLocalInvocationId) => one(u128::from(lane)),
+                Some(B::SubgroupId) => one(u128::from(sgid)),
+                Some(B::NumSubgroups) => one(u128::from(nsg)),
+                Some(B::SubgroupEqMask) => one(bit),
+                Some(B::SubgroupGeMask) => one(!(bit - 1) & size_mask),
+                Some(B::SubgroupGtMask) => one(!(bit - 1) & !bit & size_mask),
+                Some(B::SubgroupLeMask) => one((bit - 1) | bit),
+                Some(B::SubgroupLtMask) => one(bit - 1),
                 _ => {
                     return Err(unsupported(format!(
                         "Input variable %{} with BuiltIn {:?}",
@@ -1290,8 +1357,17 @@ impl Machine<'_> {
                     )))
                 }
             };
-            let vals = split_wide(&comps, t);
-            self.store(ptr, t, &vals)?;
+            let comps = &comps[..n];
+            if comps.len() == t.leaves as usize {
+                let mut vals = [0u64; 3];
+                for (v, c) in vals.iter_mut().zip(comps) {
+                    *v = *c as u64;
+                }
+                self.store(ptr, t, &vals[..n])?;
+            } else {
+                let vals = split_wide(comps, t);
+                self.store(ptr, t, &vals)?;
+            }
         } else if g.class == spirv::StorageClass::Private as u32
             || g.class == spirv::StorageClass::Output as u32
         {

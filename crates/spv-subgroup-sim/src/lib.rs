@@ -25,6 +25,7 @@ mod ops;
 mod overlay;
 mod parallel;
 mod promote;
+mod regpool;
 mod size_trace;
 mod translate;
 mod types;
@@ -43,6 +44,8 @@ pub struct Module {
     program: translate::Program,
     /// By result id: the atomics a parallel run may defer (`parallel::deferrable_atomics`).
     deferrable: Vec<bool>,
+    /// Register files kept between dispatches (`regpool.rs`).
+    files: regpool::RegisterFiles,
 }
 
 /// What to run and with which resources: [`Dispatch::default`] (one workgroup of subgroups of
@@ -241,6 +244,7 @@ impl Module {
         Ok(Module {
             deferrable,
             program,
+            files: regpool::RegisterFiles::default(),
         })
     }
 
@@ -316,6 +320,6 @@ impl Module {
     /// # Ok::<(), spv_subgroup_sim::Error>(())
     /// ```
     pub fn run(&self, dispatch: &Dispatch) -> Result<Outcome> {
-        parallel::dispatch(&self.program, dispatch, &self.deferrable)
+        parallel::dispatch(&self.program, dispatch, &self.deferrable, &self.files)
     }
 }

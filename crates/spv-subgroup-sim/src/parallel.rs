@@ -16,6 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::exec::{Machine, Setup, MAX_REPORTS};
 use crate::num::{read_le, write_le};
 use crate::overlay::Effects;
+use crate::regpool::RegisterFiles;
 use crate::translate::Program;
 use crate::{Dispatch, Outcome, Undefined};
 
@@ -37,6 +38,12 @@ const BATCH_STEPS: u64 = 1 << 20;
 /// ... or this many times the most steps a committed workgroup took.
 const BATCH_STEPS_FACTOR: u64 = 8;
 
+/// How long a dispatch on every core (`Dispatch::threads` 0) runs its workgroups on the calling
+/// thread before it starts the workers: starting and joining them costs tens of microseconds
+/// (far more on a loaded machine), the whole of a small dispatch's run, so a dispatch that
+/// ends within this never starts them. A thread count asked for always starts its workers.
+const INLINE: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Bytes of workgroups' effects and undefined reports a batch may hold before its workers stop
 /// taking workgroups (the rest go to the next batch): the memory bound of a batch.
 const BATCH_BYTES: usize = 64 << 20;
@@ -44,13 +51,16 @@ const BATCH_BYTES: usize = 64 << 20;
 /// The threads a dispatch of `count` workgroups runs on: `d.threads` (0: every core), at most
 /// one per workgroup.
 pub fn threads(d: &Dispatch, count: u64) -> usize {
-    let want = if d.threads == 0 {
-        std::thread::available_parallelism().map_or(1, usize::from)
-    } else {
-        d.threads
-    };
+    let want = if d.threads == 0 { cores() } else { d.threads };
     want.min(usize::try_from(count).unwrap_or(usize::MAX))
         .max(1)
+}
+
+/// The cores this process may use, asked once: `available_parallelism` reads the cgroup files
+/// on every call, which cost as much as a small dispatch.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// By result id: the atomics that may wait for the commit as deltas, those that commute and
@@ -316,29 +326,42 @@ fn run_batch(
 
 /// Runs a whole dispatch: on this thread (one thread asked for, or one workgroup) or on
 /// several. `defer` is [`deferrable_atomics`]'s table.
-pub fn dispatch(p: &Program, d: &Dispatch, defer: &[bool]) -> Result<Outcome> {
+pub fn dispatch(
+    p: &Program,
+    d: &Dispatch,
+    defer: &[bool],
+    files: &RegisterFiles,
+) -> Result<Outcome> {
     let s = crate::exec::setup(p, d)?;
     let threads = threads(d, s.count());
     if threads <= 1 {
-        return crate::exec::sequential(p, d, &s, defer);
+        return crate::exec::sequential(p, d, &s, defer, files);
     }
-    in_batches(p, d, &s, defer, threads, BATCH_BYTES)
+    let inline = if d.threads == 0 {
+        INLINE
+    } else {
+        std::time::Duration::ZERO
+    };
+    in_batches(p, d, &s, defer, files, (threads, inline), BATCH_BYTES)
 }
 
 /// Runs the dispatch on `threads` workers (more than 1), a batch holding at most about `bound`
-/// bytes of effects.
+/// bytes of effects; the workgroups that start within `inline` of the dispatch's start run one
+/// by one on this thread, against the committed state, exactly as a workgroup run again does.
 fn in_batches(
     p: &Program,
     d: &Dispatch,
     s: &Setup,
     defer: &[bool],
-    threads: usize,
+    files: &RegisterFiles,
+    (threads, inline): (usize, std::time::Duration),
     bound: usize,
 ) -> Result<Outcome> {
+    let inline_until = std::time::Instant::now() + inline;
     let shared = s.shared(d);
     let mut machines: Vec<Machine<'_>> = (0..threads)
         .map(|_| {
-            let mut m = Machine::new(p, d, defer);
+            let mut m = Machine::new(p, d, defer, files);
             m.add_shared(shared.iter().map(|(n, _)| (*n, Vec::new())).collect(), true);
             m
         })
@@ -354,15 +377,33 @@ fn in_batches(
     let mut most_steps = 0u64;
     let mut first = 0;
     while first < count {
-        let end = count.min(first + threads as u64 * per_worker);
         let started = std::time::Instant::now();
+        let one_here = started < inline_until;
+        let end = if one_here {
+            first + 1
+        } else {
+            count.min(first + threads as u64 * per_worker)
+        };
         let budget = BATCH_STEPS.max(most_steps.saturating_mul(BATCH_STEPS_FACTOR));
         let before = Before {
             steps,
             reports: undefined.len(),
             limit: d.step_limit.min(steps.saturating_add(budget)),
         };
-        let mut runs = run_batch(&mut machines, &committed, s, d, (first, end), before, bound)?;
+        let mut runs = if one_here {
+            // Against the committed state: no step budget (nothing earlier can still change).
+            let m = &mut machines[0];
+            m.ov.base = Some(Arc::clone(&committed));
+            let before = Before {
+                limit: d.step_limit,
+                ..before
+            };
+            let r = run_one(m, s, d, first, before);
+            m.ov.base = None;
+            vec![Some(r)]
+        } else {
+            run_batch(&mut machines, &committed, s, d, (first, end), before, bound)?
+        };
         let mut again = 0;
         let mut done = end;
         for (index, slot) in (first..end).zip(runs.iter_mut()) {
@@ -421,7 +462,9 @@ fn in_batches(
             }
         }
         written.clear();
-        if again * 4 > done - first {
+        if one_here {
+            // Not a batch: the workers' batch size stays as it was.
+        } else if again * 4 > done - first {
             per_worker = (per_worker / 2).max(1);
         } else if again == 0 && done == end && started.elapsed() < SHORT_BATCH {
             per_worker = (per_worker * 2).min(MAX_PER_WORKER);
@@ -476,8 +519,16 @@ void main() {
         // A bound of one byte: each worker runs one workgroup, and a batch meant for more is cut
         // short, the rest starting the next one.
         for threads in [2, 3] {
-            let got =
-                in_batches(&module.program, &d, &s, &module.deferrable, threads, 1).expect("runs");
+            let got = in_batches(
+                &module.program,
+                &d,
+                &s,
+                &module.deferrable,
+                &module.files,
+                (threads, std::time::Duration::ZERO),
+                1,
+            )
+            .expect("runs");
             assert_eq!(got.buffers, want.buffers, "{threads} threads");
             assert_eq!(got.steps, want.steps);
             assert_eq!(got.lane_steps, want.lane_steps);

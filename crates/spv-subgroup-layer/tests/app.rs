@@ -1147,30 +1147,9 @@ fn child_allocation() {
     COUNTER.reset(usize::MAX);
     let mut app = App::open_with(false, false, Some(callbacks));
     println!("subgroup size: {}", app.subgroup_size);
-    // SAFETY (test): a live device; every object made with the callbacks is destroyed with them.
-    unsafe {
-        let module = app
-            .device
-            .create_shader_module(
-                &vk::ShaderModuleCreateInfo::default().code(&words),
-                Some(&callbacks),
-            )
-            .expect("a shader module");
-        let stage = vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(module)
-            .name(c"main");
-        let info = vk::ComputePipelineCreateInfo::default()
-            .stage(stage)
-            .layout(app.pipeline_layout);
-        let pipeline = app
-            .device
-            .create_compute_pipelines(vk::PipelineCache::null(), &[info], Some(&callbacks))
-            .map_err(|(_, e)| e)
-            .expect("a compute pipeline")[0];
-        app.device.destroy_pipeline(pipeline, Some(&callbacks));
-        app.device.destroy_shader_module(module, Some(&callbacks));
-    }
+    let pipeline = app.pipeline_with(&words, Some(&callbacks));
+    // SAFETY (test): the pipeline was made with the callbacks on this live device.
+    unsafe { app.device.destroy_pipeline(pipeline, Some(&callbacks)) };
     let made = COUNTER.asked.load(std::sync::atomic::Ordering::SeqCst);
     // (lavapipe 22.3 keeps two object-scope blocks of a destroyed pipeline until the device
     // goes, so object scope is checked after vkDestroyDevice.)
@@ -1651,11 +1630,24 @@ impl App {
 
     /// A compute pipeline from unlowered SPIR-V, through `vkCreateShaderModule`.
     fn pipeline(&self, words: &[u32]) -> vk::Pipeline {
+        self.pipeline_with(words, None)
+    }
+
+    /// [`App::pipeline`] with the application's allocation `callbacks` for the module and the
+    /// pipeline (the caller destroys the pipeline with the same callbacks).
+    fn pipeline_with(
+        &self,
+        words: &[u32],
+        callbacks: Option<&vk::AllocationCallbacks<'_>>,
+    ) -> vk::Pipeline {
         // SAFETY (test): calls on a live device with valid create infos.
         unsafe {
             let module = self
                 .device
-                .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None)
+                .create_shader_module(
+                    &vk::ShaderModuleCreateInfo::default().code(words),
+                    callbacks,
+                )
                 .expect("a shader module");
             let stage = vk::PipelineShaderStageCreateInfo::default()
                 .stage(vk::ShaderStageFlags::COMPUTE)
@@ -1666,10 +1658,10 @@ impl App {
                 .layout(self.pipeline_layout);
             let pipeline = self
                 .device
-                .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
+                .create_compute_pipelines(vk::PipelineCache::null(), &[info], callbacks)
                 .map_err(|(_, e)| e)
                 .expect("a compute pipeline")[0];
-            self.device.destroy_shader_module(module, None);
+            self.device.destroy_shader_module(module, callbacks);
             pipeline
         }
     }

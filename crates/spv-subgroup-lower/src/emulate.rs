@@ -90,13 +90,7 @@ pub(crate) fn with_emulation(mut report: LowerReport, n: u32, sites: usize) -> L
 
 /// A refusal of the whole module (no instruction to name).
 fn refuse(target: &Target, what: &str, missing: String) -> LowerError {
-    LowerError::Unsupported {
-        result_id: 0,
-        opcode: what.to_owned(),
-        word_offset: 0,
-        target: target.name.clone(),
-        missing,
-    }
+    pipeline::refuse(target, what, 0, missing)
 }
 
 /// A refusal of one instruction.

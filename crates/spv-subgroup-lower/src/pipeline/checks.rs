@@ -12,21 +12,37 @@ use crate::LowerError;
 /// would grow past it is refused instead of written.
 pub use spv_subgroup_validate::MAX_ID_BOUND;
 
+/// A refusal of the whole module for `target`, at `opcode` (an instruction's name or "the module
+/// header") and `word_offset`, for lack of `missing`.
+pub(crate) fn refuse(
+    target: &crate::Target,
+    opcode: &str,
+    word_offset: usize,
+    missing: String,
+) -> LowerError {
+    LowerError::Unsupported {
+        result_id: 0,
+        opcode: opcode.to_owned(),
+        word_offset,
+        target: target.name.clone(),
+        missing,
+    }
+}
+
 /// Refuses an input whose id bound is past [`MAX_ID_BOUND`]: its output would be past it too.
 pub(crate) fn check_input_bound(bound: u32, target: &crate::Target) -> Result<(), LowerError> {
     if bound <= MAX_ID_BOUND {
         return Ok(());
     }
-    Err(LowerError::Unsupported {
-        result_id: 0,
-        opcode: "the module header".to_owned(),
-        word_offset: 3,
-        target: target.name.clone(),
-        missing: format!(
+    Err(refuse(
+        target,
+        "the module header",
+        3,
+        format!(
             "an id bound of {bound} (the header's word 3); SPIR-V's universal limit, \
              which spirv-val enforces, is {MAX_ID_BOUND}"
         ),
-    })
+    ))
 }
 
 /// Refuses a module whose memory model or `Kernel` capability the target's environment does not
@@ -35,13 +51,7 @@ pub(crate) fn check_environment(module: &Module, target: &crate::Target) -> Resu
     if !target.target_env.starts_with("vulkan") {
         return Ok(());
     }
-    let refuse = |opcode: &str, missing: String| LowerError::Unsupported {
-        result_id: 0,
-        opcode: opcode.to_owned(),
-        word_offset: 0,
-        target: target.name.clone(),
-        missing,
-    };
+    let refuse = |opcode: &str, missing: String| refuse(target, opcode, 0, missing);
     for c in &module.capabilities {
         if let Some(Operand::Capability(
             cap @ (spirv::Capability::Kernel | spirv::Capability::Addresses),
@@ -107,16 +117,15 @@ pub(crate) fn check_execution_modes(
             continue;
         };
         if !spv_subgroup_validate::fit::target_has(target, cap) {
-            return Err(LowerError::Unsupported {
-                result_id: 0,
-                opcode: "OpExecutionMode".to_owned(),
-                word_offset: 0,
-                target: target.name.clone(),
-                missing: format!(
+            return Err(refuse(
+                target,
+                "OpExecutionMode",
+                0,
+                format!(
                     "the {cap:?} capability for the execution mode {mode:?}, a guarantee of the \
                      device that no rewrite gives"
                 ),
-            });
+            ));
         }
     }
     Ok(())
@@ -129,16 +138,15 @@ pub(crate) fn check_output_bound(bound: u32, target: &crate::Target) -> Result<(
     if bound <= MAX_ID_BOUND {
         return Ok(());
     }
-    Err(LowerError::Unsupported {
-        result_id: 0,
-        opcode: "the module header".to_owned(),
-        word_offset: 3,
-        target: target.name.clone(),
-        missing: format!(
+    Err(refuse(
+        target,
+        "the module header",
+        3,
+        format!(
             "room for the new ids: the lowered module would need an id bound of {bound}, \
              past SPIR-V's universal limit of {MAX_ID_BOUND} that spirv-val enforces"
         ),
-    })
+    ))
 }
 
 /// Refuses a module of a SPIR-V version past the target's (asked once something needs doing).
@@ -147,16 +155,15 @@ pub(crate) fn check_version(module: &Module, target: &crate::Target) -> Result<(
     if let Some(h) = module.header.as_ref() {
         let (major, minor) = h.version();
         if (major, minor) > target.spirv_version {
-            return Err(LowerError::Unsupported {
-                result_id: 0,
-                opcode: "the module header".to_owned(),
-                word_offset: 1,
-                target: target.name.clone(),
-                missing: format!(
+            return Err(refuse(
+                target,
+                "the module header",
+                1,
+                format!(
                     "SPIR-V {major}.{minor} (the target consumes up to {}.{})",
                     target.spirv_version.0, target.spirv_version.1
                 ),
-            });
+            ));
         }
     }
     Ok(())
@@ -181,15 +188,9 @@ fn check_stages(module: &Module, target: &crate::Target) -> Result<(), LowerErro
     for ep in &module.entry_points {
         if let Some(Operand::ExecutionModel(m)) = ep.operands.first() {
             if !NAGA_STAGES.contains(m) {
-                return Err(LowerError::Unsupported {
-                    result_id: 0,
-                    opcode: "OpEntryPoint".to_owned(),
-                    word_offset: 0,
-                    target: target.name.clone(),
-                    missing: format!(
+                return Err(refuse(target, "OpEntryPoint", 0, format!(
                         "the {m:?} stage (naga's SPIR-V front end reads vertex, fragment, compute, task and mesh shaders only)"
-                    ),
-                });
+                    )));
             }
         }
     }

@@ -25,7 +25,7 @@ mod function;
 pub use checks::MAX_ID_BOUND;
 pub(crate) use checks::{
     check_environment, check_execution_modes, check_input_bound, check_output_bound, check_version,
-    DEVICE_MODES, NAGA_STAGES,
+    refuse, DEVICE_MODES, NAGA_STAGES,
 };
 
 /// Where the pass puts a function once it is rewritten, and how it copies functions for the

@@ -393,26 +393,12 @@ impl Counts {
             | Op::GroupNonUniformQuadSwap
             | Op::SubgroupReadInvocationKHR
             | Op::SubgroupFirstInvocationKHR => self.shuffles += 1,
+            // The 16 arithmetic ops, as the validator lists them.
+            op if spv_subgroup_validate::fit::is_arithmetic(op) => self.other += 1,
             Op::GroupNonUniformAll
             | Op::GroupNonUniformAny
             | Op::GroupNonUniformAllEqual
             | Op::GroupNonUniformElect
-            | Op::GroupNonUniformIAdd
-            | Op::GroupNonUniformFAdd
-            | Op::GroupNonUniformIMul
-            | Op::GroupNonUniformFMul
-            | Op::GroupNonUniformSMin
-            | Op::GroupNonUniformUMin
-            | Op::GroupNonUniformFMin
-            | Op::GroupNonUniformSMax
-            | Op::GroupNonUniformUMax
-            | Op::GroupNonUniformFMax
-            | Op::GroupNonUniformBitwiseAnd
-            | Op::GroupNonUniformBitwiseOr
-            | Op::GroupNonUniformBitwiseXor
-            | Op::GroupNonUniformLogicalAnd
-            | Op::GroupNonUniformLogicalOr
-            | Op::GroupNonUniformLogicalXor
             | Op::GroupNonUniformBallotBitCount
             | Op::GroupNonUniformBallotFindLSB
             | Op::GroupNonUniformBallotFindMSB

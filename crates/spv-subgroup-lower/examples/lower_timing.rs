@@ -34,7 +34,6 @@ fn lavapipe() -> Target {
     t
 }
 
-/// The median of `v` (0 for no runs: a module the lowering refuses has no halves to time).
 /// A consumer that drops every instruction: what rspirv's decoding alone costs.
 struct Discard;
 
@@ -53,6 +52,7 @@ impl Consumer for Discard {
     }
 }
 
+/// The median of `v` (0 for no runs: a module the lowering refuses has no halves to time).
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)

@@ -1031,27 +1031,32 @@ fn lower_emulate_subgroup_size() {
         show(&o)
     );
     assert!(!dir.path().join("twice.spv").exists());
+    // Compiles GLSL `source` as `NAME.EXT` and lowers it emulating `n`: the run's output.
+    let emulate = |file: &str, source: &str, n: &str| {
+        let path = dir.path().join(file);
+        std::fs::write(&path, source).unwrap();
+        let words = tools::compile_glsl(&path, "vulkan1.1").expect("the shader compiles");
+        let stem = file.split('.').next().unwrap_or(file);
+        write(dir.path(), &format!("{stem}.spv"), &to_bytes(&words));
+        run(
+            &[
+                "lower",
+                &format!("{stem}.spv"),
+                "-o",
+                &format!("{stem}.out.spv"),
+                "--emulate-subgroup-size",
+                n,
+            ],
+            dir.path(),
+        )
+    };
     // Every stage is emulated: a fragment shader reading gl_SubgroupSize gets the constant N.
-    let frag = dir.path().join("f.frag");
-    std::fs::write(
-        &frag,
+    let o = emulate(
+        "f.frag",
         "#version 450\n#extension GL_KHR_shader_subgroup_basic : require\n\
          layout(location = 0) out vec4 c;\n\
          void main() { c = vec4(float(gl_SubgroupSize)); }\n",
-    )
-    .unwrap();
-    let words = tools::compile_glsl(&frag, "vulkan1.1").expect("the fragment shader compiles");
-    write(dir.path(), "f.spv", &to_bytes(&words));
-    let o = run(
-        &[
-            "lower",
-            "f.spv",
-            "-o",
-            "f.out.spv",
-            "--emulate-subgroup-size",
-            "8",
-        ],
-        dir.path(),
+        "8",
     );
     assert_eq!(code(&o), 0, "{}", show(&o));
     let text = tools::disassemble(&tools::read_words(&dir.path().join("f.out.spv")));
@@ -1071,27 +1076,13 @@ fn lower_emulate_subgroup_size() {
     );
     // What is not emulated is refused with exit 1, naming the instruction: a quad op in
     // virtual subgroups of 2 lanes (a quad would straddle two of them).
-    let quad = dir.path().join("q.comp");
-    std::fs::write(
-        &quad,
+    let o = emulate(
+        "q.comp",
         "#version 450\n#extension GL_KHR_shader_subgroup_quad : require\n\
          layout(local_size_x = 64) in;\n\
          layout(set = 0, binding = 0) buffer B { uint d[]; };\n\
          void main() { d[gl_LocalInvocationIndex] = subgroupQuadSwapHorizontal(d[gl_LocalInvocationIndex]); }\n",
-    )
-    .unwrap();
-    let words = tools::compile_glsl(&quad, "vulkan1.1").expect("the compute shader compiles");
-    write(dir.path(), "q.spv", &to_bytes(&words));
-    let o = run(
-        &[
-            "lower",
-            "q.spv",
-            "-o",
-            "q.out.spv",
-            "--emulate-subgroup-size",
-            "2",
-        ],
-        dir.path(),
+        "2",
     );
     assert_eq!(code(&o), 1, "{}", show(&o));
     assert!(

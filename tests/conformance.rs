@@ -323,40 +323,22 @@ fn lower_checked_opts(words: &[u32], opts: LowerOptions) -> Result<Vec<u32>, Str
     let target = opts.target.clone();
     let preset = target.name.clone();
     let env = target.target_env.clone();
-    let (out, _report) = lower_words(words, &opts).map_err(|e| format!("lowering failed: {e}"))?;
+    let (out, report) = lower_words(words, &opts).map_err(|e| format!("lowering failed: {e}"))?;
     tools::spirv_val(&out, &env)
         .map_err(|e| format!("spirv-val --target-env {env} rejects the lowered module: {e}"))?;
-    // Our validator with the target: nothing the target lacks may remain.
-    // What the input itself brings that the target's consumer refuses and no lowering removes
-    // (SG0704: naga 30 refuses the shaders' specialization-constant workgroup size) is the
-    // input's, as `lower_and_verify` judges it; the lowering's code is still run here.
-    let vopts = spv_subgroup_validate::ValidateOptions::default()
-        .with_target_env(env)
-        .with_target(target);
-    let report = spv_subgroup_validate::validate(&out, &vopts)
-        .map_err(|e| format!("our validator cannot parse the lowered module: {e}"))?;
-    let inputs_own: Vec<String> = spv_subgroup_validate::validate(words, &vopts)
-        .map(|r| {
-            r.diagnostics
-                .into_iter()
-                .filter(|d| d.rule.code() == "SG0704")
-                .map(|d| d.message)
-                .collect()
-        })
-        .unwrap_or_default();
-    let errors: Vec<String> = report
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == spv_subgroup_validate::Severity::Error)
-        .filter(|d| !(d.rule.code() == "SG0704" && inputs_own.contains(&d.message)))
-        .map(|d| format!("{}: {}", d.rule.code(), d.message))
-        .collect();
-    if !errors.is_empty() {
-        return Err(format!(
-            "our validator rejects the lowered module for `{preset}`:\n{}\n{}",
-            errors.join("\n"),
-            spv_subgroup_validate::render_human(&report, "lowered.spv")
-        ));
+    // Our validator with the target, judged as `lower_and_verify` judges it: nothing the
+    // lowering adds may break a rule. What the input itself brings that the target's consumer
+    // refuses and no lowering removes (SG0704: naga 30 refuses the shaders' specialization-
+    // constant workgroup size) is the input's; the lowering's code is still run here.
+    match spv_subgroup_lower::verify_lowered(words, &out, report.changed, &opts, Some(&env)) {
+        Ok(()) => {}
+        Err(spv_subgroup_lower::VerifyError::Input { errors })
+            if errors.diagnostics.iter().all(|d| d.rule.code() == "SG0704") => {}
+        Err(e) => {
+            return Err(format!(
+                "our validator rejects the lowered module for `{preset}`: {e}"
+            ))
+        }
     }
     Ok(out)
 }

@@ -160,7 +160,9 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
     // Ids of imported sets naga reads (for `OpExtInst` outside functions).
     let mut non_semantic_sets: Vec<u32> = Vec::new();
     // Ids decorated `SpecId` (naga's overrides), sorted.
+    // (Decorations come before the first function; the scan stops there.)
     let mut spec_ids: Vec<u32> = (0..m.insts.len())
+        .take_while(|&i| m.opcode(i) != Op::Function as u32)
         .filter(|&i| {
             m.opcode(i) == Op::Decorate as u32 && m.word(i, 2) == Some(Decoration::SpecId as u32)
         })

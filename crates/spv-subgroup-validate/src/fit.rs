@@ -423,6 +423,21 @@ fn restriction(t: &Target, inst: &InstFit) -> Option<Restriction> {
     }
 }
 
+/// The execution models naga 30's SPIR-V front end reads: vertex, fragment, compute and EXT
+/// task/mesh shaders (the validator's `naga` rules and the lowering's refusal both read it).
+pub const NAGA_STAGES: [spirv::ExecutionModel; 5] = [
+    spirv::ExecutionModel::Vertex,
+    spirv::ExecutionModel::Fragment,
+    spirv::ExecutionModel::GLCompute,
+    spirv::ExecutionModel::TaskEXT,
+    spirv::ExecutionModel::MeshEXT,
+];
+
+/// Whether execution model number `model` is one of [`NAGA_STAGES`].
+pub fn naga_reads_stage(model: u32) -> bool {
+    NAGA_STAGES.iter().any(|&m| m as u32 == model)
+}
+
 /// The extensions whose only purpose is a subgroup capability the lowering can make unneeded:
 /// each goes with its capability (Vulkan refuses a module declaring an extension the device
 /// lacks, VUID-VkShaderModuleCreateInfo-pCode-08742, and naga refuses ones it does not know).

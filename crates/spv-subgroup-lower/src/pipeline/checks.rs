@@ -169,14 +169,7 @@ pub(crate) fn check_version(module: &Module, target: &crate::Target) -> Result<(
     Ok(())
 }
 
-/// The execution models naga 30's SPIR-V front end reads.
-pub(crate) const NAGA_STAGES: [spirv::ExecutionModel; 5] = [
-    spirv::ExecutionModel::Vertex,
-    spirv::ExecutionModel::Fragment,
-    spirv::ExecutionModel::GLCompute,
-    spirv::ExecutionModel::TaskEXT,
-    spirv::ExecutionModel::MeshEXT,
-];
+pub(crate) use spv_subgroup_validate::fit::NAGA_STAGES;
 
 /// For a naga-like consumer (`restrictions.naga_module`), an entry point of a stage naga's front
 /// end has no IR for is refused before any rewrite, naming the stage (the rewrites would

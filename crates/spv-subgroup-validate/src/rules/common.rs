@@ -244,18 +244,3 @@ pub(crate) fn scope_value(cx: &Cx<'_>, id: u32) -> Option<u32> {
 }
 
 pub(crate) use crate::fit::{is_arithmetic, memory_scope_word};
-
-/// Whether naga 30's SPIR-V front end reads entry points of execution model `model`: vertex,
-/// fragment, compute and EXT task/mesh shaders only (`naga_fit.rs` reports the others,
-/// `naga_front_end.rs` leaves their execution modes to that finding).
-pub(crate) fn naga_reads_stage(model: u32) -> bool {
-    [
-        spirv::ExecutionModel::Vertex,
-        spirv::ExecutionModel::Fragment,
-        spirv::ExecutionModel::GLCompute,
-        spirv::ExecutionModel::TaskEXT,
-        spirv::ExecutionModel::MeshEXT,
-    ]
-    .iter()
-    .any(|&m| m as u32 == model)
-}

@@ -24,8 +24,8 @@
 
 use spirv::{BuiltIn, Decoration, ExecutionMode, ExecutionModel, Op};
 
+use crate::fit::naga_reads_stage;
 use crate::module::Cx;
-use crate::rules::common::naga_reads_stage;
 use crate::rules::Rule;
 use crate::sink::Sink;
 

@@ -34,8 +34,8 @@
 use spirv::{Capability, Decoration, ExecutionMode, Op};
 
 use crate::fit;
+
 use crate::module::Cx;
-use crate::rules::common::naga_reads_stage;
 use crate::rules::Rule;
 use crate::sink::Sink;
 
@@ -175,7 +175,10 @@ pub(crate) fn check_module(cx: &Cx<'_>, out: &mut Sink) {
     let unread_stage: Vec<u32> = m
         .entry_points
         .iter()
-        .filter(|&&i| m.word(i, 1).is_some_and(|model| !naga_reads_stage(model)))
+        .filter(|&&i| {
+            m.word(i, 1)
+                .is_some_and(|model| !fit::naga_reads_stage(model))
+        })
         .filter_map(|&i| m.word(i, 2))
         .collect();
     for i in 0..m.insts.len() {

@@ -114,6 +114,8 @@ pub struct Machine<'p> {
     pub p: &'p Program,
     /// Subgroup size.
     pub lanes: u32,
+    /// Every lane of the subgroup ([`Machine::full_mask`]).
+    pub full: u128,
     /// Memory objects (buffers first).
     pub mems: Vec<Mem>,
     /// In a parallel run, the objects below this index (the buffers and the push constants) are
@@ -131,6 +133,10 @@ pub struct Machine<'p> {
     phi_rows: Vec<u64>,
     /// Scratch leaves of a loaded or stored value.
     pub scratch: Vec<u64>,
+    /// A scratch row: a kernel's result before its active lanes are kept (`crate::fast`).
+    pub row_tmp: Vec<u64>,
+    /// The row form's constant rows, `lanes` wide (`crate::fast::const_rows`).
+    pub const_rows: Vec<u64>,
     /// The subgroups of the previous workgroup, kept so the next one reuses their register
     /// files and frame lists instead of allocating (and the kernel faulting in) fresh ones.
     sg_pool: Vec<Sg>,
@@ -656,7 +662,13 @@ impl<'p> Machine<'p> {
                     }
                 }
                 pc += 1;
-                // The row form and promoted variables straight away (no decoding on the way).
+                // The straight-line form, the row form and promoted variables straight away
+                // (no decoding on the way).
+                if let Some(f) = &inst.fast {
+                    if self.run_fast(sg, f, mask) {
+                        continue;
+                    }
+                }
                 if let Some(r) = &inst.row {
                     if self.run_row(sg, inst.res, r, mask) {
                         continue;
@@ -705,17 +717,30 @@ impl<'p> Machine<'p> {
                 let (t, f) = (self.block(arg(1)?)?, self.block(arg(2)?)?);
                 let mut tm = 0u128;
                 let n = self.lanes as usize;
-                for l in lanes(mask) {
-                    let x = match c.0 {
-                        Src::Reg(r) => sg
-                            .regs
-                            .get(r as usize * n + l as usize)
-                            .copied()
-                            .unwrap_or(0),
-                        _ => self.get(sg, c, 0, l),
-                    };
-                    if x != 0 {
-                        tm |= 1 << l;
+                match c.0 {
+                    // The whole row at once (inactive lanes masked off after).
+                    Src::Reg(r) => {
+                        if let Some(row) = sg.regs.get(r as usize * n..(r as usize + 1) * n) {
+                            if n <= 64 {
+                                let mut m = 0u64;
+                                for (l, &x) in row.iter().enumerate() {
+                                    m |= u64::from(x != 0) << l;
+                                }
+                                tm = u128::from(m);
+                            } else {
+                                for (l, &x) in row.iter().enumerate() {
+                                    tm |= u128::from(x != 0) << l;
+                                }
+                            }
+                        }
+                        tm &= mask;
+                    }
+                    _ => {
+                        for l in lanes(mask) {
+                            if self.get(sg, c, 0, l) != 0 {
+                                tm |= 1 << l;
+                            }
+                        }
                     }
                 }
                 self.end_block(sg);
@@ -841,12 +866,9 @@ impl<'p> Machine<'p> {
     }
 
     /// Every lane of the subgroup.
+    #[inline]
     pub fn full_mask(&self) -> u128 {
-        if self.lanes >= 128 {
-            u128::MAX
-        } else {
-            (1u128 << self.lanes) - 1
-        }
+        self.full
     }
 
     /// Writes a result for one lane.
@@ -1087,6 +1109,11 @@ impl<'p> Machine<'p> {
         Machine {
             p,
             lanes: d.subgroup_size,
+            full: if d.subgroup_size >= 128 {
+                u128::MAX
+            } else {
+                (1u128 << d.subgroup_size) - 1
+            },
             mems: Vec::new(),
             shared_below: 0,
             ov: crate::overlay::Overlay::default(),
@@ -1095,6 +1122,8 @@ impl<'p> Machine<'p> {
             free: Vec::new(),
             phi_rows: Vec::new(),
             scratch: Vec::new(),
+            row_tmp: Vec::new(),
+            const_rows: crate::fast::const_rows(p, d.subgroup_size),
             sg_pool: Vec::new(),
             files,
             rng: 0,

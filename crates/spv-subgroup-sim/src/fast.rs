@@ -9,16 +9,61 @@
 
 use crate::error::{malformed, Result};
 use crate::exec::{Machine, Sg};
-use crate::translate::{ChainPlan, IdKind, Inst, Program, RowOp, Src};
+use crate::translate::{ChainPlan, Fast, IdKind, Inst, Operand, Program, RowOp, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 use crate::vector::{row, split_rows, MAX_LANES};
 
-/// Marks the instructions that take the row form.
+/// Most constant rows the row form keeps (each machine fills `lanes` slots per row: at 128
+/// lanes 4 MiB); constant operands past them are filled at each execution, as before.
+const MAX_CONST_ROWS: usize = 4096;
+
+/// Constant rows given out by [`prepare`], each sequence of values once.
+#[derive(Default)]
+struct ConstRows {
+    values: Vec<u64>,
+    first: std::collections::HashMap<Vec<u64>, u32>,
+}
+
+impl ConstRows {
+    /// The first of the rows holding `values` (None past [`MAX_CONST_ROWS`]).
+    fn rows(&mut self, values: &[u64]) -> Option<u32> {
+        if let Some(&first) = self.first.get(values) {
+            return Some(first);
+        }
+        let next = self.values.len();
+        if next + values.len() > MAX_CONST_ROWS {
+            return None;
+        }
+        self.values.extend_from_slice(values);
+        self.first.insert(values.to_vec(), next as u32);
+        Some(next as u32)
+    }
+}
+
+/// Marks the instructions that take the row form and the straight-line form.
 pub fn prepare(p: &mut Program) {
     let mut funcs = std::mem::take(&mut p.funcs);
+    let mut consts = ConstRows::default();
     for f in &mut funcs {
         for inst in &mut f.insts {
             inst.row = resolve(p, inst);
+            if let Some(r) = &mut inst.row {
+                for (k, src) in [r.a, r.b].into_iter().enumerate() {
+                    let Src::Const(i) = src else { continue };
+                    let n = if r.wide[k] { r.leaves } else { 1 } as usize;
+                    if let Some(values) = p.consts.get(i as usize..i as usize + n) {
+                        r.const_rows[k] = consts.rows(values);
+                    }
+                }
+            }
+            if p.general_only {
+                if let Some(r) = &mut inst.row {
+                    r.kernel = None;
+                }
+                inst.fast = None;
+            } else {
+                inst.fast = straight(p, inst, &mut consts);
+            }
             if matches!(
                 inst.decoded,
                 Some(spirv::Op::AccessChain | spirv::Op::InBoundsAccessChain)
@@ -30,6 +75,66 @@ pub fn prepare(p: &mut Program) {
         }
     }
     p.funcs = funcs;
+    p.row_consts = consts.values;
+}
+
+/// The straight-line form of `inst`, if it has one (its row form, if any, already resolved).
+fn straight(p: &Program, inst: &Inst, consts: &mut ConstRows) -> Option<Fast> {
+    let operand = |src: Src, row: Option<u32>| match (src, row) {
+        (Src::Reg(r), _) => Some(Operand::Reg(r)),
+        (Src::Const(_), Some(c)) => Some(Operand::Const(c)),
+        _ => None,
+    };
+    if let Some(r) = &inst.row {
+        if r.leaves != 1 || inst.res == u32::MAX {
+            return None;
+        }
+        return Some(Fast::Row {
+            kernel: r.kernel?,
+            dst: inst.res,
+            a: operand(r.a, r.const_rows[0])?,
+            b: operand(r.b, r.const_rows[1])?,
+        });
+    }
+    let local = inst.local?;
+    match inst.decoded? {
+        spirv::Op::Load if inst.res != u32::MAX => Some(if inst.forwarded {
+            Fast::LoadForwarded {
+                flags: local.written,
+                leaves: local.leaves,
+            }
+        } else {
+            Fast::Load {
+                from: local.value,
+                flags: local.written,
+                to: inst.res,
+                leaves: local.leaves,
+            }
+        }),
+        spirv::Op::Store if local.leaves == 1 => {
+            let id = *inst.args.get(1)?;
+            let (src, t) = p.val(id).ok()?;
+            if t.leaves != 1 {
+                return None;
+            }
+            let keep = match t.layout.first()?.1 {
+                Scalar::Bool | Scalar::Ptr => return None,
+                s => crate::num::mask(s.width()),
+            };
+            let src = match src {
+                Src::Reg(r) => Operand::Reg(r),
+                Src::Const(k) => Operand::Const(consts.rows(&[*p.consts.get(k as usize)?])?),
+                _ => return None,
+            };
+            Some(Fast::Store {
+                value: local.value,
+                flags: local.written,
+                src,
+                keep,
+            })
+        }
+        _ => None,
+    }
 }
 
 /// The scalar of a value's first leaf (what `Machine::get` draws for `OpUndef`).
@@ -153,6 +258,8 @@ fn resolve(p: &Program, inst: &crate::translate::Inst) -> Option<RowOp> {
         sb,
         wide: [wa, wb],
         leaves: rt.leaves,
+        kernel: crate::kernels::kernel(op, rs, sa, sb),
+        const_rows: [None; 2],
     })
 }
 
@@ -171,6 +278,55 @@ impl Machine<'_> {
     /// the general path writes the same) when a lane needs that path.
     #[inline]
     pub fn run_row(&mut self, sg: &mut Sg, res: u32, r: &RowOp, mask: u128) -> bool {
+        let n = self.lanes as usize;
+        if n > MAX_LANES {
+            return false;
+        }
+        let Some((kernel, check)) = r.kernel else {
+            return self.run_row_general(sg, res, r, mask);
+        };
+        let full = self.full_mask();
+        for c in 0..r.leaves {
+            // Each operand's row: a register's, or a constant row this machine filled.
+            let mut regs_in = [None; 2];
+            let mut const_in: [&[u64]; 2] = [&[], &[]];
+            for (k, src) in [r.a, r.b].into_iter().enumerate() {
+                let leaf = if r.wide[k] { c } else { 0 } as usize;
+                match (src, r.const_rows[k]) {
+                    (Src::Reg(x), _) => regs_in[k] = Some((x as usize + leaf) * n),
+                    (Src::Const(_), Some(first)) => {
+                        let at = (first as usize + leaf) * n;
+                        match self.const_rows.get(at..at + n) {
+                            Some(row) => const_in[k] = row,
+                            None => return self.run_row_general(sg, res, r, mask),
+                        }
+                    }
+                    _ => return self.run_row_general(sg, res, r, mask),
+                }
+            }
+            let out = (res as usize + c as usize) * n;
+            let Some((dst, [a, b])) = split_rows(&mut sg.regs, out, regs_in, n) else {
+                return false;
+            };
+            let (a, b) = (a.unwrap_or(const_in[0]), b.unwrap_or(const_in[1]));
+            if a.len() != n || b.len() != n || !check.holds(b, mask, full) {
+                return false;
+            }
+            if mask == full {
+                kernel(a, b, dst);
+            } else {
+                // Every lane computed (the kernels are total), the active ones kept.
+                let mut all = [0u64; MAX_LANES];
+                kernel(a, b, &mut all[..n]);
+                crate::kernels::blend(dst, &all[..n], mask);
+            }
+        }
+        true
+    }
+
+    /// [`Machine::run_row`] for the operations and widths without a kernel: `vector::row` lane
+    /// by lane, constants filled into scratch rows.
+    fn run_row_general(&mut self, sg: &mut Sg, res: u32, r: &RowOp, mask: u128) -> bool {
         let n = self.lanes as usize;
         let full = self.full_mask();
         // Rows of the constant operands' values (sized only when there is one).
@@ -227,4 +383,165 @@ impl Machine<'_> {
         }
         ok
     }
+}
+
+impl Machine<'_> {
+    /// Runs the straight-line form for the lanes of `mask`; false, having written nothing the
+    /// general path would not write the same, where that path must run (an undefined result, a
+    /// lane never written).
+    #[inline]
+    pub fn run_fast(&mut self, sg: &mut Sg, f: &Fast, mask: u128) -> bool {
+        let n = self.lanes as usize;
+        let full = self.full;
+        match *f {
+            Fast::Row { kernel, dst, a, b } => {
+                let (kernel, check) = kernel;
+                let reg = |o: Operand| match o {
+                    Operand::Reg(r) => Some(r as usize * n),
+                    Operand::Const(_) => None,
+                };
+                let konst = |o: Operand| match o {
+                    Operand::Const(c) => self.const_rows.get(c as usize * n..(c as usize + 1) * n),
+                    Operand::Reg(_) => None,
+                };
+                let Some((out, [x, y])) =
+                    split_rows(&mut sg.regs, dst as usize * n, [reg(a), reg(b)], n)
+                else {
+                    return false;
+                };
+                let (Some(x), Some(y)) = (x.or_else(|| konst(a)), y.or_else(|| konst(b))) else {
+                    return false;
+                };
+                if !check.holds(y, mask, full) {
+                    return false;
+                }
+                if mask == full {
+                    kernel(x, y, out);
+                } else {
+                    // Every lane computed (the kernels are total), the active ones kept.
+                    let all = &mut self.row_tmp;
+                    all.resize(n, 0);
+                    kernel(x, y, all);
+                    crate::kernels::blend(out, all, mask);
+                }
+                true
+            }
+            Fast::LoadForwarded { flags, leaves } => {
+                let at = flags as usize * n;
+                match sg.regs.get(at..at + leaves as usize * n) {
+                    Some(rows) => rows.chunks_exact(n).all(|f| written(f, mask, full)),
+                    None => false,
+                }
+            }
+            Fast::Load {
+                from,
+                flags,
+                to,
+                leaves,
+            } => {
+                let len = leaves as usize * n;
+                let (from, flags, to) = (from as usize * n, flags as usize * n, to as usize * n);
+                let ok = sg
+                    .regs
+                    .get(flags..flags + len)
+                    .is_some_and(|rows| rows.chunks_exact(n).all(|f| written(f, mask, full)));
+                if !ok || from + len > sg.regs.len() || to + len > sg.regs.len() {
+                    return false;
+                }
+                if mask == full {
+                    sg.regs.copy_within(from..from + len, to);
+                } else {
+                    for c in 0..leaves as usize {
+                        for l in crate::num::lanes(mask) {
+                            let l = l as usize;
+                            sg.regs[to + c * n + l] = sg.regs[from + c * n + l];
+                        }
+                    }
+                }
+                true
+            }
+            Fast::Store {
+                value,
+                flags,
+                src,
+                keep,
+            } => {
+                let (value, flags) = (value as usize * n, flags as usize * n);
+                if value + n > sg.regs.len() || flags + n > sg.regs.len() {
+                    return false;
+                }
+                let from = match src {
+                    Operand::Reg(r) => Some(r as usize * n),
+                    Operand::Const(_) => None,
+                };
+                if from == Some(value) {
+                    // The variable's own row (a forwarded load of it stored back): its bits
+                    // are kept already.
+                } else {
+                    match split_rows(&mut sg.regs, value, [from, None], n) {
+                        Some((out, [Some(v), _])) => store_row(out, v, keep, mask, full),
+                        Some((out, [None, _])) => {
+                            let Operand::Const(c) = src else {
+                                return false;
+                            };
+                            let at = c as usize * n;
+                            match self.const_rows.get(at..at + n) {
+                                Some(v) => store_row(out, v, keep, mask, full),
+                                None => return false,
+                            }
+                        }
+                        None => return false,
+                    }
+                }
+                if mask == full {
+                    sg.regs[flags..flags + n].fill(crate::promote::WRITTEN);
+                } else {
+                    for l in crate::num::lanes(mask) {
+                        sg.regs[flags + l as usize] = crate::promote::WRITTEN;
+                    }
+                }
+                true
+            }
+        }
+    }
+}
+
+/// Stores `v` kept to `keep` into `out` for the lanes of `mask`.
+#[inline]
+fn store_row(out: &mut [u64], v: &[u64], keep: u64, mask: u128, full: u128) {
+    if mask == full {
+        for (o, &x) in out.iter_mut().zip(v) {
+            *o = x & keep;
+        }
+    } else {
+        for l in crate::num::lanes(mask) {
+            let l = l as usize;
+            if let (Some(o), Some(&x)) = (out.get_mut(l), v.get(l)) {
+                *o = x & keep;
+            }
+        }
+    }
+}
+
+/// Whether every lane of `mask` has its written flag set in `flags`.
+#[inline]
+fn written(flags: &[u64], mask: u128, full: u128) -> bool {
+    if mask == full {
+        // A flag is WRITTEN (1) or an even number (the variable's id shifted left, or 0): the
+        // low bits ANDed together are 1 only if every flag is WRITTEN (one AND per lane, which
+        // the compiler vectorises).
+        flags.iter().fold(u64::MAX, |all, &f| all & f) & 1 == crate::promote::WRITTEN
+    } else {
+        crate::num::lanes(mask).all(|l| flags.get(l as usize) == Some(&crate::promote::WRITTEN))
+    }
+}
+
+/// Every constant row of `p` filled `lanes` wide (`Machine::const_rows`).
+pub fn const_rows(p: &Program, lanes: u32) -> Vec<u64> {
+    let n = lanes as usize;
+    let mut rows = Vec::with_capacity(p.row_consts.len() * n);
+    for &v in &p.row_consts {
+        rows.extend(std::iter::repeat_n(v, n));
+    }
+    rows
 }

@@ -19,6 +19,7 @@ mod exec;
 mod fast;
 mod glsl;
 mod group;
+mod kernels;
 mod num;
 mod opclass;
 mod ops;
@@ -253,6 +254,19 @@ impl Module {
     #[doc(hidden)]
     pub fn with_variables_in_memory(mut self) -> Self {
         promote::unpromote(&mut self.program);
+        // The row forms read operand registers: resolved again.
+        fast::prepare(&mut self.program);
+        self
+    }
+
+    /// The same module with the compiled kernels, the straight-line form and load forwarding
+    /// off (every instruction through the general paths): for tests that prove those forms give
+    /// exactly what the general paths give.
+    #[doc(hidden)]
+    pub fn with_general_paths_only(mut self) -> Self {
+        promote::unforward(&mut self.program);
+        self.program.general_only = true;
+        fast::prepare(&mut self.program);
         self
     }
 

@@ -39,8 +39,9 @@ const MAX_PROMOTED_ROWS: u32 = 8192;
 const MAX_STATE_SLOTS: u32 = 1 << 27;
 
 /// A leaf's flag once a lane stored it; before, the flag is the variable's id shifted left by
-/// one (0 in registers never set), which names the variable in reports.
-const WRITTEN: u64 = 1;
+/// one (0 in registers never set), which names the variable in reports. So WRITTEN is the only
+/// odd flag (`crate::fast` checks a whole row of flags with one AND per lane).
+pub(crate) const WRITTEN: u64 = 1;
 
 /// `Function` storage class.
 const FUNCTION: u32 = spirv::StorageClass::Function as u32;
@@ -281,10 +282,101 @@ pub fn promote(p: &mut Program) {
         }
     }
     p.funcs = out;
+    forward_loads(p);
 }
 
-/// Undoes [`promote`]: every variable back in memory (the registers stay allocated, unused).
+/// Lets the uses of a load of a promoted variable read the variable's rows themselves, where
+/// that gives what the load's own copy would: every use is in the load's block, after it, and
+/// nothing between the load and its last use writes the variable (a store, an `OpVariable`, a
+/// call, or another load of it, whose undefined lanes' bits are drawn into those rows). The
+/// load then only checks the written flags (and draws undefined bits into the variable's rows
+/// for lanes never written, which no later load reads: each draws its own). glslang's
+/// unoptimised code loads every local before each use, so this removes most copies.
+fn forward_loads(p: &mut Program) {
+    // Registers phis read: a value a phi reads is used outside its block.
+    let mut phi_read: HashSet<u32> = HashSet::new();
+    for f in &p.funcs {
+        for blk in &f.blocks {
+            for phi in &blk.phis {
+                for (_, src) in &phi.incoming {
+                    if let Src::Reg(r) = src {
+                        phi_read.insert(*r);
+                    }
+                }
+            }
+        }
+    }
+    for fi in 0..p.funcs.len() {
+        let f = &p.funcs[fi];
+        // Each id's uses (operand words equal to it: literals may add false uses, which only
+        // make the test stricter), as instruction indices.
+        let mut uses: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (k, inst) in f.insts.iter().enumerate() {
+            for a in &inst.args {
+                uses.entry(*a).or_default().push(k as u32);
+            }
+        }
+        let mut forwarded = Vec::new();
+        for blk in &f.blocks {
+            for i in blk.start..blk.end {
+                let inst = &f.insts[i as usize];
+                let Some(local) = inst.local else { continue };
+                if inst.decoded != Some(spirv::Op::Load)
+                    || inst.res == u32::MAX
+                    || phi_read.contains(&inst.res)
+                {
+                    continue;
+                }
+                let Some(at) = uses.get(&inst.id) else {
+                    // Never used: nothing to forward (the load still checks its flags).
+                    continue;
+                };
+                if at.iter().any(|&u| u <= i || u >= blk.end) {
+                    continue;
+                }
+                let last = at.iter().copied().max().unwrap_or(i);
+                let writes_var = (i + 1..=last).any(|j| {
+                    let other = &f.insts[j as usize];
+                    match other.decoded {
+                        Some(spirv::Op::FunctionCall) => true,
+                        Some(spirv::Op::Store | spirv::Op::Load | spirv::Op::Variable) => {
+                            other.local.is_some_and(|l| l.var == local.var)
+                        }
+                        _ => false,
+                    }
+                });
+                if !writes_var {
+                    forwarded.push((i, inst.id, local.value));
+                }
+            }
+        }
+        for (i, id, value) in forwarded {
+            p.funcs[fi].insts[i as usize].forwarded = true;
+            if let Some(slot) = p.ids.get_mut(id as usize) {
+                *slot = IdKind::Value(Src::Reg(value));
+            }
+        }
+    }
+}
+
+/// Undoes [`forward_loads`]: every load's uses read its own result again.
+pub fn unforward(p: &mut Program) {
+    for f in &mut p.funcs {
+        for inst in &mut f.insts {
+            if inst.forwarded {
+                if let Some(slot) = p.ids.get_mut(inst.id as usize) {
+                    *slot = IdKind::Value(Src::Reg(inst.res));
+                }
+            }
+            inst.forwarded = false;
+        }
+    }
+}
+
+/// Undoes [`promote`]: every variable back in memory (the registers stay allocated, unused),
+/// every load's uses reading its own result again.
 pub fn unpromote(p: &mut Program) {
+    unforward(p);
     for f in &mut p.funcs {
         for inst in &mut f.insts {
             inst.local = None;
@@ -428,7 +520,13 @@ impl Machine<'_> {
             }
             O::Load => {
                 let t = self.ty(inst.ty)?;
-                self.local_load(sg, inst.res, local, t, mask);
+                // A forwarded load's uses read the variable's rows: the load only checks them.
+                let res = if inst.forwarded {
+                    local.value
+                } else {
+                    inst.res
+                };
+                self.local_load(sg, res, local, t, mask);
                 Ok(())
             }
             _ => Err(malformed("an instruction on a promoted variable")),
@@ -555,7 +653,9 @@ impl Machine<'_> {
                         all_written = false;
                         break 'leaves;
                     }
-                    sg.regs.copy_within(from..from + n, to);
+                    if from != to {
+                        sg.regs.copy_within(from..from + n, to);
+                    }
                 } else {
                     for l in lanes(mask) {
                         let l = l as usize;

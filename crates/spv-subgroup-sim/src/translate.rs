@@ -62,11 +62,16 @@ pub struct Inst {
     pub args: Vec<u32>,
     /// The promoted Function variable this instruction reaches, if any (`crate::promote`).
     pub local: Option<Local>,
+    /// For a load of a promoted variable: its uses read the variable's rows, so it copies
+    /// nothing (`crate::promote`'s `forward_loads`).
+    pub forwarded: bool,
     /// For `OpFunctionCall`: the pointer arguments passed as promoted variables, copied into the
     /// callee's parameter rows at the call and back when it returns (`crate::promote`).
     pub bindings: Vec<Binding>,
     /// An always-defined elementwise operation resolved once (`crate::fast`), if this is one.
     pub row: Option<RowOp>,
+    /// The straight-line form the executor tries first (`crate::fast`), if this has one.
+    pub fast: Option<Fast>,
     /// For an access chain: its steps resolved once (`crate::fast::chain_plan`).
     pub chain: Option<Box<ChainPlan>>,
 }
@@ -87,7 +92,7 @@ pub struct ChainPlan {
 
 /// An elementwise operation over whole rows with its operands resolved at translation
 /// (`crate::fast`): no id, type or layout is looked up when it runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct RowOp {
     /// The operation.
     pub op: spirv::Op,
@@ -105,6 +110,69 @@ pub struct RowOp {
     pub wide: [bool; 2],
     /// Result leaves.
     pub leaves: u32,
+    /// The compiled loop of this operation and widths, if there is one (`crate::kernels`), and
+    /// what its active lanes must satisfy first.
+    pub kernel: Option<(crate::kernels::Kernel, crate::kernels::Check)>,
+    /// For each constant operand, its first row in [`Program::row_consts`] (one row per leaf).
+    pub const_rows: [Option<u32>; 2],
+}
+
+/// A row operand resolved for [`Fast`]: a register row, or a constant row of the machine's
+/// (`Machine::const_rows`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operand {
+    /// The register row with this index.
+    Reg(u32),
+    /// The constant row with this index.
+    Const(u32),
+}
+
+/// The most frequent instructions reduced to what they do to rows (`crate::fast`): no type,
+/// id or layout is looked up when they run, and a case the form does not cover (an undefined
+/// result, a lane never written) goes to the general path, which gives it exactly.
+#[derive(Clone, Copy, Debug)]
+pub enum Fast {
+    /// A scalar elementwise operation with a compiled kernel.
+    Row {
+        /// The kernel and what its active lanes must satisfy.
+        kernel: (crate::kernels::Kernel, crate::kernels::Check),
+        /// The result's row.
+        dst: u32,
+        /// The operands.
+        a: Operand,
+        /// The second operand (the first again for unary operations).
+        b: Operand,
+    },
+    /// A load of a promoted variable whose uses read the variable's rows: the written flags of
+    /// `leaves` rows from `flags` are checked.
+    LoadForwarded {
+        /// First flag row.
+        flags: u32,
+        /// Leaves.
+        leaves: u32,
+    },
+    /// A load of a promoted variable: flags checked, values copied.
+    Load {
+        /// First value row of the variable.
+        from: u32,
+        /// First flag row.
+        flags: u32,
+        /// First row of the result.
+        to: u32,
+        /// Leaves.
+        leaves: u32,
+    },
+    /// A store of a scalar (not a bool or a pointer) into a promoted variable.
+    Store {
+        /// The variable's value row.
+        value: u32,
+        /// Its flag row.
+        flags: u32,
+        /// What is stored.
+        src: Operand,
+        /// The bits the variable keeps of it.
+        keep: u64,
+    },
 }
 
 /// A pointer argument of a call bound to a promoted parameter: (argument index, what the
@@ -222,8 +290,14 @@ pub struct Program {
     pub id_ty: Vec<u32>,
     /// Constant pool.
     pub consts: Vec<u64>,
+    /// The values of the constant rows the row form reads (`RowOp::const_rows`): each machine
+    /// fills one register-wide row per value once, instead of every instruction filling one.
+    pub row_consts: Vec<u64>,
     /// Register slots per lane.
     pub nregs: u32,
+    /// Only the general paths run (no kernels, no straight-line form): for tests that prove
+    /// those forms give exactly what the general paths give.
+    pub general_only: bool,
     /// Functions.
     pub funcs: Vec<Func>,
     /// Compute entry points.
@@ -332,7 +406,9 @@ pub fn translate(words: &[u32], spec: &BTreeMap<u32, u64>) -> Result<Program> {
             ids: vec![IdKind::None; n],
             id_ty: vec![0; n],
             consts: Vec::new(),
+            row_consts: Vec::new(),
             nregs: 0,
+            general_only: false,
             funcs: Vec::new(),
             entries: Vec::new(),
             globals: Vec::new(),
@@ -1002,8 +1078,10 @@ impl Builder<'_> {
                             res,
                             args: args.to_vec(),
                             local: None,
+                            forwarded: false,
                             bindings: Vec::new(),
                             row: None,
+                            fast: None,
                             chain: None,
                         });
                         blk.end = f.insts.len() as u32;

@@ -438,3 +438,92 @@ fn promotion_stays_within_its_register_budget() {
         b.memory_objects
     );
 }
+
+#[test]
+fn fast_forms_give_exactly_what_the_general_paths_give() {
+    // The compiled kernels, the straight-line form and forwarded loads against the general
+    // paths: divergent arithmetic of every width, shifts past the width and divisions by zero in
+    // some active and some inactive lanes, a local read twice while unwritten in half the lanes
+    // (each read draws its own bits), loop-carried locals; plus this file's shader of subgroup
+    // operations. Outputs, undefined reports (what, where, in order), steps and
+    // lane-instructions must all be the same.
+    const ARITH: &str = "#version 450
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 29) in;
+layout(binding = 0) buffer O { uint o[]; };
+void main() {
+    uint i = gl_LocalInvocationIndex + 29u * gl_WorkGroupID.x;
+    uint u;
+    if ((i & 1u) == 0u) { u = i * 2654435761u; }
+    uint a = u;
+    uint b = u;
+    uint s = i % 37u;
+    uint r = 0u;
+    if (i % 3u != 0u) { r = (a << s) + (b >> (s & 31u)) + i / (i % 5u) + i % (i % 4u); }
+    int si = int(i) - 14;
+    int64_t w = int64_t(si) * 78187493520l;
+    uint16_t h = uint16_t(i * 977u);
+    int8_t c = int8_t(si);
+    float16_t f16 = float16_t(float(i) * 0.37);
+    double d = double(si) / 3.0;
+    float f = float(si) * 1.5 - float(i >> 1);
+    uint acc = 0u;
+    for (uint k = 0u; k < i % 6u; k++) { acc = acc * 31u + (k ^ i); f = f * 0.5 + float(k); }
+    o[i * 8u + 0u] = (a ^ b) + (u ^ (u << 1u));
+    o[i * 8u + 1u] = r;
+    o[i * 8u + 2u] = uint(w >> 7) ^ uint(w >> 40) ^ uint(w < int64_t(-3));
+    o[i * 8u + 3u] = uint(h * uint16_t(3)) + uint(int(c) * -3) + uint(c >> int8_t(2));
+    o[i * 8u + 4u] = floatBitsToUint(float(f16 * f16 + float16_t(1.0)));
+    o[i * 8u + 5u] = uint(int(d * 7.0)) ^ uint(d > 1.5);
+    o[i * 8u + 6u] = floatBitsToUint(f) ^ uint(f < 3.0) ^ (uint(si < -3) << 1) ^ (uint(si >= int(i & 7u)) << 2);
+    o[i * 8u + 7u] = uint(int(i) >> (i & 7u)) ^ uint(-si) ^ acc;
+}
+";
+    for (glsl, words, with_undefined) in [(ARITH, 29 * 2 * 8, true), (SHADER, 0, false)] {
+        let module = Module::new(&compile(glsl)).expect("translates");
+        let general = module.clone().with_general_paths_only();
+        for size in [1, 2, 4, 8, 16, 32, 64, 128] {
+            for seed in [3, 4] {
+                let buffers = if words == 0 {
+                    BTreeMap::from([
+                        (
+                            (0, 0),
+                            input().iter().flat_map(|w| w.to_le_bytes()).collect(),
+                        ),
+                        ((0, 1), vec![0u8; (LOCAL * GROUPS * WORDS * 4) as usize]),
+                    ])
+                } else {
+                    BTreeMap::from([((0, 0), vec![0u8; words * 4])])
+                };
+                let d = Dispatch::default()
+                    .with_subgroup_size(size)
+                    .with_workgroups([GROUPS, 1, 1])
+                    .with_buffers(buffers)
+                    .with_seed(seed)
+                    .with_report_undefined(true);
+                let (a, b) = (
+                    module.run(&d).expect("runs"),
+                    general.run(&d).expect("runs"),
+                );
+                assert_eq!(a.buffers, b.buffers, "size {size} seed {seed}");
+                assert_eq!(a.undefined, b.undefined, "size {size} seed {seed}");
+                assert_eq!(a.undefined_total, b.undefined_total);
+                assert_eq!((a.steps, a.lane_steps), (b.steps, b.lane_steps));
+                if with_undefined {
+                    // The shader reads what it means to: shifts past the width, divisions by
+                    // zero and the unwritten local, each reported.
+                    for what in ["shift", "division", "function variable"] {
+                        assert!(
+                            a.undefined.iter().any(|u| u.what.contains(what)),
+                            "size {size}: no {what} reported: {:?}",
+                            a.undefined
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -96,8 +96,16 @@ fn straight(p: &Program, inst: &Inst, consts: &mut ConstRows) -> Option<Fast> {
             b: operand(r.b, r.const_rows[1])?,
         });
     }
-    let local = inst.local?;
+    let Some(local) = inst.local else {
+        return copy_or_select(p, inst, consts);
+    };
     match inst.decoded? {
+        spirv::Op::AccessChain | spirv::Op::InBoundsAccessChain => Some(Fast::Nop),
+        spirv::Op::Variable if inst.args.len() == 1 => Some(Fast::VarInit {
+            flags: local.written,
+            leaves: local.leaves,
+            unwritten: u64::from(local.var) << 1,
+        }),
         spirv::Op::Load if inst.res != u32::MAX => Some(if inst.forwarded {
             Fast::LoadForwarded {
                 flags: local.written,
@@ -135,6 +143,110 @@ fn straight(p: &Program, inst: &Inst, consts: &mut ConstRows) -> Option<Fast> {
         }
         _ => None,
     }
+}
+
+/// The copy and select forms of an instruction that reaches no promoted variable.
+fn copy_or_select(p: &Program, inst: &Inst, consts: &mut ConstRows) -> Option<Fast> {
+    use spirv::Op as O;
+    if inst.res == u32::MAX || inst.group {
+        return None;
+    }
+    let rt = p.types.get(inst.ty as usize)?.as_ref()?;
+    // An operand's first row from leaf `start`, `count` leaves (constants as constant rows;
+    // OpUndef, whose bits are drawn per lane, has no form).
+    let mut operand = |id: u32, start: u32, count: u32| -> Option<Operand> {
+        match p.ids.get(id as usize)? {
+            IdKind::Value(Src::Reg(r)) => Some(Operand::Reg(r + start)),
+            IdKind::Value(Src::Const(k)) => {
+                let at = (*k + start) as usize;
+                Some(Operand::Const(
+                    consts.rows(p.consts.get(at..at + count as usize)?)?,
+                ))
+            }
+            _ => None,
+        }
+    };
+    let leaves_of = |id: u32| -> Option<u32> {
+        let t = p.types.get(*p.id_ty.get(id as usize)? as usize)?.as_ref()?;
+        Some(t.leaves)
+    };
+    let parts: Vec<(Operand, u32, u64)> = match inst.decoded? {
+        O::CompositeExtract => {
+            let v = *inst.args.first()?;
+            let vt = p.types.get(*p.id_ty.get(v as usize)? as usize)?.as_ref()?;
+            let start = constant_leaf(p, vt, inst.args.get(1..)?)?;
+            vec![(operand(v, start, rt.leaves)?, rt.leaves, u64::MAX)]
+        }
+        O::CompositeConstruct => {
+            let mut parts = Vec::with_capacity(inst.args.len());
+            for &id in &inst.args {
+                let n = leaves_of(id)?;
+                parts.push((operand(id, 0, n)?, n, u64::MAX));
+            }
+            parts
+        }
+        O::CopyObject | O::CopyLogical if rt.leaves > 1 => {
+            let v = *inst.args.first()?;
+            vec![(operand(v, 0, rt.leaves)?, rt.leaves, u64::MAX)]
+        }
+        O::Bitcast => {
+            // One leaf to one leaf (`floatBitsToUint` and the like): its low bits.
+            let v = *inst.args.first()?;
+            let vt = p.types.get(*p.id_ty.get(v as usize)? as usize)?.as_ref()?;
+            let ([_], [(_, s)]) = (vt.layout.as_slice(), rt.layout.as_slice()) else {
+                return None;
+            };
+            vec![(operand(v, 0, 1)?, 1, crate::num::mask(s.bytes() * 8))]
+        }
+        O::Select => {
+            let (c, a, b) = (*inst.args.first()?, *inst.args.get(1)?, *inst.args.get(2)?);
+            let per_leaf = leaves_of(c)? > 1;
+            let n = rt.leaves;
+            return Some(Fast::Select {
+                dst: inst.res,
+                cond: operand(c, 0, if per_leaf { n } else { 1 })?,
+                a: operand(a, 0, n)?,
+                b: operand(b, 0, n)?,
+                leaves: n,
+                per_leaf,
+            });
+        }
+        _ => return None,
+    };
+    if parts.iter().map(|x| x.1).sum::<u32>() != rt.leaves {
+        return None;
+    }
+    Some(Fast::Copy {
+        to: inst.res,
+        parts: parts.into_boxed_slice(),
+    })
+}
+
+/// The first leaf an `OpCompositeExtract`'s literal indices reach in a value of type `t`.
+fn constant_leaf(p: &Program, t: &TypeInfo, indices: &[u32]) -> Option<u32> {
+    let mut t = t;
+    let mut start = 0;
+    for &k in indices {
+        let (elems, n): (Vec<u32>, u32) = match &t.shape {
+            Shape::Struct { members, .. } => (members.clone(), members.len() as u32),
+            Shape::Array {
+                elem,
+                n,
+                runtime: false,
+                ..
+            } => (vec![*elem; *n as usize], *n),
+            Shape::Vector { elem, n } => (vec![*elem; *n as usize], *n),
+            _ => return None,
+        };
+        if k >= n {
+            return None;
+        }
+        for e in elems.iter().take(k as usize) {
+            start += p.types.get(*e as usize)?.as_ref()?.leaves;
+        }
+        t = p.types.get(*elems.get(k as usize)? as usize)?.as_ref()?;
+    }
+    Some(start)
 }
 
 /// The scalar of a value's first leaf (what `Machine::get` draws for `OpUndef`).
@@ -394,6 +506,90 @@ impl Machine<'_> {
         let n = self.lanes as usize;
         let full = self.full;
         match *f {
+            Fast::Nop => true,
+            Fast::Copy { to, ref parts } => {
+                let mut at = to as usize * n;
+                for &(src, leaves, keep) in parts.iter() {
+                    for c in 0..leaves as usize {
+                        let from = match src {
+                            Operand::Reg(r) => Some((r as usize + c) * n),
+                            Operand::Const(_) => None,
+                        };
+                        let Some((out, [v, _])) = split_rows(&mut sg.regs, at, [from, None], n)
+                        else {
+                            return false;
+                        };
+                        let v = match (v, src) {
+                            (Some(v), _) => v,
+                            (None, Operand::Const(k)) => {
+                                let k = (k as usize + c) * n;
+                                match self.const_rows.get(k..k + n) {
+                                    Some(v) => v,
+                                    None => return false,
+                                }
+                            }
+                            (None, Operand::Reg(_)) => return false,
+                        };
+                        store_row(out, v, keep, mask, full);
+                        at += n;
+                    }
+                }
+                true
+            }
+            Fast::Select {
+                dst,
+                cond,
+                a,
+                b,
+                leaves,
+                per_leaf,
+            } => {
+                let tmp = &mut self.row_tmp;
+                tmp.resize(n, 0);
+                for c in 0..leaves as usize {
+                    let consts = &self.const_rows[..];
+                    let (Some(k), Some(x), Some(y)) = (
+                        operand_row(&sg.regs, consts, cond, if per_leaf { c } else { 0 }, n),
+                        operand_row(&sg.regs, consts, a, c, n),
+                        operand_row(&sg.regs, consts, b, c, n),
+                    ) else {
+                        return false;
+                    };
+                    for (((t, &k), &x), &y) in tmp.iter_mut().zip(k).zip(x).zip(y) {
+                        *t = if k != 0 { x } else { y };
+                    }
+                    let at = (dst as usize + c) * n;
+                    let Some(out) = sg.regs.get_mut(at..at + n) else {
+                        return false;
+                    };
+                    if mask == full {
+                        out.copy_from_slice(tmp);
+                    } else {
+                        crate::kernels::blend(out, tmp, mask);
+                    }
+                }
+                true
+            }
+            Fast::VarInit {
+                flags,
+                leaves,
+                unwritten,
+            } => {
+                let at = flags as usize * n;
+                let Some(rows) = sg.regs.get_mut(at..at + leaves as usize * n) else {
+                    return false;
+                };
+                for row in rows.chunks_exact_mut(n) {
+                    if mask == full {
+                        row.fill(unwritten);
+                    } else {
+                        for l in crate::num::lanes(mask) {
+                            row[l as usize] = unwritten;
+                        }
+                    }
+                }
+                true
+            }
             Fast::Row { kernel, dst, a, b } => {
                 let (kernel, check) = kernel;
                 let reg = |o: Operand| match o {
@@ -504,6 +700,23 @@ impl Machine<'_> {
             }
         }
     }
+}
+
+/// Leaf `c`'s row of an operand: from the registers or the constant rows.
+#[inline]
+fn operand_row<'a>(
+    regs: &'a [u64],
+    consts: &'a [u64],
+    o: Operand,
+    c: usize,
+    n: usize,
+) -> Option<&'a [u64]> {
+    let (all, r) = match o {
+        Operand::Reg(r) => (regs, r),
+        Operand::Const(k) => (consts, k),
+    };
+    let at = (r as usize + c) * n;
+    all.get(at..at + n)
 }
 
 /// Stores `v` kept to `keep` into `out` for the lanes of `mask`.

@@ -400,21 +400,27 @@ pub fn kernel(op: spirv::Op, rs: Scalar, sa: Scalar, sb: Scalar) -> Option<(Kern
     Some((k, Check::None))
 }
 
-/// Writes the lanes of `mask` of `from` into `to`, leaving the others as they are.
+/// Writes the lanes of `mask` of `from` into `to`, leaving the others as they are: lane by
+/// lane over the active lanes when they are few, else a branch-free select over the whole row.
 #[inline]
 pub fn blend(to: &mut [u64], from: &[u64], mask: u128) {
-    if to.len() <= 64 {
-        let m = mask as u64;
-        for (l, (t, &f)) in to.iter_mut().zip(from).enumerate() {
-            if (m >> l) & 1 != 0 {
+    let n = to.len().min(from.len());
+    if (mask.count_ones() as usize) * 4 < n {
+        for l in crate::num::lanes(mask) {
+            if let (Some(t), Some(&f)) = (to.get_mut(l as usize), from.get(l as usize)) {
                 *t = f;
             }
         }
+    } else if n <= 64 {
+        let m = mask as u64;
+        for (l, (t, &f)) in to.iter_mut().zip(from).enumerate() {
+            let keep = ((m >> l) & 1).wrapping_neg();
+            *t = (f & keep) | (*t & !keep);
+        }
     } else {
         for (l, (t, &f)) in to.iter_mut().zip(from).enumerate() {
-            if (mask >> l) & 1 != 0 {
-                *t = f;
-            }
+            let keep = (((mask >> l) as u64) & 1).wrapping_neg();
+            *t = (f & keep) | (*t & !keep);
         }
     }
 }

@@ -130,8 +130,43 @@ pub enum Operand {
 /// The most frequent instructions reduced to what they do to rows (`crate::fast`): no type,
 /// id or layout is looked up when they run, and a case the form does not cover (an undefined
 /// result, a lane never written) goes to the general path, which gives it exactly.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Fast {
+    /// Nothing to do (an access chain into a promoted variable: its uses read the rows).
+    Nop,
+    /// Rows copied into the result's consecutive rows from `to` on, each part's leaves keeping
+    /// the bits of `keep` (`OpCompositeExtract`, `OpCompositeConstruct`, `OpCopyObject`, a
+    /// one-leaf `OpBitcast`).
+    Copy {
+        /// First row of the result.
+        to: u32,
+        /// (first source row, leaves, bits kept) in order.
+        parts: Box<[(Operand, u32, u64)]>,
+    },
+    /// `OpSelect` of registers and constants.
+    Select {
+        /// First row of the result.
+        dst: u32,
+        /// The condition (one row, or one per leaf when `per_leaf`).
+        cond: Operand,
+        /// Chosen where the condition is true.
+        a: Operand,
+        /// Chosen where it is false.
+        b: Operand,
+        /// Result leaves.
+        leaves: u32,
+        /// Whether the condition has a row per leaf.
+        per_leaf: bool,
+    },
+    /// A promoted `OpVariable` without an initializer: its flags say "never written", naming it.
+    VarInit {
+        /// First flag row.
+        flags: u32,
+        /// Leaves.
+        leaves: u32,
+        /// The flag value (the variable's id shifted left by one).
+        unwritten: u64,
+    },
     /// A scalar elementwise operation with a compiled kernel.
     Row {
         /// The kernel and what its active lanes must satisfy.

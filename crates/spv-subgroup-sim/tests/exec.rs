@@ -479,7 +479,9 @@ void main() {
     o[i * 8u + 4u] = floatBitsToUint(float(f16 * f16 + float16_t(1.0)));
     o[i * 8u + 5u] = uint(int(d * 7.0)) ^ uint(d > 1.5);
     o[i * 8u + 6u] = floatBitsToUint(f) ^ uint(f < 3.0) ^ (uint(si < -3) << 1) ^ (uint(si >= int(i & 7u)) << 2);
-    o[i * 8u + 7u] = uint(int(i) >> (i & 7u)) ^ uint(-si) ^ acc;
+    uvec3 v = uvec3(i, i * 3u, u);
+    uvec3 m3 = mix(v, v.zxy, bvec3(i & 1u, i & 2u, i & 4u));
+    o[i * 8u + 7u] = uint(int(i) >> (i & 7u)) ^ uint(-si) ^ acc ^ (m3.x + m3.y * 5u + m3.z * 7u);
 }
 ";
     for (glsl, words, with_undefined) in [(ARITH, 29 * 2 * 8, true), (SHADER, 0, false)] {

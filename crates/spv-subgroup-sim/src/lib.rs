@@ -19,6 +19,7 @@ mod exec;
 mod fast;
 mod glsl;
 mod group;
+mod group_row;
 mod num;
 mod opclass;
 mod ops;
@@ -241,6 +242,7 @@ impl Module {
         let deferrable = parallel::deferrable_atomics(&program);
         promote::promote(&mut program);
         fast::prepare(&mut program);
+        group_row::prepare(&mut program);
         Ok(Module {
             deferrable,
             program,
@@ -254,6 +256,20 @@ impl Module {
     pub fn with_variables_in_memory(mut self) -> Self {
         promote::unpromote(&mut self.program);
         self
+    }
+
+    /// The same module with every subgroup instruction on the general path (no row form): for
+    /// tests that prove the row forms give exactly what it gives.
+    #[doc(hidden)]
+    pub fn with_general_subgroup_ops(mut self) -> Self {
+        group_row::unprepare(&mut self.program);
+        self
+    }
+
+    /// How many subgroup instructions have a row form (for the tests above to prove they ran).
+    #[doc(hidden)]
+    pub fn subgroup_row_forms(&self) -> usize {
+        group_row::count(&self.program)
     }
 
     /// The names of the module's compute entry points.

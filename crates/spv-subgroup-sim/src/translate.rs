@@ -69,6 +69,8 @@ pub struct Inst {
     pub row: Option<RowOp>,
     /// For an access chain: its steps resolved once (`crate::fast::chain_plan`).
     pub chain: Option<Box<ChainPlan>>,
+    /// A subgroup instruction resolved once (`crate::group_row`), if it has that form.
+    pub grp: Option<Box<crate::group_row::GroupRow>>,
 }
 
 /// An access chain resolved from the types: struct members and constant indices summed into
@@ -1005,6 +1007,7 @@ impl Builder<'_> {
                             bindings: Vec::new(),
                             row: None,
                             chain: None,
+                            grp: None,
                         });
                         blk.end = f.insts.len() as u32;
                     }

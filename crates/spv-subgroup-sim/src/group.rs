@@ -122,7 +122,7 @@ pub(crate) fn identity(op: spirv::Op, s: Scalar) -> u64 {
 }
 
 /// Whether two leaves are equal: floats by value (+0 == -0, NaN never), others by bits.
-fn equal(s: Scalar, a: u64, b: u64) -> bool {
+pub(crate) fn equal(s: Scalar, a: u64, b: u64) -> bool {
     match s {
         Scalar::Float { width } => fget(width, a) == fget(width, b),
         _ => a == b,

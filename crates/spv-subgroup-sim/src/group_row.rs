@@ -11,7 +11,7 @@
 //! the general path's order (leaf outer, lane inner).
 
 use crate::exec::{Machine, Sg};
-use crate::group::{combine, float_op, identity};
+use crate::group::{combine, equal, float_op, identity};
 use crate::num::{fget, lanes, mask as wmask, sext};
 use crate::opclass::arith;
 use crate::translate::{Inst, Program, Src};
@@ -55,6 +55,15 @@ pub enum GroupRow {
         widths: [u8; 4],
         /// Result leaves.
         count: u8,
+    },
+    /// All-equal over the active lanes (floats by value).
+    AllEqual {
+        /// The value.
+        v: Src,
+        /// Its leaves.
+        leaves: u32,
+        /// Their scalar.
+        s: Scalar,
     },
     /// Broadcast of the first active lane.
     BroadcastFirst {
@@ -241,6 +250,16 @@ fn resolve(p: &Program, inst: &Inst) -> Option<GroupRow> {
                 pred,
                 widths,
                 count,
+            })
+        }
+        O::GroupNonUniformAllEqual | O::SubgroupAllEqualKHR => {
+            let id = *args.first()?;
+            let (v, t) = operand(p, id, p.val(id).ok()?.1.leaves)?;
+            let s = uniform_scalar(t)?;
+            (rt.leaves == 1 && res_ok(v, t.leaves)).then_some(GroupRow::AllEqual {
+                v,
+                leaves: t.leaves,
+                s,
             })
         }
         O::GroupNonUniformBroadcastFirst | O::SubgroupFirstInvocationKHR => {
@@ -884,6 +903,28 @@ impl Machine<'_> {
                     _ => spread(b, widths, count),
                 };
                 self.fill_rows(sg, inst.res, &r[..count as usize], mask);
+            }
+            GroupRow::AllEqual { v, leaves, s } => {
+                // Every leaf of every active lane equal to the first active lane's (a NaN
+                // equals nothing, not even itself).
+                let first = mask.trailing_zeros();
+                let mut same = true;
+                for c in 0..leaves {
+                    let x0 = self.leaf(sg, v, c, first);
+                    same &= match v {
+                        Src::Reg(r) => {
+                            let row = &sg.regs[(r as usize + c as usize) * n..][..n];
+                            let eq = |x: u64| equal(s, x0, x);
+                            if mask == full {
+                                row.iter().all(|&x| eq(x))
+                            } else {
+                                lanes(mask).all(|l| eq(row[l as usize]))
+                            }
+                        }
+                        _ => equal(s, x0, x0),
+                    };
+                }
+                self.fill_rows(sg, inst.res, &[u64::from(same)], mask);
             }
             GroupRow::BroadcastFirst { v, leaves } => {
                 let first = mask.trailing_zeros();

@@ -490,6 +490,8 @@ void ops(uint x, float f, uint o) {
     P(uint(subgroupInverseBallot(b))) P(uint(subgroupBallotBitExtract(b, x % 40u)))
     P(uint(subgroupElect())) P(uint(subgroupAll(x > 10u))) P(uint(subgroupAny(x > 90u)))
     P(uint(subgroupAllEqual(x % 2u))) P(uint(subgroupAll(true))) P(subgroupBallot(true).x)
+    P(uint(subgroupAllEqual(f))) P(uint(subgroupAllEqual(uvec2(x & 1u, 1u))))
+    P(uint(subgroupAllEqual(abs(f) * 0.0))) P(uint(subgroupAllEqual(7u)))
     P(subgroupBroadcastFirst(x)) P(subgroupBroadcast(x, 0u)) P(subgroupBroadcast(x, 3u))
     P(floatBitsToUint(subgroupBroadcastFirst(f)))
     P(subgroupShuffle(x, x % 8u)) P(subgroupShuffleXor(x, 1u)) P(subgroupShuffleUp(x, 1u))

@@ -962,8 +962,13 @@ impl Machine<'_> {
                         return true;
                     }
                     _ => {
+                        // The operand's row read directly (a constant: the same every lane).
+                        let (xs, kc) = match x {
+                            Src::Reg(r) => (&sg.regs[r as usize * n..][..n], 0),
+                            _ => (&[][..], self.leaf(sg, x, 0, 0)),
+                        };
                         for l in lanes(mask) {
-                            let k = self.leaf(sg, x, 0, l);
+                            let k = xs.get(l as usize).copied().unwrap_or(kc);
                             let from = source_lane(op, u64::from(l), k);
                             if from >= lanes_n || mask >> from & 1 == 0 {
                                 return false;

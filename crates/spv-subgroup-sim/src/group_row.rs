@@ -693,13 +693,15 @@ impl Machine<'_> {
     }
 
     /// Runs a subgroup instruction's row form; false when the general path must run it (a
-    /// case that draws undefined bits, or an empty mask), before anything is written.
+    /// case that draws undefined bits, or an empty mask), decided before anything is written.
     pub(crate) fn group_row(&mut self, sg: &mut Sg, inst: &Inst, g: &GroupRow, mask: u128) -> bool {
-        if mask == 0 {
-            return false;
-        }
         let n = self.lanes as usize;
         let full = self.full_mask();
+        // The rows were checked against the register count at translation; a file or mask
+        // that does not fit them (never in a run) takes the general path rather than a panic.
+        if mask == 0 || mask & !full != 0 || sg.regs.len() < self.p.nregs as usize * n {
+            return false;
+        }
         let res = inst.res as usize;
         match *g {
             GroupRow::Arith {

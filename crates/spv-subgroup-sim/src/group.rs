@@ -14,15 +14,15 @@ use crate::translate::{Inst, Src};
 use crate::types::{Scalar, TypeInfo};
 
 /// `a op b` for subgroup arithmetic.
-fn combine(op: spirv::Op, s: Scalar, a: u64, b: u64) -> u64 {
+pub(crate) fn combine(op: spirv::Op, s: Scalar, a: u64, b: u64) -> u64 {
     use spirv::Op as O;
     let w = s.width();
     let m = wmask(w);
     match (op, s) {
         (O::IAdd, _) => a.wrapping_add(b) & m,
         (O::IMul, _) => a.wrapping_mul(b) & m,
-        (O::FAdd, _) => fput(w, fget(w, a) + fget(w, b)),
-        (O::FMul, _) => fput(w, fget(w, a) * fget(w, b)),
+        (O::FAdd, _) => float_op(w, a, b, false),
+        (O::FMul, _) => float_op(w, a, b, true),
         (O::BitwiseAnd, _) => a & b,
         (O::BitwiseOr, _) => a | b,
         (O::BitwiseXor, _) => a ^ b,
@@ -58,6 +58,33 @@ fn combine(op: spirv::Op, s: Scalar, a: u64, b: u64) -> u64 {
     }
 }
 
+/// `a + b` (or `a * b` with `mul`) of floats of `width` bits, computed in `f64` and rounded to
+/// the width. A NaN operand gives itself, quieted (the first one where both are NaN): what x86
+/// gives for `a op b`, written out because Rust leaves a NaN result's payload to the compiler,
+/// which may swap the operands of a commutative operation (it did, once inlined into a fold), so
+/// the bits would depend on where the operation is compiled.
+#[inline(always)]
+pub(crate) fn float_op(width: u32, a: u64, b: u64, mul: bool) -> u64 {
+    let (x, y) = (fget(width, a), fget(width, b));
+    if x.is_nan() {
+        return quiet_nan(width, a);
+    }
+    if y.is_nan() {
+        return quiet_nan(width, b);
+    }
+    fput(width, if mul { x * y } else { x + y })
+}
+
+/// A NaN of `width` bits with its quiet bit set (the bits the trip through `f64` gives).
+#[inline(always)]
+fn quiet_nan(width: u32, a: u64) -> u64 {
+    match width {
+        16 => (a | 0x200) & 0xffff,
+        32 => (a | 0x40_0000) & 0xffff_ffff,
+        _ => a | 1 << 51,
+    }
+}
+
 /// `split_wide` of one 128-bit value into `out` without allocating (at most four leaves: a
 /// ballot is a uvec4, uvec2 or u64); returns the leaves written.
 fn split_wide_into(v: u128, t: &TypeInfo, out: &mut [u64; 4]) -> usize {
@@ -77,7 +104,7 @@ fn split_wide_into(v: u128, t: &TypeInfo, out: &mut [u64; 4]) -> usize {
 }
 
 /// The identity of `op` for `s` (SPIR-V's table), for empty exclusive scans.
-fn identity(op: spirv::Op, s: Scalar) -> u64 {
+pub(crate) fn identity(op: spirv::Op, s: Scalar) -> u64 {
     use spirv::Op as O;
     let w = s.width();
     let m = wmask(w);
@@ -95,7 +122,7 @@ fn identity(op: spirv::Op, s: Scalar) -> u64 {
 }
 
 /// Whether two leaves are equal: floats by value (+0 == -0, NaN never), others by bits.
-fn equal(s: Scalar, a: u64, b: u64) -> bool {
+pub(crate) fn equal(s: Scalar, a: u64, b: u64) -> bool {
     match s {
         Scalar::Float { width } => fget(width, a) == fget(width, b),
         _ => a == b,
@@ -186,6 +213,12 @@ impl Machine<'_> {
     /// Executes a subgroup instruction.
     pub fn group(&mut self, sg: &mut Sg, inst: &Inst, op: spirv::Op, mask: u128) -> Result<()> {
         use spirv::Op as O;
+        // The row form resolved at translation, unless this run draws undefined bits.
+        if let Some(g) = &inst.grp {
+            if self.group_row(sg, inst, g, mask) {
+                return Ok(());
+            }
+        }
         let khr = matches!(
             op,
             O::SubgroupBallotKHR

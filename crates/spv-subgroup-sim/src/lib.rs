@@ -19,6 +19,7 @@ mod exec;
 mod fast;
 mod glsl;
 mod group;
+mod group_row;
 mod kernels;
 mod num;
 mod opclass;
@@ -242,6 +243,7 @@ impl Module {
         let deferrable = parallel::deferrable_atomics(&program);
         promote::promote(&mut program);
         fast::prepare(&mut program);
+        group_row::prepare(&mut program);
         Ok(Module {
             deferrable,
             program,
@@ -256,18 +258,34 @@ impl Module {
         promote::unpromote(&mut self.program);
         // The row forms read operand registers: resolved again.
         fast::prepare(&mut self.program);
+        group_row::prepare(&mut self.program);
         self
     }
 
-    /// The same module with the compiled kernels, the straight-line form and load forwarding
-    /// off (every instruction through the general paths): for tests that prove those forms give
-    /// exactly what the general paths give.
+    /// The same module with the compiled kernels, the straight-line form, the subgroup row
+    /// forms and load forwarding off (every instruction through the general paths): for tests
+    /// that prove those forms give exactly what the general paths give.
     #[doc(hidden)]
     pub fn with_general_paths_only(mut self) -> Self {
         promote::unforward(&mut self.program);
         self.program.general_only = true;
         fast::prepare(&mut self.program);
+        group_row::unprepare(&mut self.program);
         self
+    }
+
+    /// The same module with every subgroup instruction on the general path (no row form): for
+    /// tests that prove the row forms give exactly what it gives.
+    #[doc(hidden)]
+    pub fn with_general_subgroup_ops(mut self) -> Self {
+        group_row::unprepare(&mut self.program);
+        self
+    }
+
+    /// How many subgroup instructions have a row form (for the tests above to prove they ran).
+    #[doc(hidden)]
+    pub fn subgroup_row_forms(&self) -> usize {
+        group_row::count(&self.program)
     }
 
     /// The names of the module's compute entry points.

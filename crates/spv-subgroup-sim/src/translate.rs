@@ -74,6 +74,8 @@ pub struct Inst {
     pub fast: Option<Fast>,
     /// For an access chain: its steps resolved once (`crate::fast::chain_plan`).
     pub chain: Option<Box<ChainPlan>>,
+    /// A subgroup instruction resolved once (`crate::group_row`), if it has that form.
+    pub grp: Option<Box<GroupRow>>,
 }
 
 /// An access chain resolved from the types: struct members and constant indices summed into
@@ -207,6 +209,92 @@ pub enum Fast {
         src: Operand,
         /// The bits the variable keeps of it.
         keep: u64,
+    },
+}
+
+/// A subgroup instruction resolved once (`crate::group_row`): its operands as register rows or
+/// constants, its operation and scalar decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupRow {
+    /// Reduce, inclusive and exclusive scans, clustered and partitioned arithmetic.
+    Arith {
+        /// The binary operation (`opclass::arith`).
+        bop: spirv::Op,
+        /// The operand's scalar (every leaf the same).
+        s: Scalar,
+        /// The group operation: 0 reduce, 1 inclusive, 2 exclusive, 3 clustered, 6 to 8 partitioned.
+        gop: u8,
+        /// The cluster size (clustered only), at most 128.
+        cluster: u32,
+        /// The operand.
+        v: Src,
+        /// Leaves of the operand and of the result.
+        leaves: u32,
+        /// Partitioned only: the ballot operand, its leaves and their width.
+        ballot: Option<(Src, u32, u32)>,
+    },
+    /// `OpGroupNonUniformElect`.
+    Elect,
+    /// All, Any and Ballot of a bool predicate; the result's leaves (a ballot's widths).
+    Vote {
+        /// 0 All, 1 Any, 2 Ballot.
+        kind: u8,
+        /// The predicate.
+        pred: Src,
+        /// The result's leaf widths (a ballot's), and how many.
+        widths: [u8; 4],
+        /// Result leaves.
+        count: u8,
+    },
+    /// All-equal over the active lanes (floats by value).
+    AllEqual {
+        /// The value.
+        v: Src,
+        /// Its leaves.
+        leaves: u32,
+        /// Their scalar.
+        s: Scalar,
+    },
+    /// Broadcast of the first active lane.
+    BroadcastFirst {
+        /// The value.
+        v: Src,
+        /// Its leaves.
+        leaves: u32,
+    },
+    /// A read of another lane: broadcast, read-invocation and the shuffles.
+    Shuffle {
+        /// The opcode (which lane each reads).
+        op: spirv::Op,
+        /// The value.
+        v: Src,
+        /// Its leaves.
+        leaves: u32,
+        /// The index, delta or mask operand.
+        x: Src,
+    },
+    /// Ballot bit queries: inverse ballot, bit extract, bit count, find LSB and MSB.
+    BallotBits {
+        /// The opcode.
+        op: spirv::Op,
+        /// The ballot operand, its leaves and their width.
+        b: (Src, u32, u32),
+        /// Bit count's group operation; bit extract's index as `x`.
+        gop: u8,
+        /// Bit extract's index.
+        x: Src,
+    },
+    /// `OpGroupNonUniformPartitionEXT` of a one-leaf value: (value, its scalar, the result's
+    /// leaf widths, how many).
+    Partition {
+        /// The value.
+        v: Src,
+        /// Its scalar.
+        s: Scalar,
+        /// The result's leaf widths.
+        widths: [u8; 4],
+        /// Result leaves.
+        count: u8,
     },
 }
 
@@ -1118,6 +1206,7 @@ impl Builder<'_> {
                             row: None,
                             fast: None,
                             chain: None,
+                            grp: None,
                         });
                         blk.end = f.insts.len() as u32;
                     }

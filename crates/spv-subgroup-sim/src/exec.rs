@@ -674,6 +674,11 @@ impl<'p> Machine<'p> {
                         continue;
                     }
                 }
+                if let Some(g) = &inst.grp {
+                    if self.group_row(sg, inst, g, mask) {
+                        continue;
+                    }
+                }
                 if let (Some(local), Some(op)) = (inst.local, inst.decoded) {
                     self.local(sg, inst, op, local, mask)
                         .map_err(|e| e.at(&inst.location()))?;

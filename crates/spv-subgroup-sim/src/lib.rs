@@ -19,6 +19,7 @@ mod exec;
 mod fast;
 mod glsl;
 mod group;
+mod memrow;
 mod num;
 mod opclass;
 mod ops;

@@ -257,6 +257,15 @@ impl Module {
         self
     }
 
+    /// The same module with buffer, push-constant and Workgroup memory accessed lane by lane
+    /// only (no row form, `memrow.rs`): for tests that prove the rows give exactly what the
+    /// per-lane path gives.
+    #[doc(hidden)]
+    pub fn with_memory_lane_by_lane(mut self) -> Self {
+        self.program.memory_lane_by_lane = true;
+        self
+    }
+
     /// The names of the module's compute entry points.
     pub fn entry_points(&self) -> Vec<String> {
         self.program

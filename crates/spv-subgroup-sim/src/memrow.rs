@@ -49,6 +49,9 @@ impl Machine<'_> {
         orow: u32,
         mask: u128,
     ) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
         let n = self.lanes as usize;
         let (prow, orow) = (prow as usize * n, orow as usize * n);
         if !plain(s) || prow + n > sg.regs.len() || orow + n > sg.regs.len() {
@@ -97,6 +100,9 @@ impl Machine<'_> {
         v: Src,
         mask: u128,
     ) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
         let n = self.lanes as usize;
         let prow = prow as usize * n;
         if !plain(s) || prow + n > sg.regs.len() {
@@ -152,6 +158,9 @@ impl Machine<'_> {
     /// base and indices read from register rows; false where an operand is not a register row
     /// in range (the per-lane path reads those).
     pub(crate) fn chain_row(&self, sg: &mut Sg, plan: &ChainPlan, res: u32, mask: u128) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
         let n = self.lanes as usize;
         let len = sg.regs.len();
         let in_range = |s: Src| matches!(s, Src::Reg(r) if (r as usize + 1) * n <= len);
@@ -222,6 +231,9 @@ impl Machine<'_> {
         res: u32,
         mask: u128,
     ) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
         let n = self.lanes as usize;
         let (prow, out) = (prow as usize * n, res as usize * n);
         if res == u32::MAX || prow + n > sg.regs.len() || out + n > sg.regs.len() {
@@ -260,6 +272,9 @@ impl Machine<'_> {
         res: u32,
         mask: u128,
     ) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
         let n = self.lanes as usize;
         let len = sg.regs.len();
         let prow = prow as usize * n;

@@ -182,6 +182,23 @@ impl Machine<'_> {
             // shared array), a tight loop.
             (false, &[(stride, count, idx, s)]) => {
                 let (irow, width) = (row(idx), s.width());
+                if width <= 32 && plan.fixed < 1 << 62 {
+                    // No sum can saturate: the offset (< 2^32), the fixed part (< 2^62) and an
+                    // in-range index (< 2^31) times a stride (< 2^32) stay under 2^64.
+                    let count = count.min(1 << 31);
+                    for l in lanes(mask) {
+                        let l = l as usize;
+                        let ptr = sg.regs[brow + l];
+                        let i = crate::num::sext(width, sg.regs[irow + l]) as u64;
+                        let off = if i >= count {
+                            max
+                        } else {
+                            (u64::from(ptr as u32) + plan.fixed + i * u64::from(stride)).min(max)
+                        };
+                        sg.regs[out + l] = (ptr & !0xffff_ffff) | off;
+                    }
+                    return true;
+                }
                 for l in lanes(mask) {
                     let l = l as usize;
                     let ptr = sg.regs[brow + l];
@@ -296,13 +313,19 @@ impl Machine<'_> {
         };
         let bytes = u64::from(w / 8);
         // Every lane first: an object of this machine, in bounds, its bytes written.
+        let mut cur = usize::MAX;
+        let mut m = None;
         for l in lanes(mask) {
             let ptr = sg.regs[prow + l as usize];
             let obj = (ptr >> 32) as usize;
-            if obj < self.shared_below {
-                return false;
+            if obj != cur {
+                if obj < self.shared_below {
+                    return false;
+                }
+                m = self.mems.get(obj);
+                cur = obj;
             }
-            let Some(mem) = self.mems.get(obj) else {
+            let Some(mem) = m else {
                 return false;
             };
             let at = u64::from(ptr as u32);
@@ -318,20 +341,46 @@ impl Machine<'_> {
             Some(r) => regs[r + l],
             None => x.1,
         };
+        let out = (res != u32::MAX).then_some(res as usize * n);
+        let mut cur = usize::MAX;
+        let mut m = None;
         for l in lanes(mask) {
             let l = l as usize;
             let ptr = sg.regs[prow + l];
             let (obj, at) = ((ptr >> 32) as usize, ptr as u32 as usize);
-            let x = at_lane(v, &sg.regs, l);
-            let cx = at_lane(c, &sg.regs, l);
-            let mem = &mut self.mems[obj];
-            let b = &mut mem.bytes[at..at + bytes as usize];
-            let old = read_le(b);
-            if let Some(new) = crate::ops::atomic_result(op, w, old, x, cx) {
-                write_le(b, new);
+            if obj != cur {
+                m = self.mems.get_mut(obj);
+                cur = obj;
             }
-            if res != u32::MAX {
-                sg.regs[res as usize * n + l] = old;
+            // Every lane's object exists (checked above).
+            let Some(mem) = m.as_deref_mut() else {
+                continue;
+            };
+            let x = at_lane(v, &sg.regs, l);
+            let old = if w == 32 {
+                let b = &mut mem.bytes[at..at + 4];
+                let old = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                // The most frequent atomic, a 32-bit add, without the general match.
+                let new = if op == spirv::Op::AtomicIAdd {
+                    Some(old.wrapping_add(x) & 0xffff_ffff)
+                } else {
+                    crate::ops::atomic_result(op, w, old, x, at_lane(c, &sg.regs, l))
+                };
+                if let Some(new) = new {
+                    b.copy_from_slice(&(new as u32).to_le_bytes());
+                }
+                old
+            } else {
+                let b = &mut mem.bytes[at..at + 8];
+                let old = read_le(b);
+                if let Some(new) = crate::ops::atomic_result(op, w, old, x, at_lane(c, &sg.regs, l))
+                {
+                    write_le(b, new);
+                }
+                old
+            };
+            if let Some(out) = out {
+                sg.regs[out + l] = old;
             }
         }
         true

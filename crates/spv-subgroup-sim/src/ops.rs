@@ -852,7 +852,7 @@ impl<'p> Machine<'p> {
 pub(crate) fn atomic_result(op: spirv::Op, w: u32, old: u64, v: u64, c: u64) -> Option<u64> {
     use spirv::Op as O;
     let m = crate::num::mask(w);
-    let (a, b) = (crate::num::sext(w, old), crate::num::sext(w, v));
+    let (a, b) = (|| crate::num::sext(w, old), || crate::num::sext(w, v));
     match op {
         O::AtomicLoad => None,
         O::AtomicStore | O::AtomicExchange => Some(v),
@@ -861,8 +861,8 @@ pub(crate) fn atomic_result(op: spirv::Op, w: u32, old: u64, v: u64, c: u64) -> 
         O::AtomicIDecrement => Some(old.wrapping_sub(1) & m),
         O::AtomicIAdd => Some(old.wrapping_add(v) & m),
         O::AtomicISub => Some(old.wrapping_sub(v) & m),
-        O::AtomicSMin => Some(if b < a { v } else { old }),
-        O::AtomicSMax => Some(if b > a { v } else { old }),
+        O::AtomicSMin => Some(if b() < a() { v } else { old }),
+        O::AtomicSMax => Some(if b() > a() { v } else { old }),
         O::AtomicUMin => Some(old.min(v)),
         O::AtomicUMax => Some(old.max(v)),
         O::AtomicAnd => Some(old & v),

@@ -6,9 +6,12 @@
 //! Each function here is a fast path in front of the per-lane path of `ops.rs` and returns
 //! false, having changed nothing that path would not change the same way, whenever a lane needs
 //! that path: a pointer to no object, an access out of bounds (whose error the per-lane path
-//! words), a read of uninitialised bytes (whose undefined value it reports, in order), a shared
-//! object of a parallel run (whose bytes are the overlay's, with its read bits), an `OpUndef`
-//! operand (whose bits are drawn per lane). Loads and stores may have done part of their lanes
+//! words), a read of uninitialised bytes (whose undefined value it reports, in order), a store or
+//! atomic on a shared object of a parallel run (whose bytes are the overlay's), an `OpUndef`
+//! operand (whose bits are drawn per lane). Loads from a shared object of a parallel run take
+//! the row form where the workgroup reads the batch's base unchanged (it wrote nothing there and
+//! no deferred atomic waits: `Overlay::clean`), marking each word read as the overlay's own
+//! read does. Loads and stores may have done part of their lanes
 //! before giving up: the per-lane path then does those lanes again from the first, in the same
 //! order and with the same values, so memory and registers end the same. Atomics are not
 //! idempotent, so they check every lane before changing anything.
@@ -59,6 +62,13 @@ impl Machine<'_> {
         }
         let w = s.bytes() as u64;
         let shared_below = self.shared_below;
+        if shared_below > 0 {
+            let first = lanes(mask).next().map_or(0, |l| sg.regs[prow + l as usize]);
+            let obj = (first >> 32) as usize;
+            if obj < shared_below {
+                return self.load_row_shared(sg, (prow, orow), o, s, obj, mask);
+            }
+        }
         let mut cur = usize::MAX;
         let mut m = None;
         for l in lanes(mask) {
@@ -84,6 +94,40 @@ impl Machine<'_> {
                 return false;
             }
             sg.regs[orow + l] = decode(&mem.bytes[a..b], s);
+        }
+        true
+    }
+
+    /// [`Self::load_row`] where every lane reads shared object `obj` of a parallel run that
+    /// this workgroup reads straight from the batch's base (`Overlay::clean`): each word read
+    /// marked as `Overlay::read` marks it. False (having marked only words the per-lane path
+    /// marks again) where a lane needs that path.
+    fn load_row_shared(
+        &mut self,
+        sg: &mut Sg,
+        (prow, orow): (usize, usize),
+        o: u32,
+        s: Scalar,
+        obj: usize,
+        mask: u128,
+    ) -> bool {
+        let Some((bytes, mut marks)) = self.ov.clean(obj) else {
+            return false;
+        };
+        let w = s.bytes() as u64;
+        for l in lanes(mask) {
+            let l = l as usize;
+            let ptr = sg.regs[prow + l];
+            if (ptr >> 32) as usize != obj {
+                return false;
+            }
+            let at = u64::from(ptr as u32) + u64::from(o);
+            if at + w > bytes.len() as u64 {
+                return false;
+            }
+            let (a, b) = (at as usize, (at + w) as usize);
+            marks.mark(a, b - a);
+            sg.regs[orow + l] = decode(&bytes[a..b], s);
         }
         true
     }

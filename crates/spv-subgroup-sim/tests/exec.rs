@@ -562,3 +562,33 @@ fn an_out_of_bounds_lane_in_a_row_keeps_the_lane_by_lane_error() {
         }
     }
 }
+
+#[test]
+fn a_row_load_from_a_shared_buffer_marks_its_words_read_in_a_parallel_run() {
+    // Each workgroup reads, with every lane of a row, the word the previous workgroup writes:
+    // on several threads the words a row load reads must be marked read, so a workgroup that
+    // ran against a batch's stale base runs again and the chain comes out as on one thread.
+    let module = Module::new(&compile(
+        "#version 450\nlayout(local_size_x = 64) in;\nlayout(binding = 0) buffer B { uint v[]; };\nvoid main() { uint w = gl_WorkGroupID.x; uint x = v[w]; barrier(); if (gl_LocalInvocationIndex == 63u) { v[w + 1u] = x + 3u; } }\n",
+    ))
+    .expect("translates");
+    let groups = 24u32;
+    let mut first = vec![0u8; (groups as usize + 1) * 4];
+    first[..4].copy_from_slice(&7u32.to_le_bytes());
+    for size in [8, 32, 64] {
+        for threads in [1, 2, 3] {
+            let d = Dispatch::default()
+                .with_subgroup_size(size)
+                .with_workgroups([groups, 1, 1])
+                .with_buffers(BTreeMap::from([((0, 0), first.clone())]))
+                .with_threads(threads);
+            let out = module.run(&d).expect("runs");
+            let words: Vec<u32> = out.buffers[&(0, 0)]
+                .chunks(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let expected: Vec<u32> = (0..=groups).map(|k| 7 + 3 * k).collect();
+            assert_eq!(words, expected, "size {size}, {threads} threads");
+        }
+    }
+}

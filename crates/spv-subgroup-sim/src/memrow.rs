@@ -300,16 +300,21 @@ impl Machine<'_> {
         if res == u32::MAX || prow + n > sg.regs.len() || out + n > sg.regs.len() {
             return false;
         }
-        let mut cur = (usize::MAX, 0u64);
+        // The last pointer and its length (most rows have one pointer, the buffer's).
+        let mut last: Option<(u64, u64)> = None;
         for l in lanes(mask) {
             let l = l as usize;
             let ptr = sg.regs[prow + l];
-            let obj = (ptr >> 32) as usize;
-            if obj != cur.0 {
-                cur = (obj, self.mem_len(obj) as u64);
-            }
-            let k = cur.1.saturating_sub(u64::from(ptr as u32) + u64::from(off))
-                / u64::from(stride.max(1));
+            let k = match last {
+                Some((p, k)) if p == ptr => k,
+                _ => {
+                    let len = self.mem_len((ptr >> 32) as usize) as u64;
+                    let k = len.saturating_sub(u64::from(ptr as u32) + u64::from(off))
+                        / u64::from(stride.max(1));
+                    last = Some((ptr, k));
+                    k
+                }
+            };
             sg.regs[out + l] = k & 0xffff_ffff;
         }
         true

@@ -32,9 +32,9 @@ pub struct Mem {
     /// Bytes.
     pub bytes: Vec<u8>,
     /// Per byte, whether it was written (empty where the object starts initialised).
-    init: Vec<bool>,
+    pub(crate) init: Vec<bool>,
     /// How many bytes of `init` are still unwritten: once 0, loads skip the check.
-    uninit: usize,
+    pub(crate) uninit: usize,
     /// Name for messages (formatted only when a message needs it).
     pub name: MemName,
 }

@@ -21,6 +21,7 @@ mod glsl;
 mod group;
 mod group_row;
 mod kernels;
+mod memrow;
 mod num;
 mod opclass;
 mod ops;
@@ -262,13 +263,14 @@ impl Module {
         self
     }
 
-    /// The same module with the compiled kernels, the straight-line form, the subgroup row
-    /// forms and load forwarding off (every instruction through the general paths): for tests
-    /// that prove those forms give exactly what the general paths give.
+    /// The same module with the compiled kernels, the straight-line form, the subgroup and
+    /// memory row forms and load forwarding off (every instruction through the general paths):
+    /// for tests that prove those forms give exactly what the general paths give.
     #[doc(hidden)]
     pub fn with_general_paths_only(mut self) -> Self {
         promote::unforward(&mut self.program);
         self.program.general_only = true;
+        self.program.memory_lane_by_lane = true;
         fast::prepare(&mut self.program);
         group_row::unprepare(&mut self.program);
         self
@@ -286,6 +288,15 @@ impl Module {
     #[doc(hidden)]
     pub fn subgroup_row_forms(&self) -> usize {
         group_row::count(&self.program)
+    }
+
+    /// The same module with buffer, push-constant and Workgroup memory accessed lane by lane
+    /// only (no row form, `memrow.rs`): for tests that prove the rows give exactly what the
+    /// per-lane path gives.
+    #[doc(hidden)]
+    pub fn with_memory_lane_by_lane(mut self) -> Self {
+        self.program.memory_lane_by_lane = true;
+        self
     }
 
     /// The names of the module's compute entry points.

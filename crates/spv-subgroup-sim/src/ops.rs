@@ -62,6 +62,9 @@ impl<'p> Machine<'p> {
                 if let (Src::Reg(r), [(o, s)], true) =
                     (p.0, t.layout.as_slice(), inst.res != u32::MAX)
                 {
+                    if self.load_row(sg, r, *o, *s, inst.res, mask) {
+                        return Ok(());
+                    }
                     let n = self.lanes as usize;
                     let (prow, orow) = (r as usize * n, inst.res as usize * n);
                     for l in lanes(mask) {
@@ -93,6 +96,9 @@ impl<'p> Machine<'p> {
                 let v = self.val(arg(1)?)?;
                 // A scalar through a register pointer: each lane's value straight from its row.
                 if let (Src::Reg(r), [(o, s)]) = (p.0, v.1.layout.as_slice()) {
+                    if self.store_row(sg, r, *o, *s, v.0, mask) {
+                        return Ok(());
+                    }
                     let n = self.lanes as usize;
                     let prow = r as usize * n;
                     for l in lanes(mask) {
@@ -147,6 +153,9 @@ impl<'p> Machine<'p> {
                         &computed
                     }
                 };
+                if self.chain_row(sg, plan, inst.res, mask) {
+                    return Ok(());
+                }
                 let nl = self.lanes as usize;
                 let len = sg.regs.len();
                 for l in lanes(mask) {
@@ -206,6 +215,11 @@ impl<'p> Machine<'p> {
                     },
                     _ => return Err(malformed("OpArrayLength of a non-pointer")),
                 };
+                if let Src::Reg(r) = p.0 {
+                    if self.array_length_row(sg, r, off, stride, inst.res, mask) {
+                        return Ok(());
+                    }
+                }
                 for l in lanes(mask) {
                     let ptr = self.get(sg, p, 0, l);
                     let len = self.mem_len((ptr >> 32) as usize) as u64;
@@ -796,6 +810,14 @@ impl<'p> Machine<'p> {
         } else {
             None
         };
+        // Every lane at once where every lane can (`memrow.rs`).
+        if let Src::Reg(prow) = p.0 {
+            let v = value.map_or(Src::None, |v| v.0);
+            let c = cmp.map_or(Src::None, |c| c.0);
+            if self.atomic_row(sg, op, prow, s, v, c, inst.res, mask) {
+                return Ok(());
+            }
+        }
         let mut buf = Vec::new();
         let defer = self.atomic_deferrable(inst.id);
         for l in lanes(mask) {
@@ -812,33 +834,40 @@ impl<'p> Machine<'p> {
             buf.clear();
             self.load(ptr, t, &mut buf)?;
             let old = buf.first().copied().unwrap_or(0);
-            let m = crate::num::mask(w);
-            let (a, b) = (crate::num::sext(w, old), crate::num::sext(w, v));
-            let new = match op {
-                O::AtomicLoad => None,
-                O::AtomicStore | O::AtomicExchange => Some(v),
-                O::AtomicCompareExchange => {
-                    let c = cmp.map_or(0, |c| self.get(sg, c, 0, l));
-                    (old == c).then_some(v)
-                }
-                O::AtomicIIncrement => Some(old.wrapping_add(1) & m),
-                O::AtomicIDecrement => Some(old.wrapping_sub(1) & m),
-                O::AtomicIAdd => Some(old.wrapping_add(v) & m),
-                O::AtomicISub => Some(old.wrapping_sub(v) & m),
-                O::AtomicSMin => Some(if b < a { v } else { old }),
-                O::AtomicSMax => Some(if b > a { v } else { old }),
-                O::AtomicUMin => Some(old.min(v)),
-                O::AtomicUMax => Some(old.max(v)),
-                O::AtomicAnd => Some(old & v),
-                O::AtomicOr => Some(old | v),
-                _ => Some(old ^ v),
+            let c = match cmp {
+                Some(c) if op == O::AtomicCompareExchange => self.get(sg, c, 0, l),
+                _ => 0,
             };
-            if let Some(n) = new {
+            if let Some(n) = atomic_result(op, w, old, v, c) {
                 self.store(ptr, t, &[n])?;
             }
             self.put(sg, inst, 0, l, old);
         }
         Ok(())
+    }
+}
+
+/// The value atomic `op` leaves in a `w`-bit word that held `old`, with operand `v` and
+/// comparator `c` (`OpAtomicCompareExchange`); `None` where it writes nothing.
+pub(crate) fn atomic_result(op: spirv::Op, w: u32, old: u64, v: u64, c: u64) -> Option<u64> {
+    use spirv::Op as O;
+    let m = crate::num::mask(w);
+    let (a, b) = (|| crate::num::sext(w, old), || crate::num::sext(w, v));
+    match op {
+        O::AtomicLoad => None,
+        O::AtomicStore | O::AtomicExchange => Some(v),
+        O::AtomicCompareExchange => (old == c).then_some(v),
+        O::AtomicIIncrement => Some(old.wrapping_add(1) & m),
+        O::AtomicIDecrement => Some(old.wrapping_sub(1) & m),
+        O::AtomicIAdd => Some(old.wrapping_add(v) & m),
+        O::AtomicISub => Some(old.wrapping_sub(v) & m),
+        O::AtomicSMin => Some(if b() < a() { v } else { old }),
+        O::AtomicSMax => Some(if b() > a() { v } else { old }),
+        O::AtomicUMin => Some(old.min(v)),
+        O::AtomicUMax => Some(old.max(v)),
+        O::AtomicAnd => Some(old & v),
+        O::AtomicOr => Some(old | v),
+        _ => Some(old ^ v),
     }
 }
 

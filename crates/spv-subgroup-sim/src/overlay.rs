@@ -168,6 +168,29 @@ struct ObjView {
     pend: Vec<u64>,
 }
 
+/// The read bits of one shared object, handed out by [`Overlay::clean`].
+pub(crate) struct ReadMarks<'a> {
+    obj: u32,
+    read: &'a mut [u64],
+    chunks: &'a mut Vec<(u32, u32)>,
+}
+
+impl ReadMarks<'_> {
+    /// Marks the words bytes `a..a + n` touch as read from the base (as [`Overlay::read`]
+    /// does).
+    #[inline]
+    pub(crate) fn mark(&mut self, a: usize, n: usize) {
+        for w in words(a, a + n) {
+            if let Some(chunk) = self.read.get_mut(w / 64) {
+                if *chunk == 0 {
+                    self.chunks.push((self.obj, (w / 64) as u32));
+                }
+                *chunk |= 1 << (w % 64);
+            }
+        }
+    }
+}
+
 /// A worker's view of the shared objects for the workgroup it runs.
 #[derive(Debug, Default)]
 pub struct Overlay {
@@ -279,6 +302,30 @@ impl Overlay {
             }),
             None => 0,
         }
+    }
+
+    /// The bytes of `obj` where this workgroup reads exactly the batch's base (no deferred
+    /// atomic waits and it wrote no byte of `obj`), with the marks of the words it reads: what
+    /// [`Overlay::read`] does there, for a whole row of loads (`crate::memrow`). `None`
+    /// elsewhere: the caller reads lane by lane.
+    pub(crate) fn clean(&mut self, obj: usize) -> Option<(&[u8], ReadMarks<'_>)> {
+        if self.pending > 0 {
+            return None;
+        }
+        let len = self.len(obj);
+        let v = view(&mut self.objs, obj, len);
+        if v.any_dirty {
+            return None;
+        }
+        let base = self.base.as_ref()?.get(obj)?;
+        Some((
+            base.as_slice(),
+            ReadMarks {
+                obj: obj as u32,
+                read: &mut v.read,
+                chunks: &mut self.read_chunks,
+            },
+        ))
     }
 
     /// Writes the low `n` bytes of `x` at bytes `a..a + n` (in bounds) of `obj`.

@@ -429,6 +429,9 @@ pub struct Program {
     pub globals: Vec<Global>,
     /// The `WorkgroupSize` built-in constant, if any.
     pub workgroup_size: Option<[u32; 3]>,
+    /// Buffer and Workgroup memory lane by lane only, never in rows (`crate::memrow`): for the
+    /// tests that prove the rows give exactly what the per-lane path gives.
+    pub memory_lane_by_lane: bool,
 }
 
 impl Program {
@@ -536,6 +539,7 @@ pub fn translate(words: &[u32], spec: &BTreeMap<u32, u64>) -> Result<Program> {
             entries: Vec::new(),
             globals: Vec::new(),
             workgroup_size: None,
+            memory_lane_by_lane: false,
         },
         decor: (0..n).map(|_| Decor::default()).collect(),
         spec,

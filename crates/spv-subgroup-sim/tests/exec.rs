@@ -659,3 +659,157 @@ fn subgroup_row_forms_give_exactly_what_the_general_path_gives() {
     // path, or draw in its order) happened.
     assert!(undefined_seen > 1000, "{undefined_seen} undefined values");
 }
+
+/// A shader whose buffer, push-constant and Workgroup accesses exercise the row forms'
+/// fallbacks: partial masks, lanes of one row on the same word (stores and atomics, lane order
+/// decides), Workgroup words some lanes never write (read by every lane: undefined reports in
+/// order), bools and floats in shared memory, a runtime array's length, compare-exchange.
+const MEMORY_ROWS: &str = r#"#version 450
+layout(local_size_x = 37) in;
+layout(set = 0, binding = 0) buffer In { uint vin[]; };
+layout(set = 0, binding = 1) buffer Out { uint o[]; };
+layout(push_constant) uniform P { uint bias; };
+shared uint sh[37];
+shared uint counters[3];
+shared bool flags[37];
+shared float fs[37];
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    uint g = gl_GlobalInvocationID.x;
+    uint base = g * 12u;
+    uint x = vin[g % uint(vin.length())] + bias;
+    if (i < 3u) { counters[i] = 0u; }
+    if ((x & 1u) == 0u) { sh[i] = x; flags[i] = (x & 2u) != 0u; }
+    fs[i] = float(x) * 0.25;
+    barrier();
+    uint a = atomicAdd(counters[i % 3u], x);
+    uint b = atomicMax(counters[(i + 1u) % 3u], i);
+    uint c = atomicCompSwap(counters[2], i, x);
+    uint d = atomicExchange(counters[1], i);
+    // Some lanes of this row add to words no lane wrote: the row form must give up before it
+    // changes anything (an atomic done twice is not done once).
+    uint e = atomicAdd(sh[(i * 3u) % 37u], 1u);
+    barrier();
+    o[base + 0u] = a;
+    o[base + 1u] = b;
+    o[base + 2u] = c;
+    o[base + 3u] = d;
+    o[base + 4u] = sh[36u - i];
+    o[base + 5u] = flags[(i * 5u) % 37u] ? 1u : 0u;
+    o[base + 6u] = floatBitsToUint(fs[(i + 3u) % 37u]);
+    o[base + 7u] = counters[i % 3u];
+    if (i % 3u != 0u) { o[base + 8u] = vin[(g * 7u) % uint(vin.length())]; }
+    o[i % 5u] = g;
+    o[base + 9u] = uint(vin.length());
+    o[base + 10u] = atomicOr(o[base + 11u], x) + e + sh[i];
+}
+"#;
+
+#[test]
+fn memory_rows_give_exactly_what_lane_by_lane_memory_gives() {
+    let module = Module::new(&compile(MEMORY_ROWS)).expect("translates");
+    let lane_by_lane = module.clone().with_memory_lane_by_lane();
+    let vin: Vec<u32> = (1..62u32)
+        .map(|k| k.wrapping_mul(2_654_435_761) >> 7)
+        .collect();
+    for size in [1, 4, 8, 32, 64] {
+        for threads in [1, 2] {
+            let d = Dispatch::default()
+                .with_subgroup_size(size)
+                .with_workgroups([3, 1, 1])
+                .with_buffers(BTreeMap::from([
+                    ((0, 0), bytes(&vin)),
+                    ((0, 1), vec![0u8; 3 * 37 * 12 * 4]),
+                ]))
+                .with_push_constants(5u32.to_le_bytes().to_vec())
+                .with_seed(3)
+                .with_threads(threads)
+                .with_report_undefined(true);
+            let (a, b) = (
+                module.run(&d).expect("runs"),
+                lane_by_lane.run(&d).expect("runs"),
+            );
+            let at = format!("size {size}, {threads} threads");
+            assert_eq!(a.buffers, b.buffers, "{at}");
+            assert_eq!(a.undefined, b.undefined, "{at}");
+            assert_eq!(a.undefined_total, b.undefined_total, "{at}");
+            assert_eq!((a.steps, a.lane_steps), (b.steps, b.lane_steps), "{at}");
+            // The test means something: unwritten Workgroup words were read and reported.
+            assert!(
+                a.undefined.iter().any(|u| u
+                    .what
+                    .contains("uninitialised memory of workgroup variable")),
+                "{at}: {:?}",
+                a.undefined
+            );
+        }
+    }
+}
+
+#[test]
+fn an_out_of_bounds_lane_in_a_row_keeps_the_lane_by_lane_error() {
+    // One lane in the middle of the row out of bounds, on each kind of access; every lane
+    // before it in bounds (the row form must not report, or have changed, anything else).
+    let accesses = [
+        "o[0] = vin[i == 5u ? 100u : i];",
+        "vin[i == 6u ? 100u : i] = 1u;",
+        "o[0] = atomicAdd(vin[i == 7u ? 100u : i], 1u);",
+        "o[0] = sh[i == 5u ? 1000u : i];",
+        "sh[i == 6u ? 1000u : i] = 2u;",
+        "o[0] = atomicAdd(sh[i == 7u ? 1000u : i], 1u);",
+        "o[0] = vin[int(i) - 3];",
+    ];
+    for (k, access) in accesses.iter().enumerate() {
+        let glsl = format!(
+            "#version 450\nlayout(local_size_x = 16) in;\nlayout(binding = 0) buffer I {{ uint vin[]; }};\nlayout(binding = 1) buffer O {{ uint o[]; }};\nshared uint sh[16];\nvoid main() {{ uint i = gl_LocalInvocationIndex; sh[i] = i; barrier(); {access} }}\n"
+        );
+        let module = Module::new(&compile(&glsl)).expect("translates");
+        let lane_by_lane = module.clone().with_memory_lane_by_lane();
+        for size in [4, 16] {
+            let d = Dispatch::default()
+                .with_subgroup_size(size)
+                .with_buffers(BTreeMap::from([
+                    ((0, 0), vec![0u8; 64]),
+                    ((0, 1), vec![0u8; 4]),
+                ]))
+                .with_threads(1);
+            let (a, b) = (
+                module.run(&d).expect_err("out of bounds"),
+                lane_by_lane.run(&d).expect_err("out of bounds"),
+            );
+            assert!(matches!(a.kind, ErrorKind::OutOfBounds(_)), "{k}: {a}");
+            assert_eq!(a, b, "access {k} ({access}) at size {size}");
+            assert_eq!(a.to_string(), b.to_string());
+        }
+    }
+}
+
+#[test]
+fn a_row_load_from_a_shared_buffer_marks_its_words_read_in_a_parallel_run() {
+    // Each workgroup reads, with every lane of a row, the word the previous workgroup writes:
+    // on several threads the words a row load reads must be marked read, so a workgroup that
+    // ran against a batch's stale base runs again and the chain comes out as on one thread.
+    let module = Module::new(&compile(
+        "#version 450\nlayout(local_size_x = 64) in;\nlayout(binding = 0) buffer B { uint v[]; };\nvoid main() { uint w = gl_WorkGroupID.x; uint x = v[w]; barrier(); if (gl_LocalInvocationIndex == 63u) { v[w + 1u] = x + 3u; } }\n",
+    ))
+    .expect("translates");
+    let groups = 24u32;
+    let mut first = vec![0u8; (groups as usize + 1) * 4];
+    first[..4].copy_from_slice(&7u32.to_le_bytes());
+    for size in [8, 32, 64] {
+        for threads in [1, 2, 3] {
+            let d = Dispatch::default()
+                .with_subgroup_size(size)
+                .with_workgroups([groups, 1, 1])
+                .with_buffers(BTreeMap::from([((0, 0), first.clone())]))
+                .with_threads(threads);
+            let out = module.run(&d).expect("runs");
+            let words: Vec<u32> = out.buffers[&(0, 0)]
+                .chunks(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let expected: Vec<u32> = (0..=groups).map(|k| 7 + 3 * k).collect();
+            assert_eq!(words, expected, "size {size}, {threads} threads");
+        }
+    }
+}

@@ -1,0 +1,437 @@
+//! Loads, stores, atomics, access chains and `OpArrayLength` on buffers, push constants and
+//! Workgroup memory over a whole row of lanes: the pointer row read once per lane, the memory
+//! object looked up once per run of lanes on the same object, the bytes moved straight between
+//! the object and the register rows, with no `Result`, layout walk or scratch vector per lane.
+//!
+//! Each function here is a fast path in front of the per-lane path of `ops.rs` and returns
+//! false, having changed nothing that path would not change the same way, whenever a lane needs
+//! that path: a pointer to no object, an access out of bounds (whose error the per-lane path
+//! words), a read of uninitialised bytes (whose undefined value it reports, in order), a store or
+//! atomic on a shared object of a parallel run (whose bytes are the overlay's), an `OpUndef`
+//! operand (whose bits are drawn per lane). Loads from a shared object of a parallel run take
+//! the row form where the workgroup reads the batch's base unchanged (it wrote nothing there and
+//! no deferred atomic waits: `Overlay::clean`), marking each word read as the overlay's own
+//! read does. Loads and stores may have done part of their lanes
+//! before giving up: the per-lane path then does those lanes again from the first, in the same
+//! order and with the same values, so memory and registers end the same. Atomics are not
+//! idempotent, so they check every lane before changing anything.
+
+use crate::exec::{Machine, Sg};
+use crate::num::{lanes, read_le, write_le};
+use crate::translate::{ChainPlan, Src};
+use crate::types::Scalar;
+
+/// Whether `s` is a scalar the row forms move (pointers stored in memory keep the per-lane
+/// path).
+fn plain(s: Scalar) -> bool {
+    !matches!(s, Scalar::Ptr)
+}
+
+/// The value of a scalar `s` read as the bytes `b` (bools are 0 or 1, as `Machine::load` makes
+/// them).
+#[inline]
+fn decode(b: &[u8], s: Scalar) -> u64 {
+    let v = read_le(b);
+    if s == Scalar::Bool {
+        u64::from(v != 0)
+    } else {
+        v
+    }
+}
+
+impl Machine<'_> {
+    /// Loads the scalar `s` at byte `o` of what each lane's pointer in register row `prow` points
+    /// to into register row `orow` (`OpLoad` of a one-leaf type); false where a lane needs the
+    /// per-lane path (see the module's doc).
+    pub(crate) fn load_row(
+        &mut self,
+        sg: &mut Sg,
+        prow: u32,
+        o: u32,
+        s: Scalar,
+        orow: u32,
+        mask: u128,
+    ) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
+        let n = self.lanes as usize;
+        let (prow, orow) = (prow as usize * n, orow as usize * n);
+        if !plain(s) || prow + n > sg.regs.len() || orow + n > sg.regs.len() {
+            return false;
+        }
+        let w = s.bytes() as u64;
+        let shared_below = self.shared_below;
+        if shared_below > 0 {
+            let first = lanes(mask).next().map_or(0, |l| sg.regs[prow + l as usize]);
+            let obj = (first >> 32) as usize;
+            if obj < shared_below {
+                return self.load_row_shared(sg, (prow, orow), o, s, obj, mask);
+            }
+        }
+        let mut cur = usize::MAX;
+        let mut m = None;
+        for l in lanes(mask) {
+            let l = l as usize;
+            let ptr = sg.regs[prow + l];
+            let obj = (ptr >> 32) as usize;
+            if obj != cur {
+                if obj < shared_below {
+                    return false;
+                }
+                m = self.mems.get(obj);
+                cur = obj;
+            }
+            let Some(mem) = m else {
+                return false;
+            };
+            let at = u64::from(ptr as u32) + u64::from(o);
+            if at + w > mem.bytes.len() as u64 {
+                return false;
+            }
+            let (a, b) = (at as usize, (at + w) as usize);
+            if mem.uninit > 0 && mem.init.get(a..b).is_some_and(|i| i.contains(&false)) {
+                return false;
+            }
+            sg.regs[orow + l] = decode(&mem.bytes[a..b], s);
+        }
+        true
+    }
+
+    /// [`Self::load_row`] where every lane reads shared object `obj` of a parallel run that
+    /// this workgroup reads straight from the batch's base (`Overlay::clean`): each word read
+    /// marked as `Overlay::read` marks it. False (having marked only words the per-lane path
+    /// marks again) where a lane needs that path.
+    fn load_row_shared(
+        &mut self,
+        sg: &mut Sg,
+        (prow, orow): (usize, usize),
+        o: u32,
+        s: Scalar,
+        obj: usize,
+        mask: u128,
+    ) -> bool {
+        let Some((bytes, mut marks)) = self.ov.clean(obj) else {
+            return false;
+        };
+        let w = s.bytes() as u64;
+        for l in lanes(mask) {
+            let l = l as usize;
+            let ptr = sg.regs[prow + l];
+            if (ptr >> 32) as usize != obj {
+                return false;
+            }
+            let at = u64::from(ptr as u32) + u64::from(o);
+            if at + w > bytes.len() as u64 {
+                return false;
+            }
+            let (a, b) = (at as usize, (at + w) as usize);
+            marks.mark(a, b - a);
+            sg.regs[orow + l] = decode(&bytes[a..b], s);
+        }
+        true
+    }
+
+    /// Stores the scalar `s` at byte `o` of what each lane's pointer in register row `prow`
+    /// points to, the value from `v` (a register row or a constant); false where a lane needs
+    /// the per-lane path (see the module's doc).
+    pub(crate) fn store_row(
+        &mut self,
+        sg: &Sg,
+        prow: u32,
+        o: u32,
+        s: Scalar,
+        v: Src,
+        mask: u128,
+    ) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
+        let n = self.lanes as usize;
+        let prow = prow as usize * n;
+        if !plain(s) || prow + n > sg.regs.len() {
+            return false;
+        }
+        // The value: a row of registers, or one constant for every lane.
+        let (vrow, konst) = match v {
+            Src::Reg(r) if (r as usize + 1) * n <= sg.regs.len() => (Some(r as usize * n), 0),
+            Src::Const(k) => (None, self.p.consts.get(k as usize).copied().unwrap_or(0)),
+            _ => return false,
+        };
+        let w = s.bytes() as u64;
+        let shared_below = self.shared_below;
+        let mut cur = usize::MAX;
+        let mut m = None;
+        for l in lanes(mask) {
+            let l = l as usize;
+            let ptr = sg.regs[prow + l];
+            let obj = (ptr >> 32) as usize;
+            if obj != cur {
+                if obj < shared_below {
+                    return false;
+                }
+                m = self.mems.get_mut(obj);
+                cur = obj;
+            }
+            let Some(mem) = m.as_deref_mut() else {
+                return false;
+            };
+            let at = u64::from(ptr as u32) + u64::from(o);
+            if at + w > mem.bytes.len() as u64 {
+                return false;
+            }
+            let (a, b) = (at as usize, (at + w) as usize);
+            let x = match vrow {
+                Some(r) => sg.regs[r + l],
+                None => konst,
+            };
+            write_le(&mut mem.bytes[a..b], x);
+            if mem.uninit > 0 {
+                for i in mem.init.get_mut(a..b).unwrap_or(&mut []) {
+                    if !*i {
+                        *i = true;
+                        mem.uninit -= 1;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// An access chain's pointers for every lane of `mask` into register row `res`, the plan's
+    /// base and indices read from register rows; false where an operand is not a register row
+    /// in range (the per-lane path reads those).
+    pub(crate) fn chain_row(&self, sg: &mut Sg, plan: &ChainPlan, res: u32, mask: u128) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
+        let n = self.lanes as usize;
+        let len = sg.regs.len();
+        let in_range = |s: Src| matches!(s, Src::Reg(r) if (r as usize + 1) * n <= len);
+        if res == u32::MAX
+            || (res as usize + 1) * n > len
+            || !in_range(plan.base.0)
+            || !plan.steps.iter().all(|st| in_range(st.2))
+        {
+            return false;
+        }
+        let row = |s: Src| match s {
+            Src::Reg(r) => r as usize * n,
+            _ => 0,
+        };
+        let (brow, out) = (row(plan.base.0), res as usize * n);
+        let max = u64::from(u32::MAX);
+        match (plan.all_out, plan.steps.as_slice()) {
+            // The most frequent chain: one index into an array (a buffer's runtime array, a
+            // shared array), a tight loop.
+            (false, &[(stride, count, idx, s)]) => {
+                let (irow, width) = (row(idx), s.width());
+                if width <= 32 && plan.fixed < 1 << 62 {
+                    // No sum can saturate: the offset (< 2^32), the fixed part (< 2^62) and an
+                    // in-range index (< 2^31) times a stride (< 2^32) stay under 2^64.
+                    let count = count.min(1 << 31);
+                    for l in lanes(mask) {
+                        let l = l as usize;
+                        let ptr = sg.regs[brow + l];
+                        let i = crate::num::sext(width, sg.regs[irow + l]) as u64;
+                        let off = if i >= count {
+                            max
+                        } else {
+                            (u64::from(ptr as u32) + plan.fixed + i * u64::from(stride)).min(max)
+                        };
+                        sg.regs[out + l] = (ptr & !0xffff_ffff) | off;
+                    }
+                    return true;
+                }
+                for l in lanes(mask) {
+                    let l = l as usize;
+                    let ptr = sg.regs[brow + l];
+                    let i = crate::num::sext(width, sg.regs[irow + l]);
+                    let off = if i < 0 || (i as u64) >= count {
+                        max
+                    } else {
+                        (u64::from(ptr as u32).saturating_add(plan.fixed))
+                            .saturating_add((i as u64).saturating_mul(u64::from(stride)))
+                            .min(max)
+                    };
+                    sg.regs[out + l] = (ptr & !0xffff_ffff) | off;
+                }
+            }
+            _ => {
+                for l in lanes(mask) {
+                    let l = l as usize;
+                    let ptr = sg.regs[brow + l];
+                    let mut off = u64::from(ptr as u32).saturating_add(plan.fixed);
+                    if plan.all_out {
+                        off = max;
+                    } else {
+                        for &(stride, count, idx, s) in &plan.steps {
+                            let i = crate::num::sext(s.width(), sg.regs[row(idx) + l]);
+                            if i < 0 || (i as u64) >= count {
+                                off = max;
+                                break;
+                            }
+                            off = off.saturating_add((i as u64).saturating_mul(u64::from(stride)));
+                        }
+                    }
+                    sg.regs[out + l] = (ptr & !0xffff_ffff) | off.min(max);
+                }
+            }
+        }
+        true
+    }
+
+    /// `OpArrayLength` for every lane of `mask`: the elements of `stride` bytes from byte `off`
+    /// of each lane's pointer in register row `prow` to the end of its object, into row `res`.
+    pub(crate) fn array_length_row(
+        &self,
+        sg: &mut Sg,
+        prow: u32,
+        off: u32,
+        stride: u32,
+        res: u32,
+        mask: u128,
+    ) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
+        let n = self.lanes as usize;
+        let (prow, out) = (prow as usize * n, res as usize * n);
+        if res == u32::MAX || prow + n > sg.regs.len() || out + n > sg.regs.len() {
+            return false;
+        }
+        // The last pointer and its length (most rows have one pointer, the buffer's).
+        let mut last: Option<(u64, u64)> = None;
+        for l in lanes(mask) {
+            let l = l as usize;
+            let ptr = sg.regs[prow + l];
+            let k = match last {
+                Some((p, k)) if p == ptr => k,
+                _ => {
+                    let len = self.mem_len((ptr >> 32) as usize) as u64;
+                    let k = len.saturating_sub(u64::from(ptr as u32) + u64::from(off))
+                        / u64::from(stride.max(1));
+                    last = Some((ptr, k));
+                    k
+                }
+            };
+            sg.regs[out + l] = k & 0xffff_ffff;
+        }
+        true
+    }
+
+    /// An atomic `op` on the integer scalar `s` at each lane's pointer in register row `prow`,
+    /// lanes in order, operands `v` and `cmp` (register rows or constants, `Src::None` where the
+    /// opcode has none), the old values into row `res`; false, having changed nothing, where a
+    /// lane needs the per-lane path: every lane is checked first (an atomic done twice is not
+    /// the same as once), and a deferrable atomic on a shared object of a parallel run is the
+    /// overlay's.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn atomic_row(
+        &mut self,
+        sg: &mut Sg,
+        op: spirv::Op,
+        prow: u32,
+        s: Scalar,
+        v: Src,
+        cmp: Src,
+        res: u32,
+        mask: u128,
+    ) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
+        let n = self.lanes as usize;
+        let len = sg.regs.len();
+        let prow = prow as usize * n;
+        let w = match s {
+            Scalar::Int { width, .. } if width == 32 || width == 64 => width,
+            _ => return false,
+        };
+        if prow + n > len || (res != u32::MAX && (res as usize + 1) * n > len) {
+            return false;
+        }
+        let operand = |x: Src| match x {
+            Src::Reg(r) if (r as usize + 1) * n <= len => Some((Some(r as usize * n), 0)),
+            Src::Const(k) => Some((None, self.p.consts.get(k as usize).copied().unwrap_or(0))),
+            Src::None => Some((None, 0)),
+            _ => None,
+        };
+        let (Some(v), Some(c)) = (operand(v), operand(cmp)) else {
+            return false;
+        };
+        let bytes = u64::from(w / 8);
+        // Every lane first: an object of this machine, in bounds, its bytes written.
+        let mut cur = usize::MAX;
+        let mut m = None;
+        for l in lanes(mask) {
+            let ptr = sg.regs[prow + l as usize];
+            let obj = (ptr >> 32) as usize;
+            if obj != cur {
+                if obj < self.shared_below {
+                    return false;
+                }
+                m = self.mems.get(obj);
+                cur = obj;
+            }
+            let Some(mem) = m else {
+                return false;
+            };
+            let at = u64::from(ptr as u32);
+            if at + bytes > mem.bytes.len() as u64 {
+                return false;
+            }
+            let (a, b) = (at as usize, (at + bytes) as usize);
+            if mem.uninit > 0 && mem.init.get(a..b).is_some_and(|i| i.contains(&false)) {
+                return false;
+            }
+        }
+        let at_lane = |x: (Option<usize>, u64), regs: &[u64], l: usize| match x.0 {
+            Some(r) => regs[r + l],
+            None => x.1,
+        };
+        let out = (res != u32::MAX).then_some(res as usize * n);
+        let mut cur = usize::MAX;
+        let mut m = None;
+        for l in lanes(mask) {
+            let l = l as usize;
+            let ptr = sg.regs[prow + l];
+            let (obj, at) = ((ptr >> 32) as usize, ptr as u32 as usize);
+            if obj != cur {
+                m = self.mems.get_mut(obj);
+                cur = obj;
+            }
+            // Every lane's object exists (checked above).
+            let Some(mem) = m.as_deref_mut() else {
+                continue;
+            };
+            let x = at_lane(v, &sg.regs, l);
+            let old = if w == 32 {
+                let b = &mut mem.bytes[at..at + 4];
+                let old = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                // The most frequent atomic, a 32-bit add, without the general match.
+                let new = if op == spirv::Op::AtomicIAdd {
+                    Some(old.wrapping_add(x) & 0xffff_ffff)
+                } else {
+                    crate::ops::atomic_result(op, w, old, x, at_lane(c, &sg.regs, l))
+                };
+                if let Some(new) = new {
+                    b.copy_from_slice(&(new as u32).to_le_bytes());
+                }
+                old
+            } else {
+                let b = &mut mem.bytes[at..at + 8];
+                let old = read_le(b);
+                if let Some(new) = crate::ops::atomic_result(op, w, old, x, at_lane(c, &sg.regs, l))
+                {
+                    write_le(b, new);
+                }
+                old
+            };
+            if let Some(out) = out {
+                sg.regs[out + l] = old;
+            }
+        }
+        true
+    }
+}

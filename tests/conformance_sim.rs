@@ -7,7 +7,8 @@
 //! libtest threads) run the parts in parallel; each case is compiled, lowered and translated once
 //! per local size, then run at every size.
 //! Lowered modules must never read an undefined value (`report_undefined` finds none).
-//! `SPV_CONFORMANCE_FILTER` selects cases by substring, as in `conformance.rs`.
+//! `SPV_CONFORMANCE_FILTER` selects cases by substring, as in `conformance.rs`; `SPV_SIM_THREADS`
+//! sets the threads of each dispatch of the `part_*` tests (default: the simulator's own).
 //!
 //! The `emulated_*` tests prove `LowerOptions::emulate_subgroup_size` (issue 26): every case and
 //! the README example, emulated at N in [`EMULATED`] (and lowered for `vulkan1.1`), run at
@@ -54,6 +55,16 @@ fn sizes() -> Vec<u32> {
         Ok(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
         Err(_) => vec![1, 2, 4, 8, 16, 32, 64, 128],
     }
+}
+
+/// Threads each dispatch runs on (`SPV_SIM_THREADS`; default 0, the simulator's own default:
+/// one per core, a dispatch's first millisecond on the calling thread). `cargo xtask bench sim`
+/// sets 1 to measure one core.
+fn threads() -> usize {
+    std::env::var("SPV_SIM_THREADS")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Simulator work done: lane-instructions and the time spent in `Module::run`.
@@ -118,7 +129,8 @@ fn run_variant(
                 .with_workgroups([GROUPS, 1, 1])
                 .with_buffers(buffers)
                 .with_seed(seed * 7919 + u64::from(size))
-                .with_report_undefined(lowered);
+                .with_report_undefined(lowered)
+                .with_threads(threads());
             let (t, cpu) = (std::time::Instant::now(), thread_cpu());
             let result = module.run(&d);
             work.time += t.elapsed();

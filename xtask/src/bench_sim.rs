@@ -321,12 +321,13 @@ pub fn run(args: &[String]) -> Result<()> {
 }
 
 /// The conformance shaders (glslang's unoptimised output of every case, native and lowered,
-/// every local size, two seeds) in the simulator at each size on one thread: the harness
+/// every local size, two seeds) in the simulator at each size on one thread (one test thread,
+/// each dispatch on one thread: `SPV_SIM_THREADS=1`): the harness
 /// `conformance_sim`'s `part_*` tests, which check every run against the host model and print
 /// their lane-instructions and `Module::run`'s CPU time; summed over the parts.
 fn conformance_table(sizes: &[u32]) -> Result<String> {
     let mut table = String::from(
-        "| conformance shaders (conformance_sim part_*, one thread) | size | `Module::run` (wall) | (CPU) | lane-instructions | million lane-instructions/s (wall) | (CPU) |\n|---|---|---|---|---|---|---|\n",
+        "| conformance shaders (conformance_sim part_*, one thread: SPV_SIM_THREADS=1) | size | `Module::run` (wall) | (CPU) | lane-instructions | million lane-instructions/s (wall) | (CPU) |\n|---|---|---|---|---|---|---|\n",
     );
     for &size in sizes {
         let out = crate::process::cargo()
@@ -339,6 +340,7 @@ fn conformance_table(sizes: &[u32]) -> Result<String> {
             ])
             .args(["--", "--nocapture", "--test-threads=1", "part_"])
             .env("SPV_SIM_SIZES", size.to_string())
+            .env("SPV_SIM_THREADS", "1")
             .current_dir(crate::workspace_root())
             .output()
             .context("cargo test -p spv-subgroup-tests --test conformance_sim")?;

@@ -628,8 +628,9 @@ impl<'p> Machine<'p> {
             let fidx = frame.func as usize;
             let program: &'p Program = self.p;
             let func = &program.funcs[fidx];
-            let end = func.blocks[block as usize].end;
-            let lane_count = u64::from(mask.count_ones());
+            let (mut block, mut mask) = (block, mask);
+            let mut end = func.blocks[block as usize].end;
+            let mut lane_count = u64::from(mask.count_ones());
             // The block's instructions back to back: only one that may leave the block (a
             // terminator, a call, a barrier) records where the frame resumes and ends the run.
             let mut pc = pc;
@@ -693,6 +694,27 @@ impl<'p> Machine<'p> {
                 self.exec(sg, inst, block, mask)
                     .map_err(|e| e.at(&inst.location()))?;
                 if leaves {
+                    // A branch that left one block pending in this frame: that block is the
+                    // one the outer loop would pick (the first pending in layout order), so it
+                    // runs straight on.
+                    if matches!(
+                        inst.decoded,
+                        Some(spirv::Op::Branch | spirv::Op::BranchConditional | spirv::Op::Switch)
+                    ) {
+                        if let Some(f) = sg.frames.last_mut() {
+                            if f.pending.len() == 1 && f.cur.is_none() {
+                                if let Some((b, m)) = f.pending.pop() {
+                                    block = b;
+                                    mask = m;
+                                    pc = func.blocks[b as usize].start;
+                                    end = func.blocks[b as usize].end;
+                                    lane_count = u64::from(m.count_ones());
+                                    f.cur = Some((b, pc, m));
+                                    continue;
+                                }
+                            }
+                        }
+                    }
                     break;
                 }
             }

@@ -649,7 +649,6 @@ impl<'p> Machine<'p> {
                         Error::new(ErrorKind::StepLimit(self.step_limit)).at(&inst.location())
                     );
                 }
-                self.here = (inst.word, inst.op, inst.id);
                 if let Some((marks, counts)) = self.trace.as_mut() {
                     let i = pc as usize;
                     if marks
@@ -670,6 +669,9 @@ impl<'p> Machine<'p> {
                         continue;
                     }
                 }
+                // Where undefined values are reported from (the straight-line form never
+                // reports one: it gives such lanes to the paths below).
+                self.here = (inst.word, inst.op, inst.id);
                 if let Some(r) = &inst.row {
                     if self.run_row(sg, inst.res, r, mask) {
                         continue;

@@ -35,12 +35,12 @@ const RECENT: u64 = 32;
 /// See `RECENT`.
 const SERIAL: u64 = 128;
 
-/// Steps (per subgroup) a workgroup may take in a batch before it is given up and left to the
-/// commit, at least: a workgroup that waits in a loop for a word an earlier one of its batch
+/// Steps (per subgroup) a workgroup run against a stale snapshot may take before it is given up
+/// and left to the commit, at least: a workgroup that waits in a loop for a word an earlier one
 /// writes (a decoupled look-back) would otherwise spin to the step limit, or forever without one.
-const BATCH_STEPS: u64 = 1 << 20;
+const STALE_STEPS: u64 = 1 << 20;
 /// ... or this many times the most steps a committed workgroup took.
-const BATCH_STEPS_FACTOR: u64 = 8;
+const STALE_STEPS_FACTOR: u64 = 8;
 
 /// How long a dispatch on every core (`Dispatch::threads` 0) runs its workgroups on the calling
 /// thread before it starts the workers: starting and joining them costs tens of microseconds
@@ -48,9 +48,9 @@ const BATCH_STEPS_FACTOR: u64 = 8;
 /// ends within this never starts them. A thread count asked for always starts its workers.
 const INLINE: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Bytes of workgroups' effects and undefined reports a batch may hold before its workers stop
-/// taking workgroups (the rest go to the next batch): the memory bound of a batch.
-const BATCH_BYTES: usize = 64 << 20;
+/// Bytes of finished runs' effects and undefined reports that may wait for the commit before
+/// the workers ahead of it wait too: the memory bound of the runs held.
+const HELD_BYTES: usize = 64 << 20;
 
 /// The threads a dispatch of `count` workgroups runs on: `d.threads` (0: every core), at most
 /// one per workgroup.
@@ -136,7 +136,7 @@ pub fn deferrable_atomics(p: &Program) -> Vec<bool> {
     defer
 }
 
-/// One workgroup's run in a batch.
+/// One workgroup's run against a snapshot.
 struct WgRun {
     result: Result<()>,
     steps: u64,
@@ -272,7 +272,7 @@ struct Snapshot {
     /// Their steps and undefined reports.
     steps: u64,
     reports: usize,
-    /// The step budget of a run against an older state than its own (`BATCH_STEPS`).
+    /// The step budget of a run against an older state than its own (`STALE_STEPS`).
     budget: u64,
     objs: Arc<Vec<Pages>>,
 }
@@ -535,7 +535,7 @@ impl Shared<'_> {
             version: c.next,
             steps: c.steps,
             reports: c.undefined.len(),
-            budget: BATCH_STEPS.max(c.most_steps.saturating_mul(BATCH_STEPS_FACTOR)),
+            budget: STALE_STEPS.max(c.most_steps.saturating_mul(STALE_STEPS_FACTOR)),
             objs: Arc::new(c.objs.clone()),
         };
         *lock(&self.latest) = Arc::new(snap);
@@ -571,7 +571,7 @@ pub fn dispatch(
     } else {
         std::time::Duration::ZERO
     };
-    on_workers(p, d, &s, defer, files, (threads, inline), BATCH_BYTES).map(|(o, _)| o)
+    on_workers(p, d, &s, defer, files, (threads, inline), HELD_BYTES).map(|(o, _)| o)
 }
 
 /// Runs the dispatch on `threads` workers (more than 1, this thread one of them), the finished
@@ -602,7 +602,7 @@ fn on_workers(
         version: 0,
         steps: 0,
         reports: 0,
-        budget: BATCH_STEPS,
+        budget: STALE_STEPS,
         objs: Arc::new(objs.clone()),
     };
     let sh = Shared {
@@ -779,7 +779,7 @@ void main() {
                 let before = Before {
                     steps: 0,
                     reports: 0,
-                    limit: d.step_limit.min(BATCH_STEPS),
+                    limit: d.step_limit.min(STALE_STEPS),
                 };
                 run_one(&mut m, &s, d, index, before)
             })

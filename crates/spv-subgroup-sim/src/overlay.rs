@@ -202,6 +202,21 @@ impl Pages {
         }
     }
 
+    /// Replaces the `n` bytes at `a` (in bounds, n at most 8) by `f` of their value, one page
+    /// lookup where they lie in one page (a commit's deferred atomics).
+    pub fn update(&mut self, a: usize, n: usize, f: impl FnOnce(u64) -> u64) {
+        let (p, o) = (a >> self.shift, a & ((1 << self.shift) - 1));
+        if let Some(page) = self.pages.get_mut(p) {
+            if o + n <= page.len() {
+                let bytes = &mut Arc::make_mut(page)[o..o + n];
+                write_le(bytes, f(read_le(bytes)));
+                return;
+            }
+        }
+        let old = self.read(a, n);
+        self.write(a, n, f(old));
+    }
+
     /// The bytes, in one piece.
     pub fn into_bytes(self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.len);

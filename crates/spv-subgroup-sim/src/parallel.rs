@@ -254,12 +254,9 @@ fn apply(objs: &mut [Pages], fx: &Effects, last: &mut LastWriter, stamp: u32) {
     for d in &fx.deltas {
         let n = d.width / 8;
         if let Some(o) = objs.get_mut(d.obj as usize) {
-            let old = o.read(d.off as usize, n as usize);
-            o.write(
-                d.off as usize,
-                n as usize,
-                d.kind.apply(d.width, old, d.operand),
-            );
+            o.update(d.off as usize, n as usize, |old| {
+                d.kind.apply(d.width, old, d.operand)
+            });
             last.mark(d.obj, d.off, n, o.len(), stamp);
         }
     }
@@ -854,6 +851,14 @@ void main() {
         assert_eq!(committed.read(8, 4), 0xdead_beef);
         assert_eq!(committed.read(4094, 4), 0x0102_0304);
         assert_eq!(committed.read(9998, 2), 0xccdd);
+        // A deferred atomic's update, within a page and across the boundary.
+        committed.update(8, 4, |old| old + 1);
+        committed.update(4094, 4, |old| old ^ 0xff00_0000);
+        assert_eq!(committed.read(8, 4), 0xdead_bef0);
+        assert_eq!(committed.read(4094, 4), 0xfe02_0304);
+        committed.update(8, 4, |old| old - 1);
+        committed.update(4094, 4, |old| old ^ 0xff00_0000);
+        assert_eq!(snapshot.clone().into_bytes(), bytes);
         let mut want = bytes.clone();
         want[8..12].copy_from_slice(&0xdead_beefu32.to_le_bytes());
         want[4094..4098].copy_from_slice(&0x0102_0304u32.to_le_bytes());

@@ -125,9 +125,6 @@ impl Hasher for WordHasher {
 
 /// Smallest page of [`Pages`]: 4 KiB.
 const MIN_PAGE_SHIFT: u32 = 12;
-/// Most pages of one object (larger objects get larger pages), so that a snapshot, which copies
-/// the list of pages, costs a few hundred reference counts whatever the buffers' size.
-const MOST_PAGES: usize = 256;
 
 /// A shared object's bytes in pages, each behind an `Arc`: the committed state and the snapshots
 /// that workers run against share every page neither changed since the snapshot was taken. A
@@ -144,10 +141,12 @@ impl Pages {
     /// `bytes` in pages.
     pub fn new(bytes: &[u8]) -> Self {
         let len = bytes.len();
-        let mut shift = MIN_PAGE_SHIFT;
-        while len >> shift > MOST_PAGES {
-            shift += 1;
-        }
+        // Pages of about the square root of 64 times the length (at least 4 KiB): a snapshot
+        // costs a reference count per page, a commit that writes a page a snapshot holds copies
+        // it, and this keeps both small (256 KiB: 32 pages of 8 KiB; 64 MiB: 512 of 128 KiB;
+        // 1 GiB: 2048 of 512 KiB).
+        let bits = usize::BITS - len.leading_zeros();
+        let shift = MIN_PAGE_SHIFT.max((bits + 6).div_ceil(2));
         let pages = bytes
             .chunks(1 << shift)
             .map(|c| Arc::new(c.to_vec()))

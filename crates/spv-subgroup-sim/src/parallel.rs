@@ -421,6 +421,22 @@ struct Shared<'a> {
     stop: AtomicBool,
 }
 
+/// Stops the dispatch when its worker panics (a bug): the others, which may be waiting for the
+/// run it will never hand over, stop too, so the panic is reported instead of a hang.
+struct StopOnPanic<'s, 'a>(&'s Shared<'a>);
+
+impl Drop for StopOnPanic<'_, '_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // Under the lock the waiting workers check `stop` with, so none misses it.
+            let r = lock(&self.0.ready);
+            self.0.stop.store(true, Ordering::Relaxed);
+            drop(r);
+            self.0.moved.notify_all();
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -431,6 +447,7 @@ impl Shared<'_> {
     /// only for the commit when they are `WINDOW` workgroups or `bound` bytes ahead of it (or
     /// while many run again: then only the next one to commit runs).
     fn work(&self, m: &mut Machine<'_>, until: Option<std::time::Instant>) {
+        let _stop = StopOnPanic(self);
         loop {
             if self.stop.load(Ordering::Relaxed)
                 || until.is_some_and(|t| std::time::Instant::now() >= t)

@@ -263,7 +263,7 @@ fn bench_kernels_are_the_same_at_every_thread_count() {
     report(&fails, runs, "bench kernel dispatches");
 }
 
-/// Workgroups of the racy shaders: several batches at every thread count.
+/// Workgroups of the racy shaders: enough to run ahead of the commit at every thread count.
 const RACY_GROUPS: u32 = 40;
 
 /// Runs a racy shader at every thread count with a zeroed output buffer of `out_words`.
@@ -397,8 +397,8 @@ void main() {
 
 #[test]
 fn a_workgroup_waiting_for_the_one_before_finishes_without_a_step_limit() {
-    // No step limit: a workgroup that spun on a stale flag in its batch would never stop, so the
-    // batch gives it up after its step budget and the commit runs it again. A hang fails here.
+    // No step limit: a workgroup that spun on a flag of a stale snapshot would never stop, so it
+    // is given up after its step budget and the commit runs it again. A hang fails here.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(racy(LOOK_BACK, 81, Some(u64::MAX)));

@@ -148,8 +148,8 @@ pub struct Machine<'p> {
     pub report: bool,
     /// Recorded undefined events.
     pub undefined: Vec<Undefined>,
-    /// Most undefined events recorded (a parallel run's workgroup: those the outcome still has
-    /// room for when its batch started).
+    /// Most undefined events recorded (a parallel run's workgroup: those the outcome still had
+    /// room for in its snapshot).
     pub(crate) report_cap: usize,
     /// Count of undefined events.
     pub undefined_total: u64,

@@ -162,9 +162,10 @@ impl Dispatch {
     }
 
     /// This dispatch on `threads` threads (0, the default: one per core; 1: this thread only).
-    /// Workgroups run in parallel batches committed in workgroup order, and a workgroup that read
-    /// what an earlier one of its batch wrote runs again: buffers, errors, steps, undefined values
-    /// and size reads are the same at every thread count.
+    /// Workgroups run in parallel, each against the newest committed state, and are committed in
+    /// workgroup order; one that read what an earlier one committed after its start wrote runs
+    /// again: buffers, errors, steps, undefined values and size reads are the same at every
+    /// thread count.
     pub fn with_threads(mut self, threads: usize) -> Self {
         self.threads = threads;
         self

@@ -31,7 +31,12 @@ fn plain(s: Scalar) -> bool {
 /// them).
 #[inline]
 fn decode(b: &[u8], s: Scalar) -> u64 {
-    let v = read_le(b);
+    bits_of(read_le(b), s)
+}
+
+/// What a load of scalar `s` gives of the little-endian value `v` of its bytes.
+#[inline]
+fn bits_of(v: u64, s: Scalar) -> u64 {
     if s == Scalar::Bool {
         u64::from(v != 0)
     } else {
@@ -127,7 +132,7 @@ impl Machine<'_> {
             }
             let (a, b) = (at as usize, (at + w) as usize);
             marks.mark(a, b - a);
-            sg.regs[orow + l] = decode(&bytes[a..b], s);
+            sg.regs[orow + l] = bits_of(bytes.read(a, b - a), s);
         }
         true
     }

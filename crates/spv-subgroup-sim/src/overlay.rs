@@ -1,12 +1,13 @@
 //! A workgroup's private view of the shared memory objects (buffers and push constants) while
 //! workgroups run in parallel (`parallel.rs` schedules and commits them).
 //!
-//! The workgroup reads the shared objects as they were when its batch started (`base`), sees its
-//! own writes (a shadow copy of each object with a bit per byte it wrote), and records each word
-//! it read from `base`. At its end [`Overlay::finish`] hands over what it wrote, the atomic deltas
-//! and the words it read; the commit applies them in workgroup order, and a workgroup that read a
-//! word an earlier workgroup of its batch wrote is run again, so the result is always that of
-//! running the workgroups one after another.
+//! The workgroup reads the shared objects as they were committed when it started (`base`, a
+//! snapshot: [`Pages`] shared with the committed state), sees its own writes (a shadow copy of
+//! each object with a bit per byte it wrote), and records each word it read from `base`. At its
+//! end [`Overlay::finish`] hands over what it wrote, the atomic deltas and the words it read; the
+//! commit applies them in workgroup order, and a workgroup that read a word a workgroup committed
+//! after its snapshot wrote is run again, so the result is always that of running the workgroups
+//! one after another.
 //!
 //! An atomic operation that commutes (add, subtract, increment, decrement, and, or, xor, min,
 //! max) and whose result no instruction reads is kept as a delta and applied at commit without
@@ -122,6 +123,109 @@ impl Hasher for WordHasher {
     }
 }
 
+/// Smallest page of [`Pages`]: 4 KiB.
+const MIN_PAGE_SHIFT: u32 = 12;
+
+/// A shared object's bytes in pages, each behind an `Arc`: the committed state and the snapshots
+/// that workers run against share every page neither changed since the snapshot was taken. A
+/// commit that writes a page a snapshot still holds copies that page alone (`Arc::make_mut`), so
+/// a snapshot costs the page list, not the buffers.
+#[derive(Clone, Debug, Default)]
+pub struct Pages {
+    len: usize,
+    shift: u32,
+    pages: Vec<Arc<Vec<u8>>>,
+}
+
+impl Pages {
+    /// `bytes` in pages.
+    pub fn new(bytes: &[u8]) -> Self {
+        let len = bytes.len();
+        // Pages of about the square root of 64 times the length (at least 4 KiB): a snapshot
+        // costs a reference count per page, a commit that writes a page a snapshot holds copies
+        // it, and this keeps both small (256 KiB: 32 pages of 8 KiB; 64 MiB: 512 of 128 KiB;
+        // 1 GiB: 2048 of 512 KiB).
+        let bits = usize::BITS - len.leading_zeros();
+        let shift = MIN_PAGE_SHIFT.max((bits + 6).div_ceil(2));
+        let pages = bytes
+            .chunks(1 << shift)
+            .map(|c| Arc::new(c.to_vec()))
+            .collect();
+        Pages { len, shift, pages }
+    }
+
+    /// The object's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Byte `k` (0 out of bounds).
+    fn byte(&self, k: usize) -> u8 {
+        let page = self.pages.get(k >> self.shift);
+        page.and_then(|p| p.get(k & ((1 << self.shift) - 1)))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The little-endian value of bytes `a..a + n` (n at most 8; bytes out of bounds read 0).
+    pub fn read(&self, a: usize, n: usize) -> u64 {
+        let (p, o) = (a >> self.shift, a & ((1 << self.shift) - 1));
+        match self.pages.get(p) {
+            Some(page) if o + n <= page.len() => read_le(&page[o..o + n]),
+            // Across a page boundary or out of bounds.
+            _ => (0..n).fold(0, |acc, i| acc | u64::from(self.byte(a + i)) << (8 * i)),
+        }
+    }
+
+    /// Writes the low `n` bytes of `v` at bytes `a..a + n` (those out of bounds are dropped),
+    /// copying a page a snapshot still holds.
+    pub fn write(&mut self, a: usize, n: usize, v: u64) {
+        let (p, o) = (a >> self.shift, a & ((1 << self.shift) - 1));
+        if let Some(page) = self.pages.get_mut(p) {
+            if o + n <= page.len() {
+                write_le(&mut Arc::make_mut(page)[o..o + n], v);
+                return;
+            }
+        }
+        for i in 0..n {
+            let k = a + i;
+            let at = k & ((1 << self.shift) - 1);
+            if let Some(byte) = self
+                .pages
+                .get_mut(k >> self.shift)
+                .filter(|page| at < page.len())
+                .map(|page| &mut Arc::make_mut(page)[at])
+            {
+                *byte = (v >> (8 * i)) as u8;
+            }
+        }
+    }
+
+    /// Replaces the `n` bytes at `a` (in bounds, n at most 8) by `f` of their value, one page
+    /// lookup where they lie in one page (a commit's deferred atomics).
+    pub fn update(&mut self, a: usize, n: usize, f: impl FnOnce(u64) -> u64) {
+        let (p, o) = (a >> self.shift, a & ((1 << self.shift) - 1));
+        if let Some(page) = self.pages.get_mut(p) {
+            if o + n <= page.len() {
+                let bytes = &mut Arc::make_mut(page)[o..o + n];
+                write_le(bytes, f(read_le(bytes)));
+                return;
+            }
+        }
+        let old = self.read(a, n);
+        self.write(a, n, f(old));
+    }
+
+    /// The bytes, in one piece.
+    pub fn into_bytes(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len);
+        for page in self.pages {
+            out.extend_from_slice(&page);
+        }
+        out
+    }
+}
+
 /// A deferred atomic: `kind` with `operand` on the `width`-bit word at byte `off` of `obj`.
 #[derive(Clone, Copy, Debug)]
 pub struct Delta {
@@ -148,7 +252,7 @@ pub struct Effects {
     pub writes: Vec<(u32, u32, u32, u64)>,
     /// Its deferred atomics, in the order they were first made.
     pub deltas: Vec<Delta>,
-    /// (object, chunk of 64 words, bits): the words it read from the batch's base.
+    /// (object, chunk of 64 words, bits): the words it read from its snapshot.
     pub reads: Vec<(u32, u32, u64)>,
 }
 
@@ -194,8 +298,9 @@ impl ReadMarks<'_> {
 /// A worker's view of the shared objects for the workgroup it runs.
 #[derive(Debug, Default)]
 pub struct Overlay {
-    /// The shared objects' bytes when the batch started; `None` outside a batch.
-    pub base: Option<Arc<Vec<Vec<u8>>>>,
+    /// The shared objects' bytes as committed when the workgroup started (a snapshot); `None`
+    /// while the machine runs nothing.
+    pub base: Option<Arc<Vec<Pages>>>,
     objs: Vec<ObjView>,
     /// (object, byte offset, length) of each write that made a byte dirty.
     written: Vec<(u32, u32, u32)>,
@@ -254,22 +359,36 @@ fn words(a: usize, b: usize) -> std::ops::Range<usize> {
 }
 
 impl Overlay {
-    fn base_bytes(&self, obj: usize) -> &[u8] {
+    /// The length of shared object `obj`.
+    pub fn len(&self, obj: usize) -> usize {
         self.base
             .as_ref()
             .and_then(|b| b.get(obj))
-            .map_or(&[], Vec::as_slice)
-    }
-
-    /// The length of shared object `obj`.
-    pub fn len(&self, obj: usize) -> usize {
-        self.base_bytes(obj).len()
+            .map_or(0, Pages::len)
     }
 
     /// Reads bytes `a..a + n` (in bounds) of `obj`: this workgroup's writes over the base.
     pub(crate) fn read(&mut self, obj: usize, a: usize, n: usize) -> u64 {
         if self.pending > 0 {
             self.settle(obj, a, a + n);
+        }
+        // The common case first: an object this workgroup has not written (an input buffer),
+        // its view already sized: mark the words read and read the snapshot.
+        if let (Some(base), Some(v)) = (
+            self.base.as_deref().and_then(|b| b.get(obj)),
+            self.objs.get_mut(obj),
+        ) {
+            if !v.any_dirty && v.shadow.len() == base.len() {
+                for w in words(a, a + n) {
+                    if let Some(chunk) = v.read.get_mut(w / 64) {
+                        if *chunk == 0 {
+                            self.read_chunks.push((obj as u32, (w / 64) as u32));
+                        }
+                        *chunk |= 1 << (w % 64);
+                    }
+                }
+                return base.read(a, n);
+            }
         }
         let len = self.len(obj);
         let v = view(&mut self.objs, obj, len);
@@ -291,12 +410,12 @@ impl Overlay {
         }
         let base = self.base.as_ref().and_then(|b| b.get(obj));
         match base {
-            Some(base) if dirty == 0 => read_le(&base[a..a + n]),
+            Some(base) if dirty == 0 => base.read(a, n),
             Some(base) => (a..a + n).enumerate().fold(0, |acc, (i, k)| {
                 let byte = if bit(&v.dirty, k) {
                     v.shadow[k]
                 } else {
-                    base[k]
+                    base.byte(k)
                 };
                 acc | u64::from(byte) << (8 * i)
             }),
@@ -308,7 +427,7 @@ impl Overlay {
     /// atomic waits and it wrote no byte of `obj`), with the marks of the words it reads: what
     /// [`Overlay::read`] does there, for a whole row of loads (`crate::memrow`). `None`
     /// elsewhere: the caller reads lane by lane.
-    pub(crate) fn clean(&mut self, obj: usize) -> Option<(&[u8], ReadMarks<'_>)> {
+    pub(crate) fn clean(&mut self, obj: usize) -> Option<(&Pages, ReadMarks<'_>)> {
         if self.pending > 0 {
             return None;
         }
@@ -319,7 +438,7 @@ impl Overlay {
         }
         let base = self.base.as_ref()?.get(obj)?;
         Some((
-            base.as_slice(),
+            base,
             ReadMarks {
                 obj: obj as u32,
                 read: &mut v.read,

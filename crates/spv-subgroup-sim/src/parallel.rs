@@ -1,42 +1,46 @@
 //! Workgroups on several threads with exactly the result of running them one after another.
 //!
-//! The workgroups run in batches. Each worker runs workgroups of the batch against the shared
-//! objects as they were when the batch started, with its writes in a private overlay
-//! (`overlay.rs`); then the batch is committed in workgroup order. A workgroup that read a word an
-//! earlier workgroup of its batch wrote, failed, passed its batch's step budget (it may be
-//! waiting for a word an earlier one writes) or would pass the step limit is run again on this
-//! thread against the committed state, as the sequential run would have run it: so buffers,
-//! errors, steps, undefined values and size reads are the same whatever the thread count.
+//! Each worker takes the next workgroup and runs it against the newest snapshot of the committed
+//! state (pages shared with it, `overlay::Pages`), its writes in a private overlay
+//! (`overlay.rs`); a finished run waits until the workgroups before it are committed, and is
+//! committed by whichever worker holds the commit then (no thread waits for another at a
+//! barrier; one runs ahead of the commit by at most `WINDOW` workgroups). A workgroup that read a
+//! word written by a workgroup committed after its snapshot (a last-writer stamp per word says
+//! which), failed, passed its step budget (it may be waiting for a word an earlier one writes)
+//! or would pass the step limit is run again by the committing worker against the committed
+//! state, as the sequential run would have run it: so buffers, errors, steps, undefined values
+//! and size reads are the same whatever the thread count.
 //! Undefined values' bits are seeded per workgroup (`exec::workgroup_rng`), not per thread.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::exec::{Machine, Setup, MAX_REPORTS};
-use crate::num::{read_le, write_le};
-use crate::overlay::Effects;
+use crate::overlay::{Effects, Pages};
 use crate::regpool::RegisterFiles;
 use crate::translate::Program;
 use crate::{Dispatch, Outcome, Undefined};
 
-/// Workgroups per worker in the first batch: more amortise the threads' start and the commit,
-/// fewer keep the overlays small and a conflict's re-runs few, and waste less where workgroups
-/// are longer than the first step budget (each is stopped and run again). Later batches double
-/// while batches are short and nothing runs again, and halve when many workgroups run again
-/// (the batch size never changes a result).
-const PER_WORKER: u64 = 1;
-/// Most workgroups per worker in a batch.
-const MAX_PER_WORKER: u64 = 1024;
-/// A batch shorter than this grows the next one.
-const SHORT_BATCH: std::time::Duration = std::time::Duration::from_millis(100);
+/// Most workgroups a worker may run ahead of the commit: bounds the finished runs held and how
+/// stale a snapshot gets. A worker that far ahead waits (only for the commit: the workgroup
+/// next to commit is never held back).
+const WINDOW: u64 = 1024;
 
-/// Steps (per subgroup) a workgroup may take in a batch before it is given up and left to the
-/// commit, at least: a workgroup that waits in a loop for a word an earlier one of its batch
+/// Workgroups in the window that decides whether the workers run ahead: when more than a
+/// quarter of the last `RECENT` committed ran again (each reads what the one before wrote,
+/// so every snapshot is stale), the workers run only the workgroup next to commit, against
+/// the committed state, for the next `SERIAL` (the mode never changes a result).
+const RECENT: u64 = 32;
+/// See `RECENT`.
+const SERIAL: u64 = 128;
+
+/// Steps (per subgroup) a workgroup run against a stale snapshot may take before it is given up
+/// and left to the commit, at least: a workgroup that waits in a loop for a word an earlier one
 /// writes (a decoupled look-back) would otherwise spin to the step limit, or forever without one.
-const BATCH_STEPS: u64 = 1 << 20;
+const STALE_STEPS: u64 = 1 << 20;
 /// ... or this many times the most steps a committed workgroup took.
-const BATCH_STEPS_FACTOR: u64 = 8;
+const STALE_STEPS_FACTOR: u64 = 8;
 
 /// How long a dispatch on every core (`Dispatch::threads` 0) runs its workgroups on the calling
 /// thread before it starts the workers: starting and joining them costs tens of microseconds
@@ -44,9 +48,9 @@ const BATCH_STEPS_FACTOR: u64 = 8;
 /// ends within this never starts them. A thread count asked for always starts its workers.
 const INLINE: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Bytes of workgroups' effects and undefined reports a batch may hold before its workers stop
-/// taking workgroups (the rest go to the next batch): the memory bound of a batch.
-const BATCH_BYTES: usize = 64 << 20;
+/// Bytes of finished runs' effects and undefined reports that may wait for the commit before
+/// the workers ahead of it wait too: the memory bound of the runs held.
+const HELD_BYTES: usize = 64 << 20;
 
 /// The threads a dispatch of `count` workgroups runs on: `d.threads` (0: every core), at most
 /// one per workgroup.
@@ -132,7 +136,7 @@ pub fn deferrable_atomics(p: &Program) -> Vec<bool> {
     defer
 }
 
-/// One workgroup's run in a batch.
+/// One workgroup's run against a snapshot.
 struct WgRun {
     result: Result<()>,
     steps: u64,
@@ -194,134 +198,372 @@ impl WgRun {
     }
 }
 
-/// A bit per word of each shared object: written by a committed workgroup of this batch.
+/// Per shared object, per word: 1 + the index of the last committed workgroup of this dispatch
+/// that wrote it (0: none), so a run against the snapshot of version `v` (workgroups `0..v`
+/// committed) conflicts exactly where it read a word stamped above `v`.
 #[derive(Default)]
-struct Written {
-    bits: Vec<Vec<u64>>,
-    touched: Vec<(u32, u32)>,
+struct LastWriter {
+    words: Vec<Vec<u32>>,
 }
 
-impl Written {
-    fn mark(&mut self, obj: u32, a: u32, n: u32) {
-        if self.bits.len() <= obj as usize {
-            self.bits.resize_with(obj as usize + 1, Vec::new);
+impl LastWriter {
+    /// Stamps the words of bytes `a..a + n` of `obj` (an object of `len` bytes).
+    fn mark(&mut self, obj: u32, a: u32, n: u32, len: usize, stamp: u32) {
+        if self.words.len() <= obj as usize {
+            self.words.resize_with(obj as usize + 1, Vec::new);
         }
-        let v = &mut self.bits[obj as usize];
+        let v = &mut self.words[obj as usize];
+        if v.is_empty() {
+            // Allocated on the first write: objects only read cost nothing.
+            *v = vec![0; len.div_ceil(4)];
+        }
         for w in a / 4..(a + n).div_ceil(4) {
-            let c = (w / 64) as usize;
-            if v.len() <= c {
-                v.resize(c + 1, 0);
+            if let Some(x) = v.get_mut(w as usize) {
+                *x = stamp;
             }
-            if v[c] == 0 {
-                self.touched.push((obj, c as u32));
-            }
-            v[c] |= 1 << (w % 64);
         }
     }
 
-    fn conflicts(&self, reads: &[(u32, u32, u64)]) -> bool {
+    /// Whether a word of `reads` was written by a workgroup committed after `version`.
+    fn conflicts(&self, reads: &[(u32, u32, u64)], version: u64) -> bool {
         reads.iter().any(|&(obj, c, bits)| {
-            self.bits
-                .get(obj as usize)
-                .and_then(|v| v.get(c as usize))
-                .is_some_and(|w| w & bits != 0)
+            let Some(v) = self.words.get(obj as usize).filter(|v| !v.is_empty()) else {
+                return false;
+            };
+            let mut b = bits;
+            while b != 0 {
+                let w = c as usize * 64 + b.trailing_zeros() as usize;
+                if v.get(w).is_some_and(|&s| u64::from(s) > version) {
+                    return true;
+                }
+                b &= b - 1;
+            }
+            false
         })
     }
-
-    fn clear(&mut self) {
-        for (obj, c) in self.touched.drain(..) {
-            if let Some(w) = self
-                .bits
-                .get_mut(obj as usize)
-                .and_then(|v| v.get_mut(c as usize))
-            {
-                *w = 0;
-            }
-        }
-    }
 }
 
-/// Applies a workgroup's writes and deltas to the committed bytes, marking the words in `written`.
-fn apply(objs: &mut [Vec<u8>], fx: &Effects, written: &mut Written) {
+/// Applies a workgroup's writes and deltas to the committed bytes, stamping their words.
+fn apply(objs: &mut [Pages], fx: &Effects, last: &mut LastWriter, stamp: u32) {
     for &(obj, a, n, v) in &fx.writes {
-        if let Some(b) = objs
-            .get_mut(obj as usize)
-            .and_then(|o| o.get_mut(a as usize..(a + n) as usize))
-        {
-            write_le(b, v);
+        if let Some(o) = objs.get_mut(obj as usize) {
+            o.write(a as usize, n as usize, v);
+            last.mark(obj, a, n, o.len(), stamp);
         }
-        written.mark(obj, a, n);
     }
     for d in &fx.deltas {
         let n = d.width / 8;
-        if let Some(b) = objs
-            .get_mut(d.obj as usize)
-            .and_then(|o| o.get_mut(d.off as usize..(d.off + n) as usize))
-        {
-            let old = read_le(b);
-            write_le(b, d.kind.apply(d.width, old, d.operand));
+        if let Some(o) = objs.get_mut(d.obj as usize) {
+            o.update(d.off as usize, n as usize, |old| {
+                d.kind.apply(d.width, old, d.operand)
+            });
+            last.mark(d.obj, d.off, n, o.len(), stamp);
         }
-        written.mark(d.obj, d.off, n);
     }
 }
 
-/// Runs workgroups `first..end` on the workers against `base`; each result by its index.
-fn run_batch(
-    machines: &mut [Machine<'_>],
-    base: &Arc<Vec<Vec<u8>>>,
-    s: &Setup,
-    d: &Dispatch,
-    (first, end): (u64, u64),
-    before: Before,
-    bound: usize,
-) -> Result<Vec<Option<WgRun>>> {
-    let next = AtomicU64::new(first);
-    let failed = AtomicBool::new(false);
-    let held = AtomicUsize::new(0);
-    let runs = std::thread::scope(|scope| {
-        let workers: Vec<_> = machines
-            .iter_mut()
-            .map(|m| {
-                m.ov.base = Some(Arc::clone(base));
-                let (next, failed, held) = (&next, &failed, &held);
-                scope.spawn(move || {
-                    let mut out = Vec::new();
-                    // After a failure the rest of the batch is left to the commit, which stops
-                    // at the failure; past the memory bound, to the next batch. Workgroups are
-                    // taken in order, so those run are always a prefix of the batch.
-                    while !failed.load(Ordering::Relaxed) && held.load(Ordering::Relaxed) < bound {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        if index >= end {
-                            break;
+/// The committed state as workers see it when they start a workgroup.
+struct Snapshot {
+    /// Workgroups `0..version` are committed in `objs`.
+    version: u64,
+    /// Their steps and undefined reports.
+    steps: u64,
+    reports: usize,
+    /// The step budget of a run against an older state than its own (`STALE_STEPS`).
+    budget: u64,
+    objs: Arc<Vec<Pages>>,
+}
+
+/// The commit: the committed state, the totals, and what decides whether the workers run ahead.
+struct Commit {
+    objs: Vec<Pages>,
+    last: LastWriter,
+    /// Workgroups committed.
+    next: u64,
+    steps: u64,
+    lane_steps: u64,
+    most_steps: u64,
+    undefined: Vec<Undefined>,
+    undefined_total: u64,
+    counts: Option<Vec<Vec<u64>>>,
+    memory_objects: usize,
+    error: Option<Error>,
+    /// Of the workgroups committed since `recent_from`, how many ran again.
+    recent_again: u64,
+    recent_from: u64,
+    /// Workers run only the next workgroup to commit until this many are committed.
+    serial_until: u64,
+    /// Workgroups run again, in all (for tests and measurements).
+    again: u64,
+}
+
+impl Commit {
+    /// Nothing committed yet: the shared objects `objs`, a dispatch's first memory objects.
+    fn new(objs: Vec<Pages>, memory_objects: usize) -> Self {
+        Commit {
+            objs,
+            last: LastWriter::default(),
+            next: 0,
+            steps: 0,
+            lane_steps: 0,
+            most_steps: 0,
+            undefined: Vec::new(),
+            undefined_total: 0,
+            counts: None,
+            memory_objects,
+            error: None,
+            recent_again: 0,
+            recent_from: 0,
+            serial_until: 0,
+            again: 0,
+        }
+    }
+
+    /// Commits `run` of workgroup `self.next`, which ran against the snapshot of `version`, or runs
+    /// it again against the committed state when it read a word written since, failed, or would
+    /// pass the step limit.
+    fn commit_one(
+        &mut self,
+        (d, s): (&Dispatch, &Setup),
+        m: &mut Machine<'_>,
+        run: WgRun,
+        version: u64,
+    ) {
+        let c = self;
+        let index = c.next;
+        let exact = version == index;
+        let run = if exact
+            || (run.result.is_ok()
+                && c.steps.saturating_add(run.steps) <= d.step_limit
+                && !c.last.conflicts(&run.fx.reads, version))
+        {
+            run
+        } else {
+            c.again += 1;
+            c.recent_again += 1;
+            m.ov.base = Some(Arc::new(c.objs.clone()));
+            let before = Before {
+                steps: c.steps,
+                reports: c.undefined.len(),
+                limit: d.step_limit,
+            };
+            let r = run_one(m, s, d, index, before);
+            m.ov.base = None;
+            r
+        };
+        if let Err(e) = run.result {
+            c.error = Some(e);
+            return;
+        }
+        // `on_workers` leaves dispatches of more workgroups than a stamp counts to the
+        // sequential run.
+        let stamp = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        apply(&mut c.objs, &run.fx, &mut c.last, stamp);
+        c.steps += run.steps;
+        c.most_steps = c.most_steps.max(run.steps);
+        c.lane_steps += run.lane_steps;
+        c.undefined_total += run.undefined_total;
+        let room = MAX_REPORTS.saturating_sub(c.undefined.len());
+        c.undefined.extend(run.undefined.into_iter().take(room));
+        c.memory_objects = c.memory_objects.max(run.high);
+        if let Some(counts) = run.counts {
+            match c.counts.as_mut() {
+                None => c.counts = Some(counts),
+                Some(total) => {
+                    for (t, counts) in total.iter_mut().zip(counts) {
+                        for (t, n) in t.iter_mut().zip(counts) {
+                            *t += n;
                         }
-                        let run = run_one(m, s, d, index, before);
-                        if run.result.is_err() {
-                            failed.store(true, Ordering::Relaxed);
-                        }
-                        held.fetch_add(run.bytes(), Ordering::Relaxed);
-                        out.push((index, run));
                     }
-                    m.ov.base = None;
-                    out
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join()).collect::<Vec<_>>()
-    });
-    let mut slots: Vec<Option<WgRun>> = (first..end).map(|_| None).collect();
-    for worker in runs {
-        let worker = worker.map_err(|_| {
-            Error::new(ErrorKind::Dispatch(
-                "a worker thread of the dispatch panicked (a bug in the simulator)".into(),
-            ))
-        })?;
-        for (index, run) in worker {
-            if let Some(slot) = slots.get_mut((index - first) as usize) {
-                *slot = Some(run);
+                }
+            }
+        }
+        c.next += 1;
+        if c.next >= c.serial_until && c.next - c.recent_from >= RECENT {
+            // Many ran again: their snapshots are stale as soon as taken (each reads what the
+            // one before wrote); for a while run each against the committed state only.
+            if c.recent_again * 4 > RECENT {
+                c.serial_until = c.next + SERIAL;
+            }
+            c.recent_again = 0;
+            c.recent_from = c.next;
+        }
+    }
+}
+
+/// Finished runs waiting for their turn to commit.
+#[derive(Default)]
+struct Ready {
+    /// By workgroup index: the run, the snapshot version it ran against, its bytes.
+    runs: std::collections::BTreeMap<u64, (WgRun, u64, usize)>,
+    /// Bytes held in `runs`.
+    bytes: usize,
+}
+
+/// What the workers of a dispatch share.
+struct Shared<'a> {
+    d: &'a Dispatch,
+    s: &'a Setup,
+    count: u64,
+    bound: usize,
+    commit: Mutex<Commit>,
+    ready: Mutex<Ready>,
+    /// Notified when commits advance or the dispatch stops.
+    moved: Condvar,
+    latest: Mutex<Arc<Snapshot>>,
+    /// The next workgroup to take.
+    next: AtomicU64,
+    /// Workgroups committed (`Commit::next`, readable without the commit).
+    committed: AtomicU64,
+    /// The workers run only the next workgroup to commit (many ran again lately).
+    serial: AtomicBool,
+    /// A committed failure: the workers stop.
+    stop: AtomicBool,
+}
+
+/// Stops the dispatch when its worker panics (a bug): the others, which may be waiting for the
+/// run it will never hand over, stop too, so the panic is reported instead of a hang.
+struct StopOnPanic<'s, 'a>(&'s Shared<'a>);
+
+impl Drop for StopOnPanic<'_, '_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // Under the lock the waiting workers check `stop` with, so none misses it.
+            let r = lock(&self.0.ready);
+            self.0.stop.store(true, Ordering::Relaxed);
+            drop(r);
+            self.0.moved.notify_all();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared<'_> {
+    /// Runs workgroups until none is left (or the dispatch failed, or `until` passed): each
+    /// against the newest snapshot, handed to the commit. The workers never wait for each other,
+    /// only for the commit when they are `WINDOW` workgroups or `bound` bytes ahead of it (or
+    /// while many run again: then only the next one to commit runs).
+    fn work(&self, m: &mut Machine<'_>, until: Option<std::time::Instant>) {
+        let _stop = StopOnPanic(self);
+        loop {
+            if self.stop.load(Ordering::Relaxed)
+                || until.is_some_and(|t| std::time::Instant::now() >= t)
+            {
+                return;
+            }
+            let index = self.next.fetch_add(1, Ordering::Relaxed);
+            if index >= self.count {
+                return;
+            }
+            {
+                let mut r = lock(&self.ready);
+                loop {
+                    let done = self.committed.load(Ordering::Acquire);
+                    let wait = index > done
+                        && (index - done >= WINDOW
+                            || r.bytes >= self.bound
+                            || self.serial.load(Ordering::Relaxed));
+                    if !wait || self.stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    r = self.moved.wait(r).unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let snap = Arc::clone(&lock(&self.latest));
+            // Against the state it would see in order: no budget (nothing earlier can change).
+            let exact = snap.version == index;
+            let before = Before {
+                steps: snap.steps,
+                reports: snap.reports,
+                limit: if exact {
+                    self.d.step_limit
+                } else {
+                    self.d
+                        .step_limit
+                        .min(snap.steps.saturating_add(snap.budget))
+                },
+            };
+            m.ov.base = Some(Arc::clone(&snap.objs));
+            let run = run_one(m, self.s, self.d, index, before);
+            m.ov.base = None;
+            let version = snap.version;
+            // Dropped before the commit, which then need not copy the pages it alone held.
+            drop(snap);
+            let bytes = run.bytes();
+            {
+                let mut r = lock(&self.ready);
+                r.bytes += bytes;
+                r.runs.insert(index, (run, version, bytes));
+            }
+            self.try_commit(m);
+        }
+    }
+
+    /// Commits the finished runs that are next in order, unless another thread is committing
+    /// (it then commits these too: it looks again for the next run after it lets go).
+    fn try_commit(&self, m: &mut Machine<'_>) {
+        loop {
+            let mut c = match self.commit.try_lock() {
+                Ok(c) => c,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(TryLockError::WouldBlock) => return,
+            };
+            let first = c.next;
+            while c.error.is_none() {
+                let entry = {
+                    let mut r = lock(&self.ready);
+                    let e = r.runs.remove(&c.next);
+                    if let Some((_, _, bytes)) = &e {
+                        r.bytes -= bytes;
+                    }
+                    e
+                };
+                let Some((run, version, _)) = entry else {
+                    break;
+                };
+                c.commit_one((self.d, self.s), m, run, version);
+            }
+            if c.next > first || c.error.is_some() {
+                self.publish(&c);
+            }
+            drop(c);
+            if self.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let next = self.committed.load(Ordering::Acquire);
+            if !lock(&self.ready).runs.contains_key(&next) {
+                return;
             }
         }
     }
-    Ok(slots)
+
+    /// Makes the committed state the workers' newest snapshot and wakes those waiting.
+    fn publish(&self, c: &Commit) {
+        let snap = Snapshot {
+            version: c.next,
+            steps: c.steps,
+            reports: c.undefined.len(),
+            budget: STALE_STEPS.max(c.most_steps.saturating_mul(STALE_STEPS_FACTOR)),
+            objs: Arc::new(c.objs.clone()),
+        };
+        *lock(&self.latest) = Arc::new(snap);
+        {
+            let _r = lock(&self.ready);
+            self.committed.store(c.next, Ordering::Release);
+            self.serial
+                .store(c.next < c.serial_until, Ordering::Relaxed);
+            if c.error.is_some() {
+                self.stop.store(true, Ordering::Relaxed);
+            }
+        }
+        self.moved.notify_all();
+    }
 }
 
 /// Runs a whole dispatch: on this thread (one thread asked for, or one workgroup) or on
@@ -334,7 +576,8 @@ pub fn dispatch(
 ) -> Result<Outcome> {
     let s = crate::exec::setup(p, d)?;
     let threads = threads(d, s.count());
-    if threads <= 1 {
+    // A workgroup's stamp (`LastWriter`) is a u32.
+    if threads <= 1 || s.count() >= u64::from(u32::MAX) {
         return crate::exec::sequential(p, d, &s, defer, files);
     }
     let inline = if d.threads == 0 {
@@ -342,13 +585,14 @@ pub fn dispatch(
     } else {
         std::time::Duration::ZERO
     };
-    in_batches(p, d, &s, defer, files, (threads, inline), BATCH_BYTES)
+    on_workers(p, d, &s, defer, files, (threads, inline), HELD_BYTES).map(|(o, _)| o)
 }
 
-/// Runs the dispatch on `threads` workers (more than 1), a batch holding at most about `bound`
-/// bytes of effects; the workgroups that start within `inline` of the dispatch's start run one
-/// by one on this thread, against the committed state, exactly as a workgroup run again does.
-fn in_batches(
+/// Runs the dispatch on `threads` workers (more than 1, this thread one of them), the finished
+/// runs waiting for their commit holding at most about `bound` bytes; for the first `inline`
+/// of the dispatch this thread runs alone, each workgroup against the committed state (so a
+/// small dispatch starts no threads). Also gives how many workgroups ran again.
+fn on_workers(
     p: &Program,
     d: &Dispatch,
     s: &Setup,
@@ -356,7 +600,7 @@ fn in_batches(
     files: &RegisterFiles,
     (threads, inline): (usize, std::time::Duration),
     bound: usize,
-) -> Result<Outcome> {
+) -> Result<(Outcome, u64)> {
     let inline_until = std::time::Instant::now() + inline;
     let shared = s.shared(d);
     let mut machines: Vec<Machine<'_>> = (0..threads)
@@ -366,134 +610,111 @@ fn in_batches(
             m
         })
         .collect();
-    let mut committed = Arc::new(shared.into_iter().map(|(_, b)| b).collect::<Vec<_>>());
-    let (mut steps, mut lane_steps) = (0u64, 0u64);
-    let (mut undefined, mut undefined_total) = (Vec::new(), 0u64);
-    let mut counts: Option<Vec<Vec<u64>>> = None;
-    let mut memory_objects = s.shared_count();
-    let mut written = Written::default();
-    let count = s.count();
-    let mut per_worker = PER_WORKER;
-    let mut most_steps = 0u64;
-    let mut first = 0;
-    while first < count {
-        let started = std::time::Instant::now();
-        let one_here = started < inline_until;
-        let end = if one_here {
-            first + 1
-        } else {
-            count.min(first + threads as u64 * per_worker)
-        };
-        let budget = BATCH_STEPS.max(most_steps.saturating_mul(BATCH_STEPS_FACTOR));
-        let before = Before {
-            steps,
-            reports: undefined.len(),
-            limit: d.step_limit.min(steps.saturating_add(budget)),
-        };
-        let mut runs = if one_here {
-            // Against the committed state: no step budget (nothing earlier can still change).
-            let m = &mut machines[0];
-            m.ov.base = Some(Arc::clone(&committed));
-            let before = Before {
-                limit: d.step_limit,
-                ..before
-            };
-            let r = run_one(m, s, d, first, before);
-            m.ov.base = None;
-            vec![Some(r)]
-        } else {
-            run_batch(&mut machines, &committed, s, d, (first, end), before, bound)?
-        };
-        let mut again = 0;
-        let mut done = end;
-        for (index, slot) in (first..end).zip(runs.iter_mut()) {
-            let run = match slot.take() {
-                // Not run: the batch reached its memory bound; the next batch starts here.
-                None => {
-                    done = index;
-                    break;
-                }
-                Some(r)
-                    if r.result.is_ok()
-                        && steps.saturating_add(r.steps) <= d.step_limit
-                        && !written.conflicts(&r.fx.reads) =>
-                {
-                    r
-                }
-                // Run again against the committed state, exactly as the sequential run would.
-                _ => {
-                    again += 1;
-                    let m = &mut machines[0];
-                    m.ov.base = Some(Arc::clone(&committed));
-                    let before = Before {
-                        steps,
-                        reports: undefined.len(),
-                        limit: d.step_limit,
-                    };
-                    let r = run_one(m, s, d, index, before);
-                    m.ov.base = None;
-                    r
-                }
-            };
-            run.result?;
-            apply(
-                Arc::make_mut(&mut committed).as_mut_slice(),
-                &run.fx,
-                &mut written,
-            );
-            steps += run.steps;
-            most_steps = most_steps.max(run.steps);
-            lane_steps += run.lane_steps;
-            undefined_total += run.undefined_total;
-            let room = MAX_REPORTS.saturating_sub(undefined.len());
-            undefined.extend(run.undefined.into_iter().take(room));
-            memory_objects = memory_objects.max(run.high);
-            if let Some(c) = run.counts {
-                match counts.as_mut() {
-                    None => counts = Some(c),
-                    Some(total) => {
-                        for (t, c) in total.iter_mut().zip(c) {
-                            for (t, c) in t.iter_mut().zip(c) {
-                                *t += c;
-                            }
-                        }
-                    }
-                }
-            }
+    let objs: Vec<Pages> = shared.iter().map(|(_, b)| Pages::new(b)).collect();
+    drop(shared);
+    let first = Snapshot {
+        version: 0,
+        steps: 0,
+        reports: 0,
+        budget: STALE_STEPS,
+        objs: Arc::new(objs.clone()),
+    };
+    let sh = Shared {
+        d,
+        s,
+        count: s.count(),
+        bound,
+        commit: Mutex::new(Commit::new(objs, s.shared_count())),
+        ready: Mutex::new(Ready::default()),
+        moved: Condvar::new(),
+        latest: Mutex::new(Arc::new(first)),
+        next: AtomicU64::new(0),
+        committed: AtomicU64::new(0),
+        serial: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+    };
+    let (mine, others) = machines.split_at_mut(1);
+    let mine = &mut mine[0];
+    let joined = std::thread::scope(|scope| {
+        if !inline.is_zero() {
+            sh.work(mine, Some(inline_until));
         }
-        written.clear();
-        if one_here {
-            // Not a batch: the workers' batch size stays as it was.
-        } else if again * 4 > done - first {
-            per_worker = (per_worker / 2).max(1);
-        } else if again == 0 && done == end && started.elapsed() < SHORT_BATCH {
-            per_worker = (per_worker * 2).min(MAX_PER_WORKER);
-        }
-        first = done;
+        let left = !sh.stop.load(Ordering::Relaxed) && sh.next.load(Ordering::Relaxed) < sh.count;
+        let workers: Vec<_> = if left {
+            others
+                .iter_mut()
+                .map(|m| {
+                    let sh = &sh;
+                    scope.spawn(move || sh.work(m, None))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        sh.work(mine, None);
+        workers.into_iter().map(|w| w.join()).collect::<Vec<_>>()
+    });
+    if joined.iter().any(std::thread::Result::is_err) {
+        return Err(Error::new(ErrorKind::Dispatch(
+            "a worker thread of the dispatch panicked (a bug in the simulator)".into(),
+        )));
     }
-    let objs = Arc::try_unwrap(committed).unwrap_or_else(|shared| (*shared).clone());
-    let size_reads = match (&machines[0].trace, &counts) {
-        (Some((marks, _)), Some(c)) => crate::exec::size_reads(p, marks, c),
+    // Every run was handed to the commit and committed by whoever held it then; commit what
+    // may be left all the same, and run here, in order, any workgroup not run.
+    sh.try_commit(mine);
+    let mut c = sh
+        .commit
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    let mut ready = sh
+        .ready
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    while c.error.is_none() && c.next < sh.count {
+        let (run, version) = match ready.runs.remove(&c.next) {
+            Some((run, version, _)) => (run, version),
+            None => {
+                mine.ov.base = Some(Arc::new(c.objs.clone()));
+                let before = Before {
+                    steps: c.steps,
+                    reports: c.undefined.len(),
+                    limit: d.step_limit,
+                };
+                let run = run_one(mine, s, d, c.next, before);
+                mine.ov.base = None;
+                (run, c.next)
+            }
+        };
+        c.commit_one((d, s), mine, run, version);
+    }
+    if let Some(e) = c.error {
+        return Err(e);
+    }
+    let size_reads = match (&machines[0].trace, &c.counts) {
+        (Some((marks, _)), Some(counts)) => crate::exec::size_reads(p, marks, counts),
         _ => Vec::new(),
     };
-    Ok(Outcome {
-        size_reads,
-        buffers: s.outcome_buffers(d, objs),
-        undefined,
-        undefined_total,
-        steps,
-        lane_steps,
-        memory_objects,
-    })
+    let objs = c.objs.into_iter().map(Pages::into_bytes).collect();
+    Ok((
+        Outcome {
+            size_reads,
+            buffers: s.outcome_buffers(d, objs),
+            undefined: c.undefined,
+            undefined_total: c.undefined_total,
+            steps: c.steps,
+            lane_steps: c.lane_steps,
+            memory_objects: c.memory_objects,
+        },
+        c.again,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Each invocation reads and writes its own word: no conflicts, so batches grow and meet
-    /// the bound.
-    const SHADER: &str = r#"#version 450
+    /// Each invocation reads and writes its own word: no conflicts.
+    const OWN_WORDS: &str = r#"#version 450
 layout(local_size_x = 12) in;
 layout(std430, binding = 0) buffer Out { uint words[]; };
 void main() {
@@ -502,24 +723,41 @@ void main() {
 }
 "#;
 
-    #[test]
-    fn batches_cut_short_by_their_memory_bound_give_the_in_order_outcome() {
+    /// Each workgroup reads the word the one before wrote (and a word far off, on another page
+    /// of the buffer's 4 KiB pages, that only workgroup 0 writes).
+    const CHAIN: &str = r#"#version 450
+layout(local_size_x = 4) in;
+layout(std430, binding = 0) buffer Out { uint chain[2048]; uint far; };
+void main() {
+    uint wg = gl_WorkGroupID.x;
+    if (gl_LocalInvocationIndex == 1u) {
+        chain[wg + 1u] = chain[wg] * 3u + wg + far;
+        if (wg == 0u) { far = 5u; }
+    }
+}
+"#;
+
+    fn module(glsl: &str) -> crate::Module {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("t.comp");
-        std::fs::write(&path, SHADER).expect("write shader");
+        std::fs::write(&path, glsl).expect("write shader");
         let words = spv_subgroup_tests::tools::compile_glsl(&path, "vulkan1.1")
             .expect("glslangValidator compiles the shader");
-        let module = crate::Module::new(&words).expect("translates");
+        crate::Module::new(&words).expect("translates")
+    }
+
+    #[test]
+    fn runs_held_within_their_memory_bound_give_the_in_order_outcome() {
+        let module = module(OWN_WORDS);
         let d = Dispatch::default()
             .with_subgroup_size(4)
             .with_workgroups([30, 1, 1])
             .with_buffer((0, 0), vec![1u8; 31 * 12 * 4]);
         let want = module.run(&d.clone().with_threads(1)).expect("runs");
         let s = crate::exec::setup(&module.program, &d).expect("fits");
-        // A bound of one byte: each worker runs one workgroup, and a batch meant for more is cut
-        // short, the rest starting the next one.
+        // A bound of one byte: a worker ahead of the commit waits until nothing is held.
         for threads in [2, 3] {
-            let got = in_batches(
+            let (got, _) = on_workers(
                 &module.program,
                 &d,
                 &s,
@@ -533,5 +771,115 @@ void main() {
             assert_eq!(got.steps, want.steps);
             assert_eq!(got.lane_steps, want.lane_steps);
         }
+    }
+
+    /// Runs every workgroup of `d` against the dispatch's first snapshot (the stalest a worker
+    /// could see), commits them in order; the committed buffer, the workgroups run again, and
+    /// whether the commit turned to running only the next workgroup.
+    fn all_against_the_first_snapshot(
+        module: &crate::Module,
+        d: &Dispatch,
+    ) -> (Vec<u8>, u64, bool) {
+        let s = crate::exec::setup(&module.program, d).expect("fits");
+        let mut m = Machine::new(&module.program, d, &module.deferrable, &module.files);
+        let shared = s.shared(d);
+        m.add_shared(shared.iter().map(|(n, _)| (*n, Vec::new())).collect(), true);
+        let objs: Vec<Pages> = shared.iter().map(|(_, b)| Pages::new(b)).collect();
+        let first = Arc::new(objs.clone());
+        let mut c = Commit::new(objs, s.shared_count());
+        let runs: Vec<WgRun> = (0..s.count())
+            .map(|index| {
+                m.ov.base = Some(Arc::clone(&first));
+                let before = Before {
+                    steps: 0,
+                    reports: 0,
+                    limit: d.step_limit.min(STALE_STEPS),
+                };
+                run_one(&mut m, &s, d, index, before)
+            })
+            .collect();
+        for run in runs {
+            c.commit_one((d, &s), &mut m, run, 0);
+            assert!(c.error.is_none());
+        }
+        let serial = c.serial_until > 0;
+        (c.objs.swap_remove(0).into_bytes(), c.again, serial)
+    }
+
+    #[test]
+    fn a_run_that_read_a_word_committed_after_its_snapshot_runs_again() {
+        let module = module(CHAIN);
+        let d = Dispatch::default()
+            .with_subgroup_size(4)
+            .with_workgroups([40, 1, 1])
+            .with_buffer((0, 0), vec![0u8; 2049 * 4]);
+        let want = module.run(&d.clone().with_threads(1)).expect("runs");
+        let (got, again, serial) = all_against_the_first_snapshot(&module, &d);
+        assert_eq!(first_difference(&got, &want.buffers[&(0, 0)]), None);
+        // Every workgroup but the first read its chain word as workgroup 0's snapshot had it.
+        assert_eq!(again, 39);
+        assert!(
+            serial,
+            "most ran again: the workers run only the next workgroup for a while"
+        );
+        // And none where nothing read is written by another.
+        let module = module_own();
+        let d = Dispatch::default()
+            .with_subgroup_size(4)
+            .with_workgroups([30, 1, 1])
+            .with_buffer((0, 0), vec![1u8; 31 * 12 * 4]);
+        let want = module.run(&d.clone().with_threads(1)).expect("runs");
+        let (got, again, serial) = all_against_the_first_snapshot(&module, &d);
+        assert_eq!(first_difference(&got, &want.buffers[&(0, 0)]), None);
+        assert_eq!((again, serial), (0, false));
+    }
+
+    /// The first byte where `got` differs from `want`, if any.
+    fn first_difference(got: &[u8], want: &[u8]) -> Option<(usize, u8, u8)> {
+        (0..got.len().max(want.len())).find_map(|k| {
+            let (g, w) = (got.get(k).copied(), want.get(k).copied());
+            (g != w).then(|| (k, g.unwrap_or(0), w.unwrap_or(0)))
+        })
+    }
+
+    fn module_own() -> crate::Module {
+        module(OWN_WORDS)
+    }
+
+    #[test]
+    fn a_snapshot_keeps_its_bytes_while_the_commit_writes_its_pages() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|k| (k * 7) as u8).collect();
+        let mut committed = Pages::new(&bytes);
+        let snapshot = committed.clone();
+        // Within a page, across the boundary of the first two 4 KiB pages, and past the end.
+        committed.write(8, 4, 0xdead_beef);
+        committed.write(4094, 4, 0x0102_0304);
+        committed.write(9998, 4, 0xaabb_ccdd);
+        assert_eq!(snapshot.clone().into_bytes(), bytes);
+        assert_eq!(
+            snapshot.read(4094, 4),
+            u64::from(u32::from_le_bytes([
+                bytes[4094],
+                bytes[4095],
+                bytes[4096],
+                bytes[4097]
+            ]))
+        );
+        assert_eq!(committed.read(8, 4), 0xdead_beef);
+        assert_eq!(committed.read(4094, 4), 0x0102_0304);
+        assert_eq!(committed.read(9998, 2), 0xccdd);
+        // A deferred atomic's update, within a page and across the boundary.
+        committed.update(8, 4, |old| old + 1);
+        committed.update(4094, 4, |old| old ^ 0xff00_0000);
+        assert_eq!(committed.read(8, 4), 0xdead_bef0);
+        assert_eq!(committed.read(4094, 4), 0xfe02_0304);
+        committed.update(8, 4, |old| old - 1);
+        committed.update(4094, 4, |old| old ^ 0xff00_0000);
+        assert_eq!(snapshot.clone().into_bytes(), bytes);
+        let mut want = bytes.clone();
+        want[8..12].copy_from_slice(&0xdead_beefu32.to_le_bytes());
+        want[4094..4098].copy_from_slice(&0x0102_0304u32.to_le_bytes());
+        want[9998..10_000].copy_from_slice(&[0xdd, 0xcc]);
+        assert_eq!(committed.into_bytes(), want);
     }
 }

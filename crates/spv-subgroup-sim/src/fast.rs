@@ -546,6 +546,8 @@ impl Machine<'_> {
             } => {
                 let tmp = &mut self.row_tmp;
                 tmp.resize(n, 0);
+                // Lanes past the highest active one are never computed.
+                let top = (128 - mask.leading_zeros() as usize).min(n);
                 for c in 0..leaves as usize {
                     let consts = &self.const_rows[..];
                     let (Some(k), Some(x), Some(y)) = (
@@ -555,7 +557,7 @@ impl Machine<'_> {
                     ) else {
                         return false;
                     };
-                    for (((t, &k), &x), &y) in tmp.iter_mut().zip(k).zip(x).zip(y) {
+                    for (((t, &k), &x), &y) in tmp[..top].iter_mut().zip(k).zip(x).zip(y) {
                         *t = if k != 0 { x } else { y };
                     }
                     let at = (dst as usize + c) * n;
@@ -565,7 +567,7 @@ impl Machine<'_> {
                     if mask == full {
                         out.copy_from_slice(tmp);
                     } else {
-                        crate::kernels::blend(out, tmp, mask);
+                        crate::kernels::blend(&mut out[..top], &tmp[..top], mask);
                     }
                 }
                 true
@@ -617,8 +619,11 @@ impl Machine<'_> {
                     // Every lane computed (the kernels are total), the active ones kept.
                     let all = &mut self.row_tmp;
                     all.resize(n, 0);
-                    kernel(x, y, all);
-                    crate::kernels::blend(out, all, mask);
+                    // Lanes past the highest active one are never computed (a partial
+                    // subgroup's mask ends well before the row does).
+                    let top = (128 - mask.leading_zeros() as usize).min(n);
+                    kernel(&x[..top], &y[..top], &mut all[..top]);
+                    crate::kernels::blend(&mut out[..top], &all[..top], mask);
                 }
                 true
             }

@@ -402,7 +402,8 @@ pub fn kernel(op: spirv::Op, rs: Scalar, sa: Scalar, sb: Scalar) -> Option<(Kern
 }
 
 /// Writes the lanes of `mask` of `from` into `to`, leaving the others as they are: lane by
-/// lane over the active lanes when they are few, else a branch-free select over the whole row.
+/// lane over the active lanes when they are few, else a branch-free select over the whole row,
+/// 64 lanes at a time (a 64-bit mask shifts in one instruction; a 128-bit one does not).
 #[inline]
 pub fn blend(to: &mut [u64], from: &[u64], mask: u128) {
     let n = to.len().min(from.len());
@@ -412,17 +413,25 @@ pub fn blend(to: &mut [u64], from: &[u64], mask: u128) {
                 *t = f;
             }
         }
-    } else if n <= 64 {
-        let m = mask as u64;
-        for (l, (t, &f)) in to.iter_mut().zip(from).enumerate() {
-            let keep = ((m >> l) & 1).wrapping_neg();
-            *t = (f & keep) | (*t & !keep);
-        }
-    } else {
-        for (l, (t, &f)) in to.iter_mut().zip(from).enumerate() {
-            let keep = (((mask >> l) as u64) & 1).wrapping_neg();
-            *t = (f & keep) | (*t & !keep);
-        }
+        return;
+    }
+    let half = n.min(64);
+    let (to_lo, to_hi) = to[..n].split_at_mut(half);
+    let (from_lo, from_hi) = from[..n].split_at(half);
+    select64(to_lo, from_lo, mask as u64);
+    select64(to_hi, from_hi, (mask >> 64) as u64);
+}
+
+/// [`blend`] of at most 64 lanes.
+#[inline]
+fn select64(to: &mut [u64], from: &[u64], m: u64) {
+    if m == u64::MAX && to.len() == 64 {
+        to.copy_from_slice(from);
+        return;
+    }
+    for (l, (t, &f)) in to.iter_mut().zip(from).enumerate() {
+        let keep = ((m >> l) & 1).wrapping_neg();
+        *t = (f & keep) | (*t & !keep);
     }
 }
 

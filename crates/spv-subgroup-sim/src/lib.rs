@@ -243,8 +243,8 @@ impl Module {
         fast::prepare(&mut program);
         Ok(Module {
             deferrable,
+            files: regpool::RegisterFiles::new(&program),
             program,
-            files: regpool::RegisterFiles::default(),
         })
     }
 
@@ -253,6 +253,15 @@ impl Module {
     #[doc(hidden)]
     pub fn with_variables_in_memory(mut self) -> Self {
         promote::unpromote(&mut self.program);
+        self
+    }
+
+    /// Checks after every workgroup that the register rows zeroed again cover every row it
+    /// wrote (`regpool.rs`): a row left not zero fails the dispatch. For tests only (it
+    /// reads the whole register file per workgroup).
+    #[doc(hidden)]
+    pub fn with_register_check(mut self) -> Self {
+        self.files.check = true;
         self
     }
 

@@ -929,6 +929,20 @@ pub(crate) struct Setup {
     pub(crate) buffer_objs: Vec<((u32, u32), usize)>,
     /// The push constants' object (the last shared one).
     push_obj: usize,
+    /// Per module-scope variable (as `Program::globals`), how its pointer row is filled.
+    vars: Vec<VarKind>,
+}
+
+/// How a module-scope variable's pointer row is filled at the start of a workgroup.
+#[derive(Clone, Copy, Debug)]
+enum VarKind {
+    /// The same pointer in every lane: a buffer's or the push constants' object.
+    Shared(u64),
+    /// The object of the workgroup's `k`-th Workgroup variable, in every lane.
+    Workgroup(usize),
+    /// An object per invocation (`Machine::invocation_var`), `u64::MAX` in lanes past the
+    /// workgroup's last invocation.
+    PerLane,
 }
 
 impl Setup {
@@ -1074,14 +1088,37 @@ pub(crate) fn setup(p: &Program, d: &Dispatch) -> Result<Setup> {
             }
         }
     }
+    let push_obj = buffer_objs.len();
+    let mut workgroup_vars = 0;
+    let vars = p
+        .globals
+        .iter()
+        .map(|g| {
+            use spirv::StorageClass as C;
+            let class = g.class;
+            if class == C::Workgroup as u32 {
+                workgroup_vars += 1;
+                VarKind::Workgroup(workgroup_vars - 1)
+            } else if class == C::StorageBuffer as u32 || class == C::Uniform as u32 {
+                let b = g.binding.unwrap_or((0, 0));
+                let obj = buffer_objs.iter().find(|x| x.0 == b).map_or(0, |x| x.1);
+                VarKind::Shared((obj as u64) << 32)
+            } else if class == C::PushConstant as u32 {
+                VarKind::Shared((push_obj as u64) << 32)
+            } else {
+                VarKind::PerLane
+            }
+        })
+        .collect();
     Ok(Setup {
         entry: entry.func,
         local,
         total,
         sgs_per_wg: total.div_ceil(u64::from(lanes)) as u32,
         workgroups: d.workgroups,
-        push_obj: buffer_objs.len(),
+        push_obj,
         buffer_objs,
+        vars,
     })
 }
 
@@ -1238,32 +1275,30 @@ impl<'p> Machine<'p> {
                 sg.waiting_at = None;
             }
             let sg = &mut sgs[sgi as usize];
-            let mut wgk = 0;
-            for g in &p.globals {
-                let class = g.class;
-                for l in 0..lanes {
-                    let ptr = if class == spirv::StorageClass::Workgroup as u32 {
-                        wg_ptrs[wgk]
-                    } else if class == spirv::StorageClass::StorageBuffer as u32
-                        || class == spirv::StorageClass::Uniform as u32
-                    {
-                        let b = g.binding.unwrap_or((0, 0));
-                        let obj = s.buffer_objs.iter().find(|x| x.0 == b).map_or(0, |x| x.1);
-                        (obj as u64) << 32
-                    } else if class == spirv::StorageClass::PushConstant as u32 {
-                        (s.push_obj as u64) << 32
-                    } else if l >= n {
-                        u64::MAX
-                    } else {
-                        let index = first as u32 + l;
-                        self.invocation_var(g, index, sgi, l, sgs_per_wg, local, wg, s.workgroups)?
-                    };
-                    if let Some(r) = sg.regs.get_mut(slot(g.reg, 0, lanes, l)) {
-                        *r = ptr;
+            let nl = lanes as usize;
+            for (g, kind) in p.globals.iter().zip(&s.vars) {
+                let at = g.reg as usize * nl;
+                let shared = match *kind {
+                    VarKind::Shared(ptr) => ptr,
+                    VarKind::Workgroup(k) => wg_ptrs[k],
+                    VarKind::PerLane => {
+                        for l in 0..lanes {
+                            let ptr = if l >= n {
+                                u64::MAX
+                            } else {
+                                let index = first as u32 + l;
+                                let ids = (index, sgi, l, sgs_per_wg);
+                                self.invocation_var(g, ids, local, wg, s.workgroups)?
+                            };
+                            if let Some(r) = sg.regs.get_mut(at + l as usize) {
+                                *r = ptr;
+                            }
+                        }
+                        continue;
                     }
-                }
-                if class == spirv::StorageClass::Workgroup as u32 {
-                    wgk += 1;
+                };
+                if let Some(row) = sg.regs.get_mut(at..at + nl) {
+                    row.fill(shared);
                 }
             }
             sg.frames.push(Frame {
@@ -1346,97 +1381,167 @@ pub(crate) fn sequential(
 }
 
 impl Machine<'_> {
-    /// The object of a Private, Function-less Input or Output variable of one invocation.
-    #[allow(clippy::too_many_arguments)]
+    /// The object of a Private, Function-less Input or Output variable of one invocation;
+    /// `(index, sgid, lane, nsg)`: its local invocation index, subgroup, lane, and the
+    /// workgroup's subgroup count.
     fn invocation_var(
         &mut self,
         g: &crate::translate::Global,
-        index: u32,
-        sgid: u32,
-        lane: u32,
-        nsg: u32,
+        (index, sgid, lane, nsg): (u32, u32, u32, u32),
         local: [u32; 3],
         wg: [u32; 3],
         nwg: [u32; 3],
     ) -> Result<u64> {
         let t = self.ty(g.pointee)?;
-        let ptr = self.alloc(t.size, MemName::Variable(g.id));
+        if g.class == spirv::StorageClass::Input as u32 && whole(t) {
+            // The built-in's bytes written straight into the object.
+            let mut vals = std::mem::take(&mut self.scratch);
+            vals.clear();
+            let r = self.builtin(g, (index, sgid, lane, nsg), local, wg, nwg, t, &mut vals);
+            let ptr = r.map(|()| self.alloc_written(t, &vals, MemName::Variable(g.id)));
+            self.scratch = vals;
+            return ptr;
+        }
         if g.class == spirv::StorageClass::Input as u32 {
-            use spirv::BuiltIn as B;
-            let lid = [
-                index % local[0],
-                (index / local[0]) % local[1],
-                index / (local[0] * local[1]),
-            ];
-            let bit = 1u128 << lane;
-            let size_mask = if self.lanes == 128 {
-                u128::MAX
-            } else {
-                (1u128 << self.lanes) - 1
-            };
-            // The components in a fixed array (no allocation per lane and variable).
-            let three = |v: [u32; 3]| ([v[0].into(), v[1].into(), v[2].into()], 3);
-            let one = |v: u128| ([v, 0, 0], 1);
-            let (comps, n): ([u128; 3], usize) = match g.builtin.and_then(B::from_u32) {
-                Some(B::LocalInvocationId) => three(lid),
-                Some(B::WorkgroupId) => three(wg),
-                Some(B::NumWorkgroups) => three(nwg),
-                Some(B::WorkgroupSize) => three(local),
-                Some(B::GlobalInvocationId) => three(std::array::from_fn(|k| {
-                    wg[k].wrapping_mul(local[k]).wrapping_add(lid[k])
-                })),
-                Some(B::LocalInvocationIndex) => one(u128::from(index)),
-                Some(B::SubgroupSize) => one(u128::from(self.lanes)),
-                Some(B::SubgroupLocalInvocationId) => one(u128::from(lane)),
-                Some(B::SubgroupId) => one(u128::from(sgid)),
-                Some(B::NumSubgroups) => one(u128::from(nsg)),
-                Some(B::SubgroupEqMask) => one(bit),
-                Some(B::SubgroupGeMask) => one(!(bit - 1) & size_mask),
-                Some(B::SubgroupGtMask) => one(!(bit - 1) & !bit & size_mask),
-                Some(B::SubgroupLeMask) => one((bit - 1) | bit),
-                Some(B::SubgroupLtMask) => one(bit - 1),
-                _ => {
-                    return Err(unsupported(format!(
-                        "Input variable %{} with BuiltIn {:?}",
-                        g.id, g.builtin
-                    )))
-                }
-            };
-            let comps = &comps[..n];
-            if comps.len() == t.leaves as usize {
-                let mut vals = [0u64; 3];
-                for (v, c) in vals.iter_mut().zip(comps) {
-                    *v = *c as u64;
-                }
-                self.store(ptr, t, &vals[..n])?;
-            } else {
-                let vals = split_wide(comps, t);
-                self.store(ptr, t, &vals)?;
-            }
+            let mut vals = Vec::new();
+            let ptr = self.alloc(t.size, MemName::Variable(g.id));
+            self.builtin(g, (index, sgid, lane, nsg), local, wg, nwg, t, &mut vals)?;
+            self.store(ptr, t, &vals)?;
+            Ok(ptr)
         } else if g.class == spirv::StorageClass::Private as u32
             || g.class == spirv::StorageClass::Output as u32
         {
-            if let Some(init) = g.init {
-                let mut v = Vec::new();
-                if let Src::Const(k) = init {
+            let init = match g.init {
+                Some(Src::Const(k)) => {
                     let range = k as usize..k as usize + t.leaves as usize;
-                    v.extend_from_slice(
+                    Some(
                         self.p
                             .consts
                             .get(range)
                             .ok_or_else(|| malformed("initialiser of the wrong size"))?,
-                    );
-                    self.store(ptr, t, &v)?;
+                    )
                 }
+                _ => None,
+            };
+            match init {
+                Some(v) if whole(t) => Ok(self.alloc_written(t, v, MemName::Variable(g.id))),
+                Some(v) => {
+                    let ptr = self.alloc(t.size, MemName::Variable(g.id));
+                    self.store(ptr, t, v)?;
+                    Ok(ptr)
+                }
+                // Uninitialised (an initialiser that is not a constant leaves it so too).
+                None => Ok(self.alloc(t.size, MemName::Variable(g.id))),
             }
         } else {
-            return Err(unsupported(format!(
+            Err(unsupported(format!(
                 "variables of storage class {}",
                 g.class
-            )));
+            )))
         }
-        Ok(ptr)
     }
+
+    /// The value of the built-in Input variable `g` of type `t` for one invocation, as leaves
+    /// appended to `vals`.
+    #[allow(clippy::too_many_arguments)]
+    fn builtin(
+        &self,
+        g: &crate::translate::Global,
+        (index, sgid, lane, nsg): (u32, u32, u32, u32),
+        local: [u32; 3],
+        wg: [u32; 3],
+        nwg: [u32; 3],
+        t: &TypeInfo,
+        vals: &mut Vec<u64>,
+    ) -> Result<()> {
+        use spirv::BuiltIn as B;
+        let lid = [
+            index % local[0],
+            (index / local[0]) % local[1],
+            index / (local[0] * local[1]),
+        ];
+        let bit = 1u128 << lane;
+        let size_mask = if self.lanes == 128 {
+            u128::MAX
+        } else {
+            (1u128 << self.lanes) - 1
+        };
+        // The components in a fixed array (no allocation per lane and variable).
+        let three = |v: [u32; 3]| ([v[0].into(), v[1].into(), v[2].into()], 3);
+        let one = |v: u128| ([v, 0, 0], 1);
+        let (comps, n): ([u128; 3], usize) = match g.builtin.and_then(B::from_u32) {
+            Some(B::LocalInvocationId) => three(lid),
+            Some(B::WorkgroupId) => three(wg),
+            Some(B::NumWorkgroups) => three(nwg),
+            Some(B::WorkgroupSize) => three(local),
+            Some(B::GlobalInvocationId) => three(std::array::from_fn(|k| {
+                wg[k].wrapping_mul(local[k]).wrapping_add(lid[k])
+            })),
+            Some(B::LocalInvocationIndex) => one(u128::from(index)),
+            Some(B::SubgroupSize) => one(u128::from(self.lanes)),
+            Some(B::SubgroupLocalInvocationId) => one(u128::from(lane)),
+            Some(B::SubgroupId) => one(u128::from(sgid)),
+            Some(B::NumSubgroups) => one(u128::from(nsg)),
+            Some(B::SubgroupEqMask) => one(bit),
+            Some(B::SubgroupGeMask) => one(!(bit - 1) & size_mask),
+            Some(B::SubgroupGtMask) => one(!(bit - 1) & !bit & size_mask),
+            Some(B::SubgroupLeMask) => one((bit - 1) | bit),
+            Some(B::SubgroupLtMask) => one(bit - 1),
+            _ => {
+                return Err(unsupported(format!(
+                    "Input variable %{} with BuiltIn {:?}",
+                    g.id, g.builtin
+                )))
+            }
+        };
+        let comps = &comps[..n];
+        if comps.len() == t.leaves as usize {
+            vals.extend(comps.iter().map(|c| *c as u64));
+        } else {
+            // One wide value over several leaves (uvec4 / uvec2 / u64 masks), by their widths.
+            let mut v = comps.first().copied().unwrap_or(0);
+            vals.extend(t.layout.iter().map(|(_, s)| {
+                let w = s.width();
+                let x = (v as u64) & crate::num::mask(w);
+                v = if w >= 128 { 0 } else { v >> w };
+                x
+            }));
+        }
+        Ok(())
+    }
+
+    /// A new object of type `t` holding `vals` (one per leaf; `t` must be [`whole`]), as
+    /// [`Machine::alloc`] then [`Machine::store`] leave it (the same object, every byte
+    /// written), without the per-byte bookkeeping.
+    fn alloc_written(&mut self, t: &TypeInfo, vals: &[u64], name: MemName) -> u64 {
+        let ptr = self.alloc(t.size, name);
+        if let Some(m) = self.mems.get_mut((ptr >> 32) as usize) {
+            for (&(o, s), &v) in t.layout.iter().zip(vals) {
+                let (a, b) = (o as usize, (o + s.bytes()) as usize);
+                if let Some(bytes) = m.bytes.get_mut(a..b) {
+                    write_le(bytes, v);
+                }
+            }
+            // Every byte written: no byte's flag is read again (loads and stores skip them
+            // once `uninit` is 0, and `alloc` resets both).
+            m.init.clear();
+            m.uninit = 0;
+        }
+        ptr
+    }
+}
+
+/// Whether the leaves of `t` cover its bytes exactly, in order with no gaps (a store of a whole
+/// value then writes every byte: scalars and vectors, the built-ins' types).
+fn whole(t: &TypeInfo) -> bool {
+    let mut end = 0;
+    for &(o, s) in &t.layout {
+        if o != end {
+            return false;
+        }
+        end = o + s.bytes();
+    }
+    end == t.size && !t.layout.is_empty()
 }
 
 /// Spreads wide components (masks are 128-bit) over the leaves of `t` by their widths.

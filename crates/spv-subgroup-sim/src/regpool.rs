@@ -5,7 +5,9 @@
 //! for the conformance shaders (their lowered forms hold code for every subgroup size). A fresh
 //! one per subgroup per dispatch is a zeroed allocation that the kernel maps and faults in page
 //! by page; the machines of a dispatch instead take the files the module's earlier dispatches
-//! gave back (`Machine::new`) and give theirs back, all zero, when they are dropped.
+//! gave back (`Machine::new`) and give theirs back, all zero, when they are dropped. A dropped
+//! module's files go to a process-wide spare list (at most 16 MiB) that the next modules' first
+//! dispatches take from.
 //!
 //! Every workgroup starts with its registers all zero, as a fresh file is, bit for bit; but a
 //! workgroup runs only a few of a module's blocks (most of a lowered shader is code for other
@@ -31,6 +33,14 @@ const MAX_FILES: usize = 64;
 
 /// Most bytes kept in all (larger files are freed rather than kept).
 const MAX_BYTES: usize = 64 << 20;
+
+/// Most bytes of dropped modules' files kept for the next modules ([`SPARE`]).
+const MAX_SPARE_BYTES: usize = 16 << 20;
+
+/// Files of dropped modules (all zero, of any length), for the first dispatch of the next
+/// module: a test suite or a tool translates many modules and runs each a few times, and a
+/// fresh file is an allocation the kernel faults in page by page.
+static SPARE: Mutex<Vec<Vec<u64>>> = Mutex::new(Vec::new());
 
 /// Per block of every function, the register rows it may write (as half-open ranges of rows,
 /// sorted and merged).
@@ -239,9 +249,13 @@ impl RegisterFiles {
         }
     }
 
-    /// A register file given back earlier, if any (all zero, of any length).
+    /// A register file given back earlier, if any (all zero, of any length): this module's,
+    /// else one a dropped module left.
     pub(crate) fn take(&self) -> Option<Vec<u64>> {
-        self.files.lock().ok()?.pop()
+        if let Some(f) = self.files.lock().ok()?.pop() {
+            return Some(f);
+        }
+        SPARE.lock().ok()?.pop()
     }
 
     /// Keeps `files` (all zero) for later dispatches, as far as the bounds allow.
@@ -257,6 +271,25 @@ impl RegisterFiles {
             }
             bytes += size;
             kept.push(f);
+        }
+    }
+}
+
+impl Drop for RegisterFiles {
+    /// The module's files (all zero) go to the next modules, as far as [`MAX_SPARE_BYTES`]
+    /// allows.
+    fn drop(&mut self) {
+        let (Ok(mine), Ok(mut spare)) = (self.files.get_mut(), SPARE.lock()) else {
+            return;
+        };
+        let mut bytes: usize = spare.iter().map(|f| f.capacity() * 8).sum();
+        for f in mine.drain(..) {
+            let size = f.capacity() * 8;
+            if bytes + size > MAX_SPARE_BYTES {
+                continue;
+            }
+            bytes += size;
+            spare.push(f);
         }
     }
 }

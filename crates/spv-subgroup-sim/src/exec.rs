@@ -129,6 +129,8 @@ pub struct Machine<'p> {
     pub(crate) high: usize,
     /// Objects of returned calls' Function variables, reused by the next allocations.
     free: Vec<usize>,
+    /// Storage for new objects, from the module's earlier dispatches (`regpool.rs`).
+    storage: Vec<crate::regpool::Storage>,
     /// Scratch rows for phis (kept to avoid an allocation per branch).
     phi_rows: Vec<u64>,
     /// Scratch leaves of a loaded or stored value.
@@ -170,6 +172,10 @@ impl Drop for Machine<'_> {
             files.table.zero_globals(&mut sg.regs, lanes);
             sg.regs
         }));
+        // Big objects (buffers) are freed, not kept.
+        let mems = std::mem::take(&mut self.mems);
+        let unused = std::mem::take(&mut self.storage);
+        files.give_objects(mems.into_iter().map(|m| (m.bytes, m.init)).chain(unused));
     }
 }
 
@@ -415,9 +421,15 @@ impl<'p> Machine<'p> {
         }
         let obj = self.mems.len() as u64;
         self.high = self.high.max(self.mems.len() + 1);
+        // Kept storage (emptied here) or new: the same zeroed bytes and unwritten flags.
+        let (mut bytes, mut init) = self.storage.pop().unwrap_or_default();
+        bytes.clear();
+        bytes.resize(size, 0);
+        init.clear();
+        init.resize(size, false);
         self.mems.push(Mem {
-            bytes: vec![0; size],
-            init: vec![false; size],
+            bytes,
+            init,
             uninit: size,
             name,
         });
@@ -1139,6 +1151,7 @@ impl<'p> Machine<'p> {
             defer,
             high: 0,
             free: Vec::new(),
+            storage: files.take_objects(),
             phi_rows: Vec::new(),
             scratch: Vec::new(),
             sg_pool: Vec::new(),
@@ -1229,7 +1242,7 @@ impl<'p> Machine<'p> {
             };
             if sgs.len() <= sgi as usize {
                 // A kept file is all zero (of any length); a new one is zeroed by the allocator.
-                let regs = match self.files.take() {
+                let regs = match self.files.take(nslots) {
                     Some(mut regs) => {
                         regs.truncate(nslots);
                         regs.resize(nslots, 0);

@@ -7,7 +7,9 @@
 //! by page; the machines of a dispatch instead take the files the module's earlier dispatches
 //! gave back (`Machine::new`) and give theirs back, all zero, when they are dropped. A dropped
 //! module's files go to a process-wide spare list (at most 16 MiB) that the next modules' first
-//! dispatches take from.
+//! dispatches take from. A file is taken only where it has room (growing one copies it). The
+//! storage of a dispatch's small memory objects (per-invocation variables, Function variables in
+//! memory) is kept the same way for the module's next dispatches.
 //!
 //! Every workgroup starts with its registers all zero, as a fresh file is, bit for bit; but a
 //! workgroup runs only a few of a module's blocks (most of a lowered shader is code for other
@@ -33,6 +35,15 @@ const MAX_FILES: usize = 64;
 
 /// Most bytes kept in all (larger files are freed rather than kept).
 const MAX_BYTES: usize = 64 << 20;
+
+/// Most storage kept of finished dispatches' memory objects (per-invocation variables and
+/// the like): how many, their bytes in all, and the most bytes one may hold to be kept.
+const MAX_OBJECTS: usize = 1 << 14;
+const MAX_OBJECTS_BYTES: usize = 4 << 20;
+const MAX_OBJECT_BYTES: usize = 4096;
+
+/// The storage of a memory object (its bytes and per-byte written flags), kept for reuse.
+pub(crate) type Storage = (Vec<u8>, Vec<bool>);
 
 /// Most bytes of dropped modules' files kept for the next modules ([`SPARE`]).
 const MAX_SPARE_BYTES: usize = 16 << 20;
@@ -233,6 +244,10 @@ impl Written {
 /// each block may write.
 pub(crate) struct RegisterFiles {
     files: Mutex<Vec<Vec<u64>>>,
+    /// The storage of finished dispatches' memory objects: a machine takes it all when it is
+    /// made and gives back its objects' when dropped, so a dispatch's first workgroup does not
+    /// allocate two vectors per invocation and variable.
+    objects: Mutex<Vec<Storage>>,
     /// The rows each block may write.
     pub(crate) table: RowTable,
     /// Whether every zeroing is checked (`Module::with_register_check`).
@@ -244,18 +259,51 @@ impl RegisterFiles {
     pub(crate) fn new(p: &Program) -> Self {
         RegisterFiles {
             files: Mutex::new(Vec::new()),
+            objects: Mutex::new(Vec::new()),
             table: RowTable::new(p),
             check: false,
         }
     }
 
-    /// A register file given back earlier, if any (all zero, of any length): this module's,
-    /// else one a dropped module left.
-    pub(crate) fn take(&self) -> Option<Vec<u64>> {
-        if let Some(f) = self.files.lock().ok()?.pop() {
+    /// A register file given back earlier with room for `slots` (all zero, of any length):
+    /// this module's, else one a dropped module left. A smaller one is left where it is: growing
+    /// it would copy it, where a fresh allocation is zeroed lazily.
+    pub(crate) fn take(&self, slots: usize) -> Option<Vec<u64>> {
+        let fits = |kept: &mut Vec<Vec<u64>>| {
+            let k = kept.iter().rposition(|f| f.capacity() >= slots)?;
+            Some(kept.swap_remove(k))
+        };
+        if let Some(f) = fits(&mut *self.files.lock().ok()?) {
             return Some(f);
         }
-        SPARE.lock().ok()?.pop()
+        fits(&mut *SPARE.lock().ok()?)
+    }
+
+    /// The object storage kept (all of it: one machine of a dispatch takes it).
+    pub(crate) fn take_objects(&self) -> Vec<Storage> {
+        self.objects
+            .lock()
+            .map(|mut k| std::mem::take(&mut *k))
+            .unwrap_or_default()
+    }
+
+    /// Keeps the storage of small objects for later dispatches, as far as the bounds allow.
+    pub(crate) fn give_objects(&self, objects: impl Iterator<Item = Storage>) {
+        let Ok(mut kept) = self.objects.lock() else {
+            return;
+        };
+        let size = |o: &Storage| o.0.capacity() + o.1.capacity();
+        let mut bytes: usize = kept.iter().map(size).sum();
+        for o in objects {
+            if kept.len() >= MAX_OBJECTS {
+                break;
+            }
+            let n = size(&o);
+            if n <= 2 * MAX_OBJECT_BYTES && bytes + n <= MAX_OBJECTS_BYTES {
+                bytes += n;
+                kept.push(o);
+            }
+        }
     }
 
     /// Keeps `files` (all zero) for later dispatches, as far as the bounds allow.
@@ -299,6 +347,7 @@ impl Clone for RegisterFiles {
     fn clone(&self) -> Self {
         RegisterFiles {
             files: Mutex::new(Vec::new()),
+            objects: Mutex::new(Vec::new()),
             table: self.table.clone(),
             check: self.check,
         }

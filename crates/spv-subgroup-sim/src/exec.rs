@@ -21,7 +21,7 @@
 
 use crate::error::{malformed, unsupported, Error, ErrorKind, Location, Result};
 use crate::num::{lanes, read_le, write_le};
-use crate::regpool::RegisterFiles;
+use crate::regpool::{RegisterFiles, Written};
 use crate::translate::{IdKind, Inst, Program, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 use crate::{Dispatch, Outcome, Undefined};
@@ -106,6 +106,8 @@ pub struct Sg {
     exists: u128,
     /// The workgroup barrier this subgroup waits at, if any.
     waiting_at: Option<Location>,
+    /// The blocks entered since the registers were last zeroed (`regpool.rs`).
+    written: Written,
 }
 
 /// The machine running one dispatch.
@@ -129,6 +131,8 @@ pub struct Machine<'p> {
     pub(crate) high: usize,
     /// Objects of returned calls' Function variables, reused by the next allocations.
     free: Vec<usize>,
+    /// Storage for new objects, from the module's earlier dispatches (`regpool.rs`).
+    storage: Vec<crate::regpool::Storage>,
     /// Scratch rows for phis (kept to avoid an allocation per branch).
     phi_rows: Vec<u64>,
     /// Scratch leaves of a loaded or stored value.
@@ -166,9 +170,18 @@ pub struct Machine<'p> {
 }
 
 impl Drop for Machine<'_> {
-    /// The register files go back to the module for its next dispatches.
+    /// The register files go back to the module for its next dispatches, all zero again.
     fn drop(&mut self) {
-        self.files.give(self.sg_pool.drain(..).map(|sg| sg.regs));
+        let (files, lanes) = (self.files, self.lanes);
+        files.give(self.sg_pool.drain(..).map(|mut sg| {
+            sg.written.zero(&files.table, &mut sg.regs, lanes, false);
+            files.table.zero_globals(&mut sg.regs, lanes);
+            sg.regs
+        }));
+        // Big objects (buffers) are freed, not kept.
+        let mems = std::mem::take(&mut self.mems);
+        let unused = std::mem::take(&mut self.storage);
+        files.give_objects(mems.into_iter().map(|m| (m.bytes, m.init)).chain(unused));
     }
 }
 
@@ -414,9 +427,15 @@ impl<'p> Machine<'p> {
         }
         let obj = self.mems.len() as u64;
         self.high = self.high.max(self.mems.len() + 1);
+        // Kept storage (emptied here) or new: the same zeroed bytes and unwritten flags.
+        let (mut bytes, mut init) = self.storage.pop().unwrap_or_default();
+        bytes.clear();
+        bytes.resize(size, 0);
+        init.clear();
+        init.resize(size, false);
         self.mems.push(Mem {
-            bytes: vec![0; size],
-            init: vec![false; size],
+            bytes,
+            init,
             uninit: size,
             name,
         });
@@ -623,6 +642,8 @@ impl<'p> Machine<'p> {
                 let (b, m) = frame.pending.swap_remove(k);
                 let start = self.p.funcs[frame.func as usize].blocks[b as usize].start;
                 frame.cur = Some((b, start, m));
+                // Its rows (and its phis', written on the way in) are zeroed after the workgroup.
+                sg.written.enter(&self.files.table, frame.func, b);
                 continue;
             };
             let fidx = frame.func as usize;
@@ -712,6 +733,8 @@ impl<'p> Machine<'p> {
                                     end = func.blocks[b as usize].end;
                                     lane_count = u64::from(m.count_ones());
                                     f.cur = Some((b, pc, m));
+                                    // Marked for zeroing, as where the outer loop picks it.
+                                    sg.written.enter(&self.files.table, fidx as u32, b);
                                     continue;
                                 }
                             }
@@ -971,6 +994,20 @@ pub(crate) struct Setup {
     pub(crate) buffer_objs: Vec<((u32, u32), usize)>,
     /// The push constants' object (the last shared one).
     push_obj: usize,
+    /// Per module-scope variable (as `Program::globals`), how its pointer row is filled.
+    vars: Vec<VarKind>,
+}
+
+/// How a module-scope variable's pointer row is filled at the start of a workgroup.
+#[derive(Clone, Copy, Debug)]
+enum VarKind {
+    /// The same pointer in every lane: a buffer's or the push constants' object.
+    Shared(u64),
+    /// The object of the workgroup's `k`-th Workgroup variable, in every lane.
+    Workgroup(usize),
+    /// An object per invocation (`Machine::invocation_var`), `u64::MAX` in lanes past the
+    /// workgroup's last invocation.
+    PerLane,
 }
 
 impl Setup {
@@ -1116,14 +1153,37 @@ pub(crate) fn setup(p: &Program, d: &Dispatch) -> Result<Setup> {
             }
         }
     }
+    let push_obj = buffer_objs.len();
+    let mut workgroup_vars = 0;
+    let vars = p
+        .globals
+        .iter()
+        .map(|g| {
+            use spirv::StorageClass as C;
+            let class = g.class;
+            if class == C::Workgroup as u32 {
+                workgroup_vars += 1;
+                VarKind::Workgroup(workgroup_vars - 1)
+            } else if class == C::StorageBuffer as u32 || class == C::Uniform as u32 {
+                let b = g.binding.unwrap_or((0, 0));
+                let obj = buffer_objs.iter().find(|x| x.0 == b).map_or(0, |x| x.1);
+                VarKind::Shared((obj as u64) << 32)
+            } else if class == C::PushConstant as u32 {
+                VarKind::Shared((push_obj as u64) << 32)
+            } else {
+                VarKind::PerLane
+            }
+        })
+        .collect();
     Ok(Setup {
         entry: entry.func,
         local,
         total,
         sgs_per_wg: total.div_ceil(u64::from(lanes)) as u32,
         workgroups: d.workgroups,
-        push_obj: buffer_objs.len(),
+        push_obj,
         buffer_objs,
+        vars,
     })
 }
 
@@ -1149,6 +1209,7 @@ impl<'p> Machine<'p> {
             defer,
             high: 0,
             free: Vec::new(),
+            storage: files.take_objects(),
             phi_rows: Vec::new(),
             scratch: Vec::new(),
             row_tmp: Vec::new(),
@@ -1207,6 +1268,12 @@ impl<'p> Machine<'p> {
         let mut sgs = std::mem::take(&mut self.sg_pool);
         sgs.truncate(s.sgs_per_wg as usize);
         let result = self.run_subgroups(s, &mut sgs, &wg_ptrs, index);
+        if result.is_err() {
+            // Stopped anywhere (phis or parameters written for blocks never entered).
+            for sg in &mut sgs {
+                sg.written.all();
+            }
+        }
         self.sg_pool = sgs;
         result
     }
@@ -1234,9 +1301,10 @@ impl<'p> Machine<'p> {
                 (1u128 << n) - 1
             };
             if sgs.len() <= sgi as usize {
-                let regs = match self.files.take() {
+                // A kept file is all zero (of any length); a new one is zeroed by the allocator.
+                let regs = match self.files.take(nslots) {
                     Some(mut regs) => {
-                        regs.clear();
+                        regs.truncate(nslots);
                         regs.resize(nslots, 0);
                         regs
                     }
@@ -1248,43 +1316,62 @@ impl<'p> Machine<'p> {
                     state: State::Running,
                     exists,
                     waiting_at: None,
+                    written: Written::default(),
                 });
+                if self.files.check {
+                    // A kept file must be all zero (the machine that gave it back zeroed it).
+                    let regs = &sgs[sgi as usize].regs;
+                    if let Some(row) = regs
+                        .chunks(lanes as usize)
+                        .position(|r| r.iter().any(|&x| x != 0))
+                    {
+                        return Err(unzeroed(row as u32));
+                    }
+                }
             } else {
+                // All zero again where the previous workgroup may have written.
                 let sg = &mut sgs[sgi as usize];
-                sg.regs.clear();
-                sg.regs.resize(nslots, 0);
+                let check = self.files.check;
+                if let Some(row) = sg
+                    .written
+                    .zero(&self.files.table, &mut sg.regs, lanes, check)
+                {
+                    return Err(unzeroed(row));
+                }
+                if sg.regs.len() != nslots {
+                    sg.regs.clear();
+                    sg.regs.resize(nslots, 0);
+                }
                 sg.frames.clear();
                 sg.state = State::Running;
                 sg.exists = exists;
                 sg.waiting_at = None;
             }
             let sg = &mut sgs[sgi as usize];
-            let mut wgk = 0;
-            for g in &p.globals {
-                let class = g.class;
-                for l in 0..lanes {
-                    let ptr = if class == spirv::StorageClass::Workgroup as u32 {
-                        wg_ptrs[wgk]
-                    } else if class == spirv::StorageClass::StorageBuffer as u32
-                        || class == spirv::StorageClass::Uniform as u32
-                    {
-                        let b = g.binding.unwrap_or((0, 0));
-                        let obj = s.buffer_objs.iter().find(|x| x.0 == b).map_or(0, |x| x.1);
-                        (obj as u64) << 32
-                    } else if class == spirv::StorageClass::PushConstant as u32 {
-                        (s.push_obj as u64) << 32
-                    } else if l >= n {
-                        u64::MAX
-                    } else {
-                        let index = first as u32 + l;
-                        self.invocation_var(g, index, sgi, l, sgs_per_wg, local, wg, s.workgroups)?
-                    };
-                    if let Some(r) = sg.regs.get_mut(slot(g.reg, 0, lanes, l)) {
-                        *r = ptr;
+            let nl = lanes as usize;
+            for (g, kind) in p.globals.iter().zip(&s.vars) {
+                let at = g.reg as usize * nl;
+                let shared = match *kind {
+                    VarKind::Shared(ptr) => ptr,
+                    VarKind::Workgroup(k) => wg_ptrs[k],
+                    VarKind::PerLane => {
+                        for l in 0..lanes {
+                            let ptr = if l >= n {
+                                u64::MAX
+                            } else {
+                                let index = first as u32 + l;
+                                let ids = (index, sgi, l, sgs_per_wg);
+                                self.invocation_var(g, ids, local, wg, s.workgroups)?
+                            };
+                            if let Some(r) = sg.regs.get_mut(at + l as usize) {
+                                *r = ptr;
+                            }
+                        }
+                        continue;
                     }
-                }
-                if class == spirv::StorageClass::Workgroup as u32 {
-                    wgk += 1;
+                };
+                if let Some(row) = sg.regs.get_mut(at..at + nl) {
+                    row.fill(shared);
                 }
             }
             sg.frames.push(Frame {
@@ -1325,6 +1412,14 @@ impl<'p> Machine<'p> {
     }
 }
 
+/// The error of `Module::with_register_check` when a register row was not zeroed between
+/// workgroups (a simulator bug: some write is not attributed to its block in `regpool.rs`).
+fn unzeroed(row: u32) -> Error {
+    Error::new(ErrorKind::Dispatch(format!(
+        "register check: row {row} was not zeroed after the previous workgroup"
+    )))
+}
+
 /// Runs a whole dispatch on this thread, its workgroups one after another. `defer` is
 /// [`Machine::defer`].
 pub(crate) fn sequential(
@@ -1359,97 +1454,167 @@ pub(crate) fn sequential(
 }
 
 impl Machine<'_> {
-    /// The object of a Private, Function-less Input or Output variable of one invocation.
-    #[allow(clippy::too_many_arguments)]
+    /// The object of a Private, Function-less Input or Output variable of one invocation;
+    /// `(index, sgid, lane, nsg)`: its local invocation index, subgroup, lane, and the
+    /// workgroup's subgroup count.
     fn invocation_var(
         &mut self,
         g: &crate::translate::Global,
-        index: u32,
-        sgid: u32,
-        lane: u32,
-        nsg: u32,
+        (index, sgid, lane, nsg): (u32, u32, u32, u32),
         local: [u32; 3],
         wg: [u32; 3],
         nwg: [u32; 3],
     ) -> Result<u64> {
         let t = self.ty(g.pointee)?;
-        let ptr = self.alloc(t.size, MemName::Variable(g.id));
+        if g.class == spirv::StorageClass::Input as u32 && whole(t) {
+            // The built-in's bytes written straight into the object.
+            let mut vals = std::mem::take(&mut self.scratch);
+            vals.clear();
+            let r = self.builtin(g, (index, sgid, lane, nsg), local, wg, nwg, t, &mut vals);
+            let ptr = r.map(|()| self.alloc_written(t, &vals, MemName::Variable(g.id)));
+            self.scratch = vals;
+            return ptr;
+        }
         if g.class == spirv::StorageClass::Input as u32 {
-            use spirv::BuiltIn as B;
-            let lid = [
-                index % local[0],
-                (index / local[0]) % local[1],
-                index / (local[0] * local[1]),
-            ];
-            let bit = 1u128 << lane;
-            let size_mask = if self.lanes == 128 {
-                u128::MAX
-            } else {
-                (1u128 << self.lanes) - 1
-            };
-            // The components in a fixed array (no allocation per lane and variable).
-            let three = |v: [u32; 3]| ([v[0].into(), v[1].into(), v[2].into()], 3);
-            let one = |v: u128| ([v, 0, 0], 1);
-            let (comps, n): ([u128; 3], usize) = match g.builtin.and_then(B::from_u32) {
-                Some(B::LocalInvocationId) => three(lid),
-                Some(B::WorkgroupId) => three(wg),
-                Some(B::NumWorkgroups) => three(nwg),
-                Some(B::WorkgroupSize) => three(local),
-                Some(B::GlobalInvocationId) => three(std::array::from_fn(|k| {
-                    wg[k].wrapping_mul(local[k]).wrapping_add(lid[k])
-                })),
-                Some(B::LocalInvocationIndex) => one(u128::from(index)),
-                Some(B::SubgroupSize) => one(u128::from(self.lanes)),
-                Some(B::SubgroupLocalInvocationId) => one(u128::from(lane)),
-                Some(B::SubgroupId) => one(u128::from(sgid)),
-                Some(B::NumSubgroups) => one(u128::from(nsg)),
-                Some(B::SubgroupEqMask) => one(bit),
-                Some(B::SubgroupGeMask) => one(!(bit - 1) & size_mask),
-                Some(B::SubgroupGtMask) => one(!(bit - 1) & !bit & size_mask),
-                Some(B::SubgroupLeMask) => one((bit - 1) | bit),
-                Some(B::SubgroupLtMask) => one(bit - 1),
-                _ => {
-                    return Err(unsupported(format!(
-                        "Input variable %{} with BuiltIn {:?}",
-                        g.id, g.builtin
-                    )))
-                }
-            };
-            let comps = &comps[..n];
-            if comps.len() == t.leaves as usize {
-                let mut vals = [0u64; 3];
-                for (v, c) in vals.iter_mut().zip(comps) {
-                    *v = *c as u64;
-                }
-                self.store(ptr, t, &vals[..n])?;
-            } else {
-                let vals = split_wide(comps, t);
-                self.store(ptr, t, &vals)?;
-            }
+            let mut vals = Vec::new();
+            let ptr = self.alloc(t.size, MemName::Variable(g.id));
+            self.builtin(g, (index, sgid, lane, nsg), local, wg, nwg, t, &mut vals)?;
+            self.store(ptr, t, &vals)?;
+            Ok(ptr)
         } else if g.class == spirv::StorageClass::Private as u32
             || g.class == spirv::StorageClass::Output as u32
         {
-            if let Some(init) = g.init {
-                let mut v = Vec::new();
-                if let Src::Const(k) = init {
+            let init = match g.init {
+                Some(Src::Const(k)) => {
                     let range = k as usize..k as usize + t.leaves as usize;
-                    v.extend_from_slice(
+                    Some(
                         self.p
                             .consts
                             .get(range)
                             .ok_or_else(|| malformed("initialiser of the wrong size"))?,
-                    );
-                    self.store(ptr, t, &v)?;
+                    )
                 }
+                _ => None,
+            };
+            match init {
+                Some(v) if whole(t) => Ok(self.alloc_written(t, v, MemName::Variable(g.id))),
+                Some(v) => {
+                    let ptr = self.alloc(t.size, MemName::Variable(g.id));
+                    self.store(ptr, t, v)?;
+                    Ok(ptr)
+                }
+                // Uninitialised (an initialiser that is not a constant leaves it so too).
+                None => Ok(self.alloc(t.size, MemName::Variable(g.id))),
             }
         } else {
-            return Err(unsupported(format!(
+            Err(unsupported(format!(
                 "variables of storage class {}",
                 g.class
-            )));
+            )))
         }
-        Ok(ptr)
     }
+
+    /// The value of the built-in Input variable `g` of type `t` for one invocation, as leaves
+    /// appended to `vals`.
+    #[allow(clippy::too_many_arguments)]
+    fn builtin(
+        &self,
+        g: &crate::translate::Global,
+        (index, sgid, lane, nsg): (u32, u32, u32, u32),
+        local: [u32; 3],
+        wg: [u32; 3],
+        nwg: [u32; 3],
+        t: &TypeInfo,
+        vals: &mut Vec<u64>,
+    ) -> Result<()> {
+        use spirv::BuiltIn as B;
+        let lid = [
+            index % local[0],
+            (index / local[0]) % local[1],
+            index / (local[0] * local[1]),
+        ];
+        let bit = 1u128 << lane;
+        let size_mask = if self.lanes == 128 {
+            u128::MAX
+        } else {
+            (1u128 << self.lanes) - 1
+        };
+        // The components in a fixed array (no allocation per lane and variable).
+        let three = |v: [u32; 3]| ([v[0].into(), v[1].into(), v[2].into()], 3);
+        let one = |v: u128| ([v, 0, 0], 1);
+        let (comps, n): ([u128; 3], usize) = match g.builtin.and_then(B::from_u32) {
+            Some(B::LocalInvocationId) => three(lid),
+            Some(B::WorkgroupId) => three(wg),
+            Some(B::NumWorkgroups) => three(nwg),
+            Some(B::WorkgroupSize) => three(local),
+            Some(B::GlobalInvocationId) => three(std::array::from_fn(|k| {
+                wg[k].wrapping_mul(local[k]).wrapping_add(lid[k])
+            })),
+            Some(B::LocalInvocationIndex) => one(u128::from(index)),
+            Some(B::SubgroupSize) => one(u128::from(self.lanes)),
+            Some(B::SubgroupLocalInvocationId) => one(u128::from(lane)),
+            Some(B::SubgroupId) => one(u128::from(sgid)),
+            Some(B::NumSubgroups) => one(u128::from(nsg)),
+            Some(B::SubgroupEqMask) => one(bit),
+            Some(B::SubgroupGeMask) => one(!(bit - 1) & size_mask),
+            Some(B::SubgroupGtMask) => one(!(bit - 1) & !bit & size_mask),
+            Some(B::SubgroupLeMask) => one((bit - 1) | bit),
+            Some(B::SubgroupLtMask) => one(bit - 1),
+            _ => {
+                return Err(unsupported(format!(
+                    "Input variable %{} with BuiltIn {:?}",
+                    g.id, g.builtin
+                )))
+            }
+        };
+        let comps = &comps[..n];
+        if comps.len() == t.leaves as usize {
+            vals.extend(comps.iter().map(|c| *c as u64));
+        } else {
+            // One wide value over several leaves (uvec4 / uvec2 / u64 masks), by their widths.
+            let mut v = comps.first().copied().unwrap_or(0);
+            vals.extend(t.layout.iter().map(|(_, s)| {
+                let w = s.width();
+                let x = (v as u64) & crate::num::mask(w);
+                v = if w >= 128 { 0 } else { v >> w };
+                x
+            }));
+        }
+        Ok(())
+    }
+
+    /// A new object of type `t` holding `vals` (one per leaf; `t` must be [`whole`]), as
+    /// [`Machine::alloc`] then [`Machine::store`] leave it (the same object, every byte
+    /// written), without the per-byte bookkeeping.
+    fn alloc_written(&mut self, t: &TypeInfo, vals: &[u64], name: MemName) -> u64 {
+        let ptr = self.alloc(t.size, name);
+        if let Some(m) = self.mems.get_mut((ptr >> 32) as usize) {
+            for (&(o, s), &v) in t.layout.iter().zip(vals) {
+                let (a, b) = (o as usize, (o + s.bytes()) as usize);
+                if let Some(bytes) = m.bytes.get_mut(a..b) {
+                    write_le(bytes, v);
+                }
+            }
+            // Every byte written: no byte's flag is read again (loads and stores skip them
+            // once `uninit` is 0, and `alloc` resets both).
+            m.init.clear();
+            m.uninit = 0;
+        }
+        ptr
+    }
+}
+
+/// Whether the leaves of `t` cover its bytes exactly, in order with no gaps (a store of a whole
+/// value then writes every byte: scalars and vectors, the built-ins' types).
+fn whole(t: &TypeInfo) -> bool {
+    let mut end = 0;
+    for &(o, s) in &t.layout {
+        if o != end {
+            return false;
+        }
+        end = o + s.bytes();
+    }
+    end == t.size && !t.layout.is_empty()
 }
 
 /// Spreads wide components (masks are 128-bit) over the leaves of `t` by their widths.

@@ -248,8 +248,8 @@ impl Module {
         group_row::prepare(&mut program);
         Ok(Module {
             deferrable,
+            files: regpool::RegisterFiles::new(&program),
             program,
-            files: regpool::RegisterFiles::default(),
         })
     }
 
@@ -297,6 +297,15 @@ impl Module {
     #[doc(hidden)]
     pub fn with_memory_lane_by_lane(mut self) -> Self {
         self.program.memory_lane_by_lane = true;
+        self
+    }
+
+    /// Checks after every workgroup that the register rows zeroed again cover every row it
+    /// wrote (`regpool.rs`): a row left not zero fails the dispatch. For tests only (it
+    /// reads the whole register file per workgroup).
+    #[doc(hidden)]
+    pub fn with_register_check(mut self) -> Self {
+        self.files.check = true;
         self
     }
 

@@ -1354,6 +1354,10 @@ impl<'p> Machine<'p> {
                 let shared = match *kind {
                     VarKind::Shared(ptr) => ptr,
                     VarKind::Workgroup(k) => wg_ptrs[k],
+                    VarKind::PerLane if g.promoted.is_some() => {
+                        self.builtin_rows(sg, g, (first as u32, sgi, n, sgs_per_wg), local, wg, s)?;
+                        continue;
+                    }
                     VarKind::PerLane => {
                         for l in 0..lanes {
                             let ptr = if l >= n {
@@ -1514,6 +1518,47 @@ impl Machine<'_> {
         }
     }
 
+    /// Fills the value and written-flag rows of a built-in Input variable kept in registers
+    /// (`Global::promoted`) for a subgroup whose first invocation has local index `first` and
+    /// whose lanes below `n` exist: each existing lane's value, written; the other lanes 0.
+    fn builtin_rows(
+        &mut self,
+        sg: &mut Sg,
+        g: &crate::translate::Global,
+        (first, sgi, n, nsg): (u32, u32, u32, u32),
+        local: [u32; 3],
+        wg: [u32; 3],
+        s: &Setup,
+    ) -> Result<()> {
+        let Some(rows) = g.promoted else {
+            return Ok(());
+        };
+        let t = self.ty(g.pointee)?;
+        let nl = self.lanes as usize;
+        let mut vals = std::mem::take(&mut self.scratch);
+        for l in 0..self.lanes {
+            vals.clear();
+            if l < n {
+                let ids = (first + l, sgi, l, nsg);
+                if let Err(e) = self.builtin(g, ids, local, wg, s.workgroups, t, &mut vals) {
+                    self.scratch = vals;
+                    return Err(e);
+                }
+            }
+            for c in 0..rows.leaves {
+                let v = vals.get(c as usize).copied().unwrap_or(0);
+                let flag = if l < n { crate::promote::WRITTEN } else { 0 };
+                for (row, x) in [(rows.value, v), (rows.written, flag)] {
+                    if let Some(r) = sg.regs.get_mut((row + c) as usize * nl + l as usize) {
+                        *r = x;
+                    }
+                }
+            }
+        }
+        self.scratch = vals;
+        Ok(())
+    }
+
     /// The value of the built-in Input variable `g` of type `t` for one invocation, as leaves
     /// appended to `vals`.
     #[allow(clippy::too_many_arguments)]
@@ -1606,7 +1651,7 @@ impl Machine<'_> {
 
 /// Whether the leaves of `t` cover its bytes exactly, in order with no gaps (a store of a whole
 /// value then writes every byte: scalars and vectors, the built-ins' types).
-fn whole(t: &TypeInfo) -> bool {
+pub(crate) fn whole(t: &TypeInfo) -> bool {
     let mut end = 0;
     for &(o, s) in &t.layout {
         if o != end {

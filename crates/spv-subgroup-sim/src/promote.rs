@@ -46,6 +46,9 @@ pub(crate) const WRITTEN: u64 = 1;
 /// `Function` storage class.
 const FUNCTION: u32 = spirv::StorageClass::Function as u32;
 
+/// `Input` storage class.
+const INPUT: u32 = spirv::StorageClass::Input as u32;
+
 /// A pointer into a promotable variable: its root variable's id, first leaf and leaf count.
 #[derive(Clone, Copy)]
 struct Alias {
@@ -67,6 +70,31 @@ pub fn promote(p: &mut Program) {
     };
     // Roots: Function variables, and pointer parameters (bound to what each call passes), of a
     // type with a bounded, small layout.
+    // Built-in Input variables (read-only: filled once per subgroup and workgroup) of a type
+    // whose leaves cover its bytes.
+    for g in &p.globals {
+        if g.class != INPUT || g.builtin.is_none() {
+            continue;
+        }
+        if let Some((pointee, leaves)) = p.id_ty.get(g.id as usize).and_then(|t| small(*t)) {
+            let whole = p
+                .types
+                .get(pointee as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(crate::exec::whole);
+            if whole {
+                alias.insert(
+                    g.id,
+                    Alias {
+                        root: g.id,
+                        start: 0,
+                        leaves,
+                        pointee,
+                    },
+                );
+            }
+        }
+    }
     for f in &p.funcs {
         for inst in &f.insts {
             if inst.decoded != Some(spirv::Op::Variable) || inst.args.first() != Some(&FUNCTION) {
@@ -247,6 +275,9 @@ pub fn promote(p: &mut Program) {
             leaves: a.leaves,
         })
     };
+    for g in &mut p.globals {
+        g.promoted = local_of(g.id);
+    }
     let funcs = std::mem::take(&mut p.funcs);
     let mut out = funcs.clone();
     for (f, g) in funcs.iter().zip(&mut out) {
@@ -377,6 +408,9 @@ pub fn unforward(p: &mut Program) {
 /// every load's uses reading its own result again.
 pub fn unpromote(p: &mut Program) {
     unforward(p);
+    for g in &mut p.globals {
+        g.promoted = None;
+    }
     for f in &mut p.funcs {
         for inst in &mut f.insts {
             inst.local = None;

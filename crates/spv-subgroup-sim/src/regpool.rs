@@ -74,7 +74,18 @@ impl RowTable {
     /// The table of `p`, after promotion and the row forms.
     pub(crate) fn new(p: &Program) -> Self {
         let mut t = RowTable {
-            global_rows: p.globals.iter().map(|g| g.reg).collect(),
+            // Module-scope variables' pointer rows, and the rows of built-ins kept in registers:
+            // every subgroup's set-up writes them.
+            global_rows: p
+                .globals
+                .iter()
+                .flat_map(|g| {
+                    let kept = g.promoted.iter().flat_map(|l| {
+                        (0..l.leaves).flat_map(move |c| [l.value + c, l.written + c])
+                    });
+                    std::iter::once(g.reg).chain(kept)
+                })
+                .collect(),
             ..RowTable::default()
         };
         let mut rows: Vec<(u32, u32)> = Vec::new();

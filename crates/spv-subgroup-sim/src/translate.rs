@@ -389,6 +389,9 @@ pub struct Global {
     pub binding: Option<(u32, u32)>,
     /// Initialiser.
     pub init: Option<Src>,
+    /// A built-in `Input` variable kept in register rows (`crate::promote`): its value and
+    /// written-flag rows, filled when a subgroup is set up.
+    pub promoted: Option<Local>,
 }
 
 /// A compute entry point.
@@ -982,6 +985,7 @@ impl Builder<'_> {
                     builtin: d.builtin,
                     binding,
                     init,
+                    promoted: None,
                 });
             }
             O::Line

@@ -869,3 +869,62 @@ fn registers_start_every_workgroup_at_zero() {
     next.run(&full)
         .expect("runs on files a dropped module left");
 }
+
+#[test]
+fn built_in_inputs_in_registers_give_exactly_what_memory_gives() {
+    // Built-in Input variables are kept in register rows filled per subgroup (no memory object
+    // per invocation): every built-in the simulator knows, vectors and masks, read in the entry
+    // point and in a callee, in partial subgroups of a 3-D workgroup, against the same module
+    // with every variable in memory.
+    let module = Module::new(&compile(
+        "#version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+layout(local_size_x = 5, local_size_y = 3, local_size_z = 2) in;
+layout(binding = 0) buffer O { uint o[]; };
+uint from_callee() { return gl_SubgroupInvocationID * 3u + gl_NumSubgroups; }
+void main() {
+    uint i = gl_LocalInvocationIndex + 30u * (gl_WorkGroupID.x + 2u * gl_WorkGroupID.y);
+    uvec3 g = gl_GlobalInvocationID;
+    o[i * 4u + 0u] = g.x + 7u * g.y + 31u * g.z + 1000u * gl_NumWorkGroups.y;
+    o[i * 4u + 1u] = gl_SubgroupEqMask.x ^ gl_SubgroupGeMask.y ^ gl_SubgroupLtMask.z
+        ^ gl_SubgroupLeMask.w ^ gl_SubgroupGtMask.x;
+    o[i * 4u + 2u] = gl_SubgroupSize + 100u * gl_SubgroupID + from_callee();
+    o[i * 4u + 3u] = gl_LocalInvocationID.x + 10u * gl_LocalInvocationID.z;
+}
+",
+    ))
+    .expect("translates");
+    let in_memory = module.clone().with_variables_in_memory();
+    for size in [1, 2, 4, 8, 16, 32, 64, 128] {
+        let d = Dispatch::default()
+            .with_subgroup_size(size)
+            .with_workgroups([2, 2, 1])
+            .with_buffers(BTreeMap::from([((0, 0), vec![0u8; 4 * 30 * 4 * 4])]))
+            .with_report_undefined(true);
+        let (a, b) = (
+            module.run(&d).expect("runs"),
+            in_memory.run(&d).expect("runs"),
+        );
+        assert_eq!(a.buffers, b.buffers, "size {size}");
+        assert_eq!(a.undefined, b.undefined, "size {size}");
+        assert_eq!((a.steps, a.lane_steps), (b.steps, b.lane_steps));
+        assert_eq!(a.undefined_total, 0, "size {size}: {:?}", a.undefined);
+        // The test means something: the invocations' built-in objects are gone (at least one
+        // per built-in the entry point reads, per invocation of a workgroup).
+        assert!(
+            a.memory_objects + 30 * 5 <= b.memory_objects,
+            "size {size}: {} against {} memory objects",
+            a.memory_objects,
+            b.memory_objects
+        );
+        // And the values are the built-ins': invocation 7 of workgroup (1, 0) is local
+        // (2, 1, 0), global (7, 1, 0).
+        let word = |k: usize| {
+            let o = &a.buffers[&(0, 0)];
+            u32::from_le_bytes([o[4 * k], o[4 * k + 1], o[4 * k + 2], o[4 * k + 3]])
+        };
+        assert_eq!(word((30 + 7) * 4), 7 + 7 + 2000, "size {size}");
+        assert_eq!(word((30 + 7) * 4 + 3), 2, "size {size}");
+    }
+}

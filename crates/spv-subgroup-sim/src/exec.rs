@@ -1535,6 +1535,83 @@ impl Machine<'_> {
         };
         let t = self.ty(g.pointee)?;
         let nl = self.lanes as usize;
+        let lanes = self.lanes;
+        // Flags first: written in the existing lanes, 0 in the others.
+        for c in 0..rows.leaves {
+            let at = (rows.written + c) as usize * nl;
+            if let Some(row) = sg.regs.get_mut(at..at + nl) {
+                for (l, x) in row.iter_mut().enumerate() {
+                    *x = if (l as u32) < n {
+                        crate::promote::WRITTEN
+                    } else {
+                        0
+                    };
+                }
+            }
+        }
+        // The common built-ins (32-bit scalars and vectors of one component per leaf) row by
+        // row, with what `builtin` computes for each lane; the others lane by lane through it.
+        use spirv::BuiltIn as B;
+        let lid = |index: u32| {
+            [
+                index % local[0],
+                (index / local[0]) % local[1],
+                index / (local[0] * local[1]),
+            ]
+        };
+        let per_lane: Option<fn([u32; 3], [u32; 3], [u32; 3], u32, u32) -> [u32; 3]> =
+            match g.builtin.and_then(B::from_u32) {
+                Some(B::LocalInvocationId) => Some(|lid, _, _, _, _| lid),
+                Some(B::GlobalInvocationId) => Some(|lid, wg, local, _, _| {
+                    std::array::from_fn(|k| wg[k].wrapping_mul(local[k]).wrapping_add(lid[k]))
+                }),
+                Some(B::WorkgroupId) => Some(|_, wg, _, _, _| wg),
+                Some(B::WorkgroupSize) => Some(|_, _, local, _, _| local),
+                Some(B::LocalInvocationIndex) => Some(|_, _, _, index, _| [index, 0, 0]),
+                Some(B::SubgroupLocalInvocationId) => Some(|_, _, _, _, lane| [lane, 0, 0]),
+                _ => None,
+            };
+        let uniform: Option<[u32; 3]> = match g.builtin.and_then(B::from_u32) {
+            Some(B::NumWorkgroups) => Some(s.workgroups),
+            Some(B::SubgroupSize) => Some([lanes, 0, 0]),
+            Some(B::SubgroupId) => Some([sgi, 0, 0]),
+            Some(B::NumSubgroups) => Some([nsg, 0, 0]),
+            _ => None,
+        };
+        let comps = |b: Option<B>| match b {
+            Some(
+                B::LocalInvocationId
+                | B::GlobalInvocationId
+                | B::WorkgroupId
+                | B::WorkgroupSize
+                | B::NumWorkgroups,
+            ) => 3,
+            _ => 1,
+        };
+        let by_rows = rows.leaves == comps(g.builtin.and_then(B::from_u32))
+            && t.layout.iter().all(|(_, s)| s.width() == 32);
+        if by_rows && (per_lane.is_some() || uniform.is_some()) {
+            for c in 0..rows.leaves as usize {
+                let at = (rows.value as usize + c) * nl;
+                let Some(row) = sg.regs.get_mut(at..at + nl) else {
+                    continue;
+                };
+                for (l, x) in row.iter_mut().enumerate() {
+                    let l = l as u32;
+                    *x = if l >= n {
+                        0
+                    } else if let Some(v) = uniform {
+                        u64::from(v[c])
+                    } else if let Some(f) = per_lane {
+                        let index = first + l;
+                        u64::from(f(lid(index), wg, local, index, l)[c])
+                    } else {
+                        0
+                    };
+                }
+            }
+            return Ok(());
+        }
         let mut vals = std::mem::take(&mut self.scratch);
         for l in 0..self.lanes {
             vals.clear();
@@ -1547,11 +1624,8 @@ impl Machine<'_> {
             }
             for c in 0..rows.leaves {
                 let v = vals.get(c as usize).copied().unwrap_or(0);
-                let flag = if l < n { crate::promote::WRITTEN } else { 0 };
-                for (row, x) in [(rows.value, v), (rows.written, flag)] {
-                    if let Some(r) = sg.regs.get_mut((row + c) as usize * nl + l as usize) {
-                        *r = x;
-                    }
+                if let Some(r) = sg.regs.get_mut((rows.value + c) as usize * nl + l as usize) {
+                    *r = v;
                 }
             }
         }

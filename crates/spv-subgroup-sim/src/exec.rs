@@ -1559,18 +1559,17 @@ impl Machine<'_> {
                 index / (local[0] * local[1]),
             ]
         };
-        let per_lane: Option<fn([u32; 3], [u32; 3], [u32; 3], u32, u32) -> [u32; 3]> =
-            match g.builtin.and_then(B::from_u32) {
-                Some(B::LocalInvocationId) => Some(|lid, _, _, _, _| lid),
-                Some(B::GlobalInvocationId) => Some(|lid, wg, local, _, _| {
-                    std::array::from_fn(|k| wg[k].wrapping_mul(local[k]).wrapping_add(lid[k]))
-                }),
-                Some(B::WorkgroupId) => Some(|_, wg, _, _, _| wg),
-                Some(B::WorkgroupSize) => Some(|_, _, local, _, _| local),
-                Some(B::LocalInvocationIndex) => Some(|_, _, _, index, _| [index, 0, 0]),
-                Some(B::SubgroupLocalInvocationId) => Some(|_, _, _, _, lane| [lane, 0, 0]),
-                _ => None,
-            };
+        let per_lane: Option<LaneBuiltIn> = match g.builtin.and_then(B::from_u32) {
+            Some(B::LocalInvocationId) => Some(|lid, _, _, _, _| lid),
+            Some(B::GlobalInvocationId) => Some(|lid, wg, local, _, _| {
+                std::array::from_fn(|k| wg[k].wrapping_mul(local[k]).wrapping_add(lid[k]))
+            }),
+            Some(B::WorkgroupId) => Some(|_, wg, _, _, _| wg),
+            Some(B::WorkgroupSize) => Some(|_, _, local, _, _| local),
+            Some(B::LocalInvocationIndex) => Some(|_, _, _, index, _| [index, 0, 0]),
+            Some(B::SubgroupLocalInvocationId) => Some(|_, _, _, _, lane| [lane, 0, 0]),
+            _ => None,
+        };
         let uniform: Option<[u32; 3]> = match g.builtin.and_then(B::from_u32) {
             Some(B::NumWorkgroups) => Some(s.workgroups),
             Some(B::SubgroupSize) => Some([lanes, 0, 0]),
@@ -1722,6 +1721,10 @@ impl Machine<'_> {
         ptr
     }
 }
+
+/// A built-in's components for one lane from (local id, workgroup id, workgroup size, local
+/// index, lane).
+type LaneBuiltIn = fn([u32; 3], [u32; 3], [u32; 3], u32, u32) -> [u32; 3];
 
 /// Whether the leaves of `t` cover its bytes exactly, in order with no gaps (a store of a whole
 /// value then writes every byte: scalars and vectors, the built-ins' types).

@@ -168,6 +168,7 @@ impl Pages {
     }
 
     /// The little-endian value of bytes `a..a + n` (n at most 8; bytes out of bounds read 0).
+    #[inline]
     pub fn read(&self, a: usize, n: usize) -> u64 {
         let (p, o) = (a >> self.shift, a & ((1 << self.shift) - 1));
         match self.pages.get(p) {

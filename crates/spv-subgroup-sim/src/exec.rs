@@ -139,7 +139,7 @@ pub struct Machine<'p> {
     pub scratch: Vec<u64>,
     /// A scratch row: a kernel's result before its active lanes are kept (`crate::fast`).
     pub row_tmp: Vec<u64>,
-    /// The row form's constant rows, `lanes` wide (`crate::fast::const_rows`).
+    /// The row form's constant rows, `lanes` wide (`Program::const_rows`).
     pub const_rows: Vec<u64>,
     /// The subgroups of the previous workgroup, kept so the next one reuses their register
     /// files and frame lists instead of allocating (and the kernel faulting in) fresh ones.
@@ -1213,7 +1213,7 @@ impl<'p> Machine<'p> {
             phi_rows: Vec::new(),
             scratch: Vec::new(),
             row_tmp: Vec::new(),
-            const_rows: crate::fast::const_rows(p, d.subgroup_size),
+            const_rows: p.const_rows(d.subgroup_size),
             sg_pool: Vec::new(),
             files,
             rng: 0,
@@ -1542,7 +1542,7 @@ impl Machine<'_> {
             if let Some(row) = sg.regs.get_mut(at..at + nl) {
                 for (l, x) in row.iter_mut().enumerate() {
                     *x = if (l as u32) < n {
-                        crate::promote::WRITTEN
+                        crate::translate::WRITTEN
                     } else {
                         0
                     };

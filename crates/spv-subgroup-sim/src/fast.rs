@@ -695,10 +695,10 @@ impl Machine<'_> {
                     }
                 }
                 if mask == full {
-                    sg.regs[flags..flags + n].fill(crate::promote::WRITTEN);
+                    sg.regs[flags..flags + n].fill(crate::translate::WRITTEN);
                 } else {
                     for l in crate::num::lanes(mask) {
-                        sg.regs[flags + l as usize] = crate::promote::WRITTEN;
+                        sg.regs[flags + l as usize] = crate::translate::WRITTEN;
                     }
                 }
                 true
@@ -748,18 +748,8 @@ fn written(flags: &[u64], mask: u128, full: u128) -> bool {
         // A flag is WRITTEN (1) or an even number (the variable's id shifted left, or 0): the
         // low bits ANDed together are 1 only if every flag is WRITTEN (one AND per lane, which
         // the compiler vectorises).
-        flags.iter().fold(u64::MAX, |all, &f| all & f) & 1 == crate::promote::WRITTEN
+        flags.iter().fold(u64::MAX, |all, &f| all & f) & 1 == crate::translate::WRITTEN
     } else {
-        crate::num::lanes(mask).all(|l| flags.get(l as usize) == Some(&crate::promote::WRITTEN))
+        crate::num::lanes(mask).all(|l| flags.get(l as usize) == Some(&crate::translate::WRITTEN))
     }
-}
-
-/// Every constant row of `p` filled `lanes` wide (`Machine::const_rows`).
-pub fn const_rows(p: &Program, lanes: u32) -> Vec<u64> {
-    let n = lanes as usize;
-    let mut rows = Vec::with_capacity(p.row_consts.len() * n);
-    for &v in &p.row_consts {
-        rows.extend(std::iter::repeat_n(v, n));
-    }
-    rows
 }

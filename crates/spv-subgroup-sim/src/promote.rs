@@ -24,7 +24,7 @@ use std::collections::{HashMap, HashSet};
 use crate::error::{malformed, Result};
 use crate::exec::{Machine, Sg};
 use crate::num::{lanes, mask as wmask};
-use crate::translate::{Binding, IdKind, Local, Program, Src};
+use crate::translate::{Binding, IdKind, Local, Program, Src, WRITTEN};
 use crate::types::{Scalar, Shape, TypeInfo};
 
 /// Most leaves of a promoted variable (its rows are part of every subgroup's register file).
@@ -37,11 +37,6 @@ const MAX_PROMOTED_ROWS: u32 = 8192;
 /// The register file the executor accepts (`exec::dispatch`: registers times lanes); promotion
 /// never takes a module that fits at 128 lanes over it.
 const MAX_STATE_SLOTS: u32 = 1 << 27;
-
-/// A leaf's flag once a lane stored it; before, the flag is the variable's id shifted left by
-/// one (0 in registers never set), which names the variable in reports. So WRITTEN is the only
-/// odd flag (`crate::fast` checks a whole row of flags with one AND per lane).
-pub(crate) const WRITTEN: u64 = 1;
 
 /// `Function` storage class.
 const FUNCTION: u32 = spirv::StorageClass::Function as u32;

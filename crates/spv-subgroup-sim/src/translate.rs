@@ -310,6 +310,11 @@ pub struct Binding {
     pub to: Local,
 }
 
+/// A leaf's flag once a lane stored it; before, the flag is the variable's id shifted left by
+/// one (0 in registers never set), which names the variable in reports. So WRITTEN is the only
+/// odd flag (`crate::fast` checks a whole row of flags with one AND per lane).
+pub const WRITTEN: u64 = 1;
+
 /// What an instruction reaches of a Function variable kept in registers (`crate::promote`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Local {
@@ -438,6 +443,17 @@ pub struct Program {
 }
 
 impl Program {
+    /// Every constant row of the row forms ([`Program::row_consts`]) filled `lanes` wide
+    /// (`Machine::const_rows`).
+    pub fn const_rows(&self, lanes: u32) -> Vec<u64> {
+        let n = lanes as usize;
+        let mut rows = Vec::with_capacity(self.row_consts.len() * n);
+        for &v in &self.row_consts {
+            rows.extend(std::iter::repeat_n(v, n));
+        }
+        rows
+    }
+
     /// The type of a type id.
     pub fn ty(&self, id: u32) -> Result<&TypeInfo> {
         self.types

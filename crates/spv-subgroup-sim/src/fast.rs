@@ -74,8 +74,41 @@ pub fn prepare(p: &mut Program) {
             }
         }
     }
+    if !p.general_only {
+        for f in &mut funcs {
+            skip_written_checks(f);
+        }
+    }
     p.funcs = funcs;
     p.row_consts = consts.values;
+}
+
+/// A forwarded load after a store that wrote every leaf it reads, in the same block with no
+/// call or `OpVariable` of that variable in between, has nothing to check: a block runs under
+/// one mask, and the store set every active lane's flags. Its form becomes [`Fast::Nop`].
+fn skip_written_checks(f: &mut crate::translate::Func) {
+    // Per block, the (variable, first value row, leaves) stored so far.
+    let mut stored: Vec<(u32, u32, u32)> = Vec::new();
+    for b in 0..f.blocks.len() {
+        let (start, end) = (f.blocks[b].start as usize, f.blocks[b].end as usize);
+        stored.clear();
+        for inst in f.insts.get_mut(start..end).into_iter().flatten() {
+            match (inst.decoded, inst.local) {
+                (Some(spirv::Op::FunctionCall), _) => stored.clear(),
+                (Some(spirv::Op::Variable), Some(l)) => stored.retain(|s| s.0 != l.var),
+                (Some(spirv::Op::Store), Some(l)) => stored.push((l.var, l.value, l.leaves)),
+                (Some(spirv::Op::Load), Some(l)) if inst.forwarded => {
+                    let covered = stored.iter().any(|&(var, value, leaves)| {
+                        var == l.var && value <= l.value && l.value + l.leaves <= value + leaves
+                    });
+                    if covered && matches!(inst.fast, Some(Fast::LoadForwarded { .. })) {
+                        inst.fast = Some(Fast::Nop);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 /// The straight-line form of `inst`, if it has one (its row form, if any, already resolved).

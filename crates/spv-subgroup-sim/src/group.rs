@@ -219,19 +219,7 @@ impl Machine<'_> {
                 return Ok(());
             }
         }
-        let khr = matches!(
-            op,
-            O::SubgroupBallotKHR
-                | O::SubgroupFirstInvocationKHR
-                | O::SubgroupAllKHR
-                | O::SubgroupAnyKHR
-                | O::SubgroupAllEqualKHR
-                | O::SubgroupReadInvocationKHR
-                | O::GroupNonUniformPartitionEXT
-                | O::GroupNonUniformQuadAllKHR
-                | O::GroupNonUniformQuadAnyKHR
-        );
-        let args: &[u32] = if khr {
+        let args: &[u32] = if crate::opclass::without_scope(op) {
             &inst.args
         } else {
             let scope = self.constant(

@@ -108,19 +108,7 @@ fn ballot_operand(p: &Program, id: u32) -> Option<(Src, u32, u32)> {
 fn resolve(p: &Program, inst: &Inst) -> Option<GroupRow> {
     use spirv::Op as O;
     let op = inst.decoded?;
-    let khr = matches!(
-        op,
-        O::SubgroupBallotKHR
-            | O::SubgroupFirstInvocationKHR
-            | O::SubgroupAllKHR
-            | O::SubgroupAnyKHR
-            | O::SubgroupAllEqualKHR
-            | O::SubgroupReadInvocationKHR
-            | O::GroupNonUniformPartitionEXT
-            | O::GroupNonUniformQuadAllKHR
-            | O::GroupNonUniformQuadAnyKHR
-    );
-    let args: &[u32] = if khr {
+    let args: &[u32] = if crate::opclass::without_scope(op) {
         &inst.args
     } else {
         // Any other scope is the general path's error.

@@ -2,6 +2,24 @@
 //! module is translated (to mark each instruction once) and by the size trace, so that
 //! neither needs the semantics themselves.
 
+/// Whether the subgroup instruction `op` has no execution-scope operand (the KHR and EXT
+/// forms: their operands start at the value).
+pub fn without_scope(op: spirv::Op) -> bool {
+    use spirv::Op as O;
+    matches!(
+        op,
+        O::SubgroupBallotKHR
+            | O::SubgroupFirstInvocationKHR
+            | O::SubgroupAllKHR
+            | O::SubgroupAnyKHR
+            | O::SubgroupAllEqualKHR
+            | O::SubgroupReadInvocationKHR
+            | O::GroupNonUniformPartitionEXT
+            | O::GroupNonUniformQuadAllKHR
+            | O::GroupNonUniformQuadAnyKHR
+    )
+}
+
 /// Whether `op` is a subgroup instruction handled by `crate::group`.
 pub fn is_group(op: spirv::Op) -> bool {
     use spirv::Op as O;

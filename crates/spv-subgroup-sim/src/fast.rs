@@ -427,43 +427,25 @@ impl Machine<'_> {
         if n > MAX_LANES {
             return false;
         }
-        let Some((kernel, check)) = r.kernel else {
+        let Some(kernel) = r.kernel else {
             return self.run_row_general(sg, res, r, mask);
         };
-        let full = self.full_mask();
+        let full = self.full;
         for c in 0..r.leaves {
-            // Each operand's row: a register's, or a constant row this machine filled.
-            let mut regs_in = [None; 2];
-            let mut const_in: [&[u64]; 2] = [&[], &[]];
+            // Each operand's row for this leaf: a register's, or a constant row this machine
+            // filled.
+            let mut ops = [Operand::Reg(0); 2];
             for (k, src) in [r.a, r.b].into_iter().enumerate() {
-                let leaf = if r.wide[k] { c } else { 0 } as usize;
-                match (src, r.const_rows[k]) {
-                    (Src::Reg(x), _) => regs_in[k] = Some((x as usize + leaf) * n),
-                    (Src::Const(_), Some(first)) => {
-                        let at = (first as usize + leaf) * n;
-                        match self.const_rows.get(at..at + n) {
-                            Some(row) => const_in[k] = row,
-                            None => return self.run_row_general(sg, res, r, mask),
-                        }
-                    }
+                let leaf = if r.wide[k] { c } else { 0 };
+                ops[k] = match (src, r.const_rows[k]) {
+                    (Src::Reg(x), _) => Operand::Reg(x + leaf),
+                    (Src::Const(_), Some(first)) => Operand::Const(first + leaf),
                     _ => return self.run_row_general(sg, res, r, mask),
-                }
+                };
             }
-            let out = (res as usize + c as usize) * n;
-            let Some((dst, [a, b])) = split_rows(&mut sg.regs, out, regs_in, n) else {
+            let rows = (&mut sg.regs[..], &self.const_rows[..], &mut self.row_tmp);
+            if !kernel_row(rows, kernel, res + c, ops, n, (mask, full)) {
                 return false;
-            };
-            let (a, b) = (a.unwrap_or(const_in[0]), b.unwrap_or(const_in[1]));
-            if a.len() != n || b.len() != n || !check.holds(b, mask, full) {
-                return false;
-            }
-            if mask == full {
-                kernel(a, b, dst);
-            } else {
-                // Every lane computed (the kernels are total), the active ones kept.
-                let mut all = [0u64; MAX_LANES];
-                kernel(a, b, &mut all[..n]);
-                crate::kernels::blend(dst, &all[..n], mask);
             }
         }
         true
@@ -626,39 +608,8 @@ impl Machine<'_> {
                 true
             }
             Fast::Row { kernel, dst, a, b } => {
-                let (kernel, check) = kernel;
-                let reg = |o: Operand| match o {
-                    Operand::Reg(r) => Some(r as usize * n),
-                    Operand::Const(_) => None,
-                };
-                let konst = |o: Operand| match o {
-                    Operand::Const(c) => self.const_rows.get(c as usize * n..(c as usize + 1) * n),
-                    Operand::Reg(_) => None,
-                };
-                let Some((out, [x, y])) =
-                    split_rows(&mut sg.regs, dst as usize * n, [reg(a), reg(b)], n)
-                else {
-                    return false;
-                };
-                let (Some(x), Some(y)) = (x.or_else(|| konst(a)), y.or_else(|| konst(b))) else {
-                    return false;
-                };
-                if !check.holds(y, mask, full) {
-                    return false;
-                }
-                if mask == full {
-                    kernel(x, y, out);
-                } else {
-                    // Every lane computed (the kernels are total), the active ones kept.
-                    let all = &mut self.row_tmp;
-                    all.resize(n, 0);
-                    // Lanes past the highest active one are never computed (a partial
-                    // subgroup's mask ends well before the row does).
-                    let top = (128 - mask.leading_zeros() as usize).min(n);
-                    kernel(&x[..top], &y[..top], &mut all[..top]);
-                    crate::kernels::blend(&mut out[..top], &all[..top], mask);
-                }
-                true
+                let rows = (&mut sg.regs[..], &self.const_rows[..], &mut self.row_tmp);
+                kernel_row(rows, kernel, dst, [a, b], n, (mask, full))
             }
             Fast::LoadForwarded { flags, leaves } => {
                 let at = flags as usize * n;
@@ -738,6 +689,51 @@ impl Machine<'_> {
             }
         }
     }
+}
+
+/// One result row of a compiled kernel: `dst` from the operand rows `ops` (registers or
+/// constant rows) for the lanes of `mask`; false, having written nothing, where a lane needs
+/// the general path (its check fails, a row is out of range or shared with the result).
+/// `rows` are the registers, the constant rows and a scratch row. Inlined into both callers:
+/// it is the hot path of every row operation.
+#[inline(always)]
+fn kernel_row(
+    (regs, consts, tmp): (&mut [u64], &[u64], &mut Vec<u64>),
+    (kernel, check): (crate::kernels::Kernel, crate::kernels::Check),
+    dst: u32,
+    ops: [Operand; 2],
+    n: usize,
+    (mask, full): (u128, u128),
+) -> bool {
+    let reg = |o: Operand| match o {
+        Operand::Reg(r) => Some(r as usize * n),
+        Operand::Const(_) => None,
+    };
+    let konst = |o: Operand| match o {
+        Operand::Const(c) => consts.get(c as usize * n..(c as usize + 1) * n),
+        Operand::Reg(_) => None,
+    };
+    let [a, b] = ops;
+    let Some((out, [x, y])) = split_rows(regs, dst as usize * n, [reg(a), reg(b)], n) else {
+        return false;
+    };
+    let (Some(x), Some(y)) = (x.or_else(|| konst(a)), y.or_else(|| konst(b))) else {
+        return false;
+    };
+    if x.len() != n || y.len() != n || !check.holds(y, mask, full) {
+        return false;
+    }
+    if mask == full {
+        kernel(x, y, out);
+    } else {
+        // Every lane computed (the kernels are total) up to the highest active one (a partial
+        // subgroup's mask ends well before the row does), the active ones kept.
+        tmp.resize(n, 0);
+        let top = (128 - mask.leading_zeros() as usize).min(n);
+        kernel(&x[..top], &y[..top], &mut tmp[..top]);
+        crate::kernels::blend(&mut out[..top], &tmp[..top], mask);
+    }
+    true
 }
 
 /// Leaf `c`'s row of an operand: from the registers or the constant rows.

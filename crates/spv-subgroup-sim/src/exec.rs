@@ -1470,11 +1470,21 @@ impl Machine<'_> {
         nwg: [u32; 3],
     ) -> Result<u64> {
         let t = self.ty(g.pointee)?;
+        let kind = g.builtin.and_then(spirv::BuiltIn::from_u32);
         if g.class == spirv::StorageClass::Input as u32 && whole(t) {
             // The built-in's bytes written straight into the object.
             let mut vals = std::mem::take(&mut self.scratch);
             vals.clear();
-            let r = self.builtin(g, (index, sgid, lane, nsg), local, wg, nwg, t, &mut vals);
+            let r = self.builtin(
+                kind,
+                g,
+                (index, sgid, lane, nsg),
+                local,
+                wg,
+                nwg,
+                t,
+                &mut vals,
+            );
             let ptr = r.map(|()| self.alloc_written(t, &vals, MemName::Variable(g.id)));
             self.scratch = vals;
             return ptr;
@@ -1482,7 +1492,16 @@ impl Machine<'_> {
         if g.class == spirv::StorageClass::Input as u32 {
             let mut vals = Vec::new();
             let ptr = self.alloc(t.size, MemName::Variable(g.id));
-            self.builtin(g, (index, sgid, lane, nsg), local, wg, nwg, t, &mut vals)?;
+            self.builtin(
+                kind,
+                g,
+                (index, sgid, lane, nsg),
+                local,
+                wg,
+                nwg,
+                t,
+                &mut vals,
+            )?;
             self.store(ptr, t, &vals)?;
             Ok(ptr)
         } else if g.class == spirv::StorageClass::Private as u32
@@ -1535,101 +1554,56 @@ impl Machine<'_> {
         };
         let t = self.ty(g.pointee)?;
         let nl = self.lanes as usize;
-        let lanes = self.lanes;
-        // Flags first: written in the existing lanes, 0 in the others.
-        for c in 0..rows.leaves {
-            let at = (rows.written + c) as usize * nl;
-            if let Some(row) = sg.regs.get_mut(at..at + nl) {
-                for (l, x) in row.iter_mut().enumerate() {
-                    *x = if (l as u32) < n {
-                        crate::translate::WRITTEN
-                    } else {
-                        0
-                    };
-                }
-            }
-        }
-        // The common built-ins (32-bit scalars and vectors of one component per leaf) row by
-        // row, with what `builtin` computes for each lane; the others lane by lane through it.
-        use spirv::BuiltIn as B;
-        let lid = |index: u32| {
-            [
-                index % local[0],
-                (index / local[0]) % local[1],
-                index / (local[0] * local[1]),
-            ]
-        };
-        let per_lane: Option<LaneBuiltIn> = match g.builtin.and_then(B::from_u32) {
-            Some(B::LocalInvocationId) => Some(|lid, _, _, _, _| lid),
-            Some(B::GlobalInvocationId) => Some(|lid, wg, local, _, _| {
-                std::array::from_fn(|k| wg[k].wrapping_mul(local[k]).wrapping_add(lid[k]))
-            }),
-            Some(B::WorkgroupId) => Some(|_, wg, _, _, _| wg),
-            Some(B::WorkgroupSize) => Some(|_, _, local, _, _| local),
-            Some(B::LocalInvocationIndex) => Some(|_, _, _, index, _| [index, 0, 0]),
-            Some(B::SubgroupLocalInvocationId) => Some(|_, _, _, _, lane| [lane, 0, 0]),
-            _ => None,
-        };
-        let uniform: Option<[u32; 3]> = match g.builtin.and_then(B::from_u32) {
-            Some(B::NumWorkgroups) => Some(s.workgroups),
-            Some(B::SubgroupSize) => Some([lanes, 0, 0]),
-            Some(B::SubgroupId) => Some([sgi, 0, 0]),
-            Some(B::NumSubgroups) => Some([nsg, 0, 0]),
-            _ => None,
-        };
-        let comps = |b: Option<B>| match b {
-            Some(
-                B::LocalInvocationId
-                | B::GlobalInvocationId
-                | B::WorkgroupId
-                | B::WorkgroupSize
-                | B::NumWorkgroups,
-            ) => 3,
-            _ => 1,
-        };
-        let by_rows = rows.leaves == comps(g.builtin.and_then(B::from_u32))
-            && t.layout.iter().all(|(_, s)| s.width() == 32);
-        if by_rows && (per_lane.is_some() || uniform.is_some()) {
-            for c in 0..rows.leaves as usize {
-                let at = (rows.value as usize + c) * nl;
-                let Some(row) = sg.regs.get_mut(at..at + nl) else {
-                    continue;
-                };
-                for (l, x) in row.iter_mut().enumerate() {
-                    let l = l as u32;
-                    *x = if l >= n {
-                        0
-                    } else if let Some(v) = uniform {
-                        u64::from(v[c])
-                    } else if let Some(f) = per_lane {
-                        let index = first + l;
-                        u64::from(f(lid(index), wg, local, index, l)[c])
-                    } else {
-                        0
-                    };
-                }
-            }
+        // Decoded once for the subgroup's lanes.
+        let kind = g.builtin.and_then(spirv::BuiltIn::from_u32);
+        let (lanes, leaves) = (self.lanes, rows.leaves as usize);
+        let n = n.min(lanes) as usize;
+        let span = |row: u32| row as usize * nl..(row as usize + leaves) * nl;
+        // Flags: written in the existing lanes, 0 in the others.
+        let Some(flags) = sg.regs.get_mut(span(rows.written)) else {
             return Ok(());
+        };
+        for row in flags.chunks_exact_mut(nl) {
+            row[..n].fill(crate::translate::WRITTEN);
+            row[n..].fill(0);
         }
+        // Values: one leaf per component (the 32-bit scalars and vectors) straight into the
+        // rows; the masks, spread over several leaves by their widths, through `builtin`.
+        let one_per_leaf = builtin_comps(kind, (0, 0, 0, 1), [1; 3], [0; 3], [1; 3], lanes)
+            .is_some_and(|(_, k)| k == leaves);
         let mut vals = std::mem::take(&mut self.scratch);
-        for l in 0..self.lanes {
+        let mut result = Ok(());
+        if !one_per_leaf {
+            // The masks: each existing lane's leaves, then written below.
             vals.clear();
-            if l < n {
+            for l in 0..n as u32 {
                 let ids = (first + l, sgi, l, nsg);
-                if let Err(e) = self.builtin(g, ids, local, wg, s.workgroups, t, &mut vals) {
-                    self.scratch = vals;
-                    return Err(e);
+                result = self.builtin(kind, g, ids, local, wg, s.workgroups, t, &mut vals);
+                if result.is_err() {
+                    break;
                 }
             }
-            for c in 0..rows.leaves {
-                let v = vals.get(c as usize).copied().unwrap_or(0);
-                if let Some(r) = sg.regs.get_mut((rows.value + c) as usize * nl + l as usize) {
-                    *r = v;
+        }
+        if let (Ok(()), Some(values)) = (&result, sg.regs.get_mut(span(rows.value))) {
+            values.fill(0);
+            for l in 0..n {
+                let ids = (first + l as u32, sgi, l as u32, nsg);
+                let comps = match one_per_leaf {
+                    true => builtin_comps(kind, ids, local, wg, s.workgroups, lanes)
+                        .map(|(c, _)| c.map(|x| x as u64)),
+                    false => None,
+                };
+                for c in 0..leaves {
+                    let v = match comps {
+                        Some(comps) => comps.get(c).copied(),
+                        None => vals.get(l * leaves + c).copied(),
+                    };
+                    values[c * nl + l] = v.unwrap_or(0);
                 }
             }
         }
         self.scratch = vals;
-        Ok(())
+        result
     }
 
     /// The value of the built-in Input variable `g` of type `t` for one invocation, as leaves
@@ -1637,6 +1611,7 @@ impl Machine<'_> {
     #[allow(clippy::too_many_arguments)]
     fn builtin(
         &self,
+        kind: Option<spirv::BuiltIn>,
         g: &crate::translate::Global,
         (index, sgid, lane, nsg): (u32, u32, u32, u32),
         local: [u32; 3],
@@ -1645,45 +1620,13 @@ impl Machine<'_> {
         t: &TypeInfo,
         vals: &mut Vec<u64>,
     ) -> Result<()> {
-        use spirv::BuiltIn as B;
-        let lid = [
-            index % local[0],
-            (index / local[0]) % local[1],
-            index / (local[0] * local[1]),
-        ];
-        let bit = 1u128 << lane;
-        let size_mask = if self.lanes == 128 {
-            u128::MAX
-        } else {
-            (1u128 << self.lanes) - 1
-        };
-        // The components in a fixed array (no allocation per lane and variable).
-        let three = |v: [u32; 3]| ([v[0].into(), v[1].into(), v[2].into()], 3);
-        let one = |v: u128| ([v, 0, 0], 1);
-        let (comps, n): ([u128; 3], usize) = match g.builtin.and_then(B::from_u32) {
-            Some(B::LocalInvocationId) => three(lid),
-            Some(B::WorkgroupId) => three(wg),
-            Some(B::NumWorkgroups) => three(nwg),
-            Some(B::WorkgroupSize) => three(local),
-            Some(B::GlobalInvocationId) => three(std::array::from_fn(|k| {
-                wg[k].wrapping_mul(local[k]).wrapping_add(lid[k])
-            })),
-            Some(B::LocalInvocationIndex) => one(u128::from(index)),
-            Some(B::SubgroupSize) => one(u128::from(self.lanes)),
-            Some(B::SubgroupLocalInvocationId) => one(u128::from(lane)),
-            Some(B::SubgroupId) => one(u128::from(sgid)),
-            Some(B::NumSubgroups) => one(u128::from(nsg)),
-            Some(B::SubgroupEqMask) => one(bit),
-            Some(B::SubgroupGeMask) => one(!(bit - 1) & size_mask),
-            Some(B::SubgroupGtMask) => one(!(bit - 1) & !bit & size_mask),
-            Some(B::SubgroupLeMask) => one((bit - 1) | bit),
-            Some(B::SubgroupLtMask) => one(bit - 1),
-            _ => {
-                return Err(unsupported(format!(
-                    "Input variable %{} with BuiltIn {:?}",
-                    g.id, g.builtin
-                )))
-            }
+        let Some((comps, n)) =
+            builtin_comps(kind, (index, sgid, lane, nsg), local, wg, nwg, self.lanes)
+        else {
+            return Err(unsupported(format!(
+                "Input variable %{} with BuiltIn {:?}",
+                g.id, g.builtin
+            )));
         };
         let comps = &comps[..n];
         if comps.len() == t.leaves as usize {
@@ -1722,9 +1665,62 @@ impl Machine<'_> {
     }
 }
 
-/// A built-in's components for one lane from (local id, workgroup id, workgroup size, local
-/// index, lane).
-type LaneBuiltIn = fn([u32; 3], [u32; 3], [u32; 3], u32, u32) -> [u32; 3];
+/// The components of built-in `b` (and how many) for one invocation: `(index, sgid, lane, nsg)`
+/// are its local invocation index, subgroup, lane and the workgroup's subgroup count, `local`
+/// the workgroup size, `wg` its id, `nwg` the workgroup counts, `lanes` the subgroup size.
+/// None for a built-in the simulator does not know.
+#[inline]
+fn builtin_comps(
+    b: Option<spirv::BuiltIn>,
+    (index, sgid, lane, nsg): (u32, u32, u32, u32),
+    local: [u32; 3],
+    wg: [u32; 3],
+    nwg: [u32; 3],
+    lanes: u32,
+) -> Option<([u128; 3], usize)> {
+    use spirv::BuiltIn as B;
+    // Each part computed only for the built-ins that use it (this runs per lane and built-in).
+    let lid = || {
+        [
+            index % local[0],
+            (index / local[0]) % local[1],
+            index / (local[0] * local[1]),
+        ]
+    };
+    let bit = 1u128 << lane;
+    let size_mask = || {
+        if lanes == 128 {
+            u128::MAX
+        } else {
+            (1u128 << lanes) - 1
+        }
+    };
+    let three = |v: [u32; 3]| ([v[0].into(), v[1].into(), v[2].into()], 3);
+    let one = |v: u128| ([v, 0, 0], 1);
+    Some(match b? {
+        B::LocalInvocationId => three(lid()),
+        B::WorkgroupId => three(wg),
+        B::NumWorkgroups => three(nwg),
+        B::WorkgroupSize => three(local),
+        B::GlobalInvocationId => {
+            let lid = lid();
+            three(std::array::from_fn(|k| {
+                wg[k].wrapping_mul(local[k]).wrapping_add(lid[k])
+            }))
+        }
+        B::LocalInvocationIndex => one(u128::from(index)),
+        B::SubgroupSize => one(u128::from(lanes)),
+        B::SubgroupLocalInvocationId => one(u128::from(lane)),
+        B::SubgroupId => one(u128::from(sgid)),
+        B::NumSubgroups => one(u128::from(nsg)),
+        B::SubgroupEqMask => one(bit),
+        B::SubgroupGeMask => one(!(bit - 1) & size_mask()),
+        B::SubgroupGtMask => one(!(bit - 1) & !bit & size_mask()),
+        B::SubgroupLeMask => one((bit - 1) | bit),
+        B::SubgroupLtMask => one(bit - 1),
+        _ => return None,
+    })
+}
 
 /// Whether the leaves of `t` cover its bytes exactly, in order with no gaps (a store of a whole
 /// value then writes every byte: scalars and vectors, the built-ins' types).

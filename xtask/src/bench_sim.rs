@@ -9,8 +9,8 @@
 //!
 //! For each kernel: lavapipe's dispatch time (GPU timestamps around each of at least ten
 //! dispatches in one command buffer, the fastest: its threads slow down with the machine's load),
-//! then `Module::run` at each size (the calling thread's CPU time, from
-//! `/proc/thread-self/schedstat`, fairer than wall time on a loaded machine; median of `--runs`),
+//! then `Module::run` at each size (the calling thread's CPU time, `CLOCK_THREAD_CPUTIME_ID`:
+//! `/proc`'s schedstat advances only at scheduler ticks; fairer than wall time on a loaded machine; median of `--runs`),
 //! its lane-instructions (instructions times active lanes) per second, and the ratio to
 //! lavapipe. The results are checked: the reduction and the histogram against a host computation
 //! at every size, and every kernel's simulated output at lavapipe's own subgroup size against
@@ -135,11 +135,12 @@ fn bytes(w: &[u32]) -> Vec<u8> {
     w.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// This thread's CPU time in seconds (`/proc/thread-self/schedstat`, nanoseconds), if readable.
-fn thread_cpu() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
-    Some(ns / 1e9)
+/// This thread's CPU time in seconds (`CLOCK_THREAD_CPUTIME_ID`, to the nanosecond: `/proc`'s
+/// schedstat advances only at scheduler ticks, 4 ms on this project's machines, a quarter of a
+/// run).
+fn thread_cpu() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -242,16 +243,12 @@ pub fn run(args: &[String]) -> Result<()> {
             let mut lane_steps = 0;
             for _ in 0..runs {
                 let d = dispatch(1);
-                let (t, cpu) = (Instant::now(), thread_cpu());
+                let cpu = thread_cpu();
                 let out = module
                     .run(&d)
                     .map_err(|e| anyhow::anyhow!("{} at size {size}: {e}", k.file))?;
-                // On a loaded machine the thread's CPU time is the fairer measure; wall time
-                // where /proc is missing.
-                times.push(match (cpu, thread_cpu()) {
-                    (Some(a), Some(b)) => b - a,
-                    _ => t.elapsed().as_secs_f64(),
-                });
+                // On a loaded machine the thread's CPU time is the fairer measure.
+                times.push(thread_cpu() - cpu);
                 lane_steps = out.lane_steps;
                 let got: Vec<u32> = out.buffers[&(0, 1)]
                     .chunks_exact(4)

@@ -53,6 +53,13 @@ pub fn prepare(p: &mut Program) {
                     let n = if r.wide[k] { r.leaves } else { 1 } as usize;
                     if let Some(values) = p.consts.get(i as usize..i as usize + n) {
                         r.const_rows[k] = consts.rows(values);
+                        // A constant second operand is checked here once (a shift by 24 is
+                        // always in range), not in every lane of every run.
+                        if let Some((kernel, check)) = r.kernel {
+                            if k == 1 && values.iter().all(|&y| check.passes(y)) {
+                                r.kernel = Some((kernel, crate::kernels::Check::None));
+                            }
+                        }
                     }
                 }
             }

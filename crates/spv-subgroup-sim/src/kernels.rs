@@ -31,14 +31,20 @@ pub enum Check {
 }
 
 impl Check {
-    /// Whether every lane of `mask` in `b` passes (lanes outside `b` fail).
+    /// Whether the operand value `y` passes.
     #[inline]
-    pub fn holds(self, b: &[u64], mask: u128, full: u128) -> bool {
-        let ok = |y: u64| match self {
+    pub fn passes(self, y: u64) -> bool {
+        match self {
             Check::None => true,
             Check::ShiftBelow(w) => y < u64::from(w),
             Check::NonZero => y != 0,
-        };
+        }
+    }
+
+    /// Whether every lane of `mask` in `b` passes (lanes outside `b` fail).
+    #[inline]
+    pub fn holds(self, b: &[u64], mask: u128, full: u128) -> bool {
+        let ok = |y: u64| self.passes(y);
         if self == Check::None {
             return true;
         }

@@ -442,8 +442,9 @@ fn promotion_stays_within_its_register_budget() {
 #[test]
 fn fast_forms_give_exactly_what_the_general_paths_give() {
     // The compiled kernels, the straight-line form and forwarded loads against the general
-    // paths: divergent arithmetic of every width, shifts past the width and divisions by zero in
-    // some active and some inactive lanes, a local read twice while unwritten in half the lanes
+    // paths: divergent arithmetic of every width, shifts past the width (by a register in some
+    // active and some inactive lanes, by a constant in all) and divisions by zero in some active
+    // and some inactive lanes, a local read twice while unwritten in half the lanes
     // (each read draws its own bits), loop-carried locals; plus this file's shader of subgroup
     // operations. Outputs, undefined reports (what, where, in order), steps and
     // lane-instructions must all be the same.
@@ -472,7 +473,7 @@ void main() {
     float f = float(si) * 1.5 - float(i >> 1);
     uint acc = 0u;
     for (uint k = 0u; k < i % 6u; k++) { acc = acc * 31u + (k ^ i); f = f * 0.5 + float(k); }
-    o[i * 8u + 0u] = (a ^ b) + (u ^ (u << 1u));
+    o[i * 8u + 0u] = (a ^ b) + (u ^ (u << 1u)) + (i >> 33u);
     o[i * 8u + 1u] = r;
     o[i * 8u + 2u] = uint(w >> 7) ^ uint(w >> 40) ^ uint(w < int64_t(-3));
     o[i * 8u + 3u] = uint(h * uint16_t(3)) + uint(int(c) * -3) + uint(c >> int8_t(2));

@@ -532,6 +532,27 @@ impl<'p> Machine<'p> {
             .blocks
             .get(to as usize)
             .ok_or_else(|| malformed("branch to a missing block"))?;
+        if !blk.phis.is_empty() {
+            self.phis(sg, func, blk, from, mask)?;
+        }
+        let frame = sg.frames.last_mut().ok_or_else(|| malformed("no frame"))?;
+        match frame.pending.iter_mut().find(|(b, _)| *b == to) {
+            Some(e) => e.1 |= mask,
+            None => frame.pending.push((to, mask)),
+        }
+        Ok(())
+    }
+
+    /// Writes the phis of block `blk` of `func` for the lanes of `mask` entering it from block
+    /// `from`.
+    fn phis(
+        &mut self,
+        sg: &mut Sg,
+        func: &'p crate::translate::Func,
+        blk: &'p crate::translate::Block,
+        from: u32,
+        mask: u128,
+    ) -> Result<()> {
         // Every phi reads its input before any phi of the block is written (they are parallel
         // copies): whole rows are staged, then written for the lanes of `mask`.
         let n = self.lanes as usize;
@@ -586,11 +607,6 @@ impl<'p> Machine<'p> {
             }
         }
         self.phi_rows = staged;
-        let frame = sg.frames.last_mut().ok_or_else(|| malformed("no frame"))?;
-        match frame.pending.iter_mut().find(|(b, _)| *b == to) {
-            Some(e) => e.1 |= mask,
-            None => frame.pending.push((to, mask)),
-        }
         Ok(())
     }
 

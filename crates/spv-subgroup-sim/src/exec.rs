@@ -706,6 +706,19 @@ impl<'p> Machine<'p> {
                         continue;
                     }
                 }
+                // A branch all of whose lanes go one way, where nothing else waits in the
+                // frame: straight on into the target.
+                if let Some(to) = self.straight_branch(sg, inst, mask) {
+                    block = to;
+                    pc = func.blocks[to as usize].start;
+                    end = func.blocks[to as usize].end;
+                    if let Some(f) = sg.frames.last_mut() {
+                        f.cur = Some((to, pc, mask));
+                    }
+                    // Marked for zeroing, as where the outer loop picks it.
+                    sg.written.enter(&self.files.table, fidx as u32, to);
+                    continue;
+                }
                 // Where undefined values are reported from (the straight-line form never
                 // reports one: it gives such lanes to the paths below).
                 self.here = (inst.word, inst.op, inst.id);
@@ -761,6 +774,46 @@ impl<'p> Machine<'p> {
             }
         }
         Ok(())
+    }
+
+    /// For an `OpBranch`, or an `OpBranchConditional` whose condition (a register row) sends
+    /// every lane of `mask` the same way, into a block without phis while no other block of
+    /// the frame is pending: the target block, which then simply runs next with the same mask
+    /// (what `exec`, `goto` and the executor's straight-on continuation would do, without the
+    /// pending list or the phi staging). None, having changed nothing, otherwise: the general
+    /// path then takes it (and reports what is malformed). Off with the general paths only
+    /// (`Module::with_general_paths_only`), so tests compare the two.
+    #[inline]
+    fn straight_branch(&self, sg: &Sg, inst: &Inst, mask: u128) -> Option<u32> {
+        if self.p.general_only {
+            return None;
+        }
+        let to = match inst.decoded {
+            Some(spirv::Op::Branch) => self.block(*inst.args.first()?).ok()?,
+            Some(spirv::Op::BranchConditional) => {
+                let (Src::Reg(r), _) = self.val(*inst.args.first()?).ok()? else {
+                    return None;
+                };
+                let n = self.lanes as usize;
+                let row = sg.regs.get(r as usize * n..(r as usize + 1) * n)?;
+                let (mut any, mut all) = (false, true);
+                for l in lanes(mask) {
+                    let taken = row.get(l as usize).is_some_and(|&x| x != 0);
+                    any |= taken;
+                    all &= taken;
+                }
+                let k = match (any, all) {
+                    (true, true) => 1,
+                    (false, _) => 2,
+                    _ => return None,
+                };
+                self.block(*inst.args.get(k)?).ok()?
+            }
+            _ => return None,
+        };
+        let frame = sg.frames.last()?;
+        let target = self.p.funcs[frame.func as usize].blocks.get(to as usize)?;
+        (mask != 0 && frame.pending.is_empty() && target.phis.is_empty()).then_some(to)
     }
 
     fn exec(&mut self, sg: &mut Sg, inst: &'p Inst, block: u32, mask: u128) -> Result<()> {

@@ -426,8 +426,8 @@ pub struct Program {
     pub row_consts: Vec<u64>,
     /// Register slots per lane.
     pub nregs: u32,
-    /// Only the general paths run (no kernels, no straight-line form): for tests that prove
-    /// those forms give exactly what the general paths give.
+    /// Only the general paths run (no kernels, no straight-line form, no straight-on branch):
+    /// for tests that prove those forms give exactly what the general paths give.
     pub general_only: bool,
     /// Functions.
     pub funcs: Vec<Func>,

@@ -797,10 +797,16 @@ impl<'p> Machine<'p> {
                 let n = self.lanes as usize;
                 let row = sg.regs.get(r as usize * n..(r as usize + 1) * n)?;
                 let (mut any, mut all) = (false, true);
-                for l in lanes(mask) {
-                    let taken = row.get(l as usize).is_some_and(|&x| x != 0);
-                    any |= taken;
-                    all &= taken;
+                if mask == self.full {
+                    // The whole row: a count the compiler vectorises.
+                    let taken = row.iter().filter(|&&x| x != 0).count();
+                    (any, all) = (taken > 0, taken == row.len());
+                } else {
+                    for l in lanes(mask) {
+                        let taken = row.get(l as usize).is_some_and(|&x| x != 0);
+                        any |= taken;
+                        all &= taken;
+                    }
                 }
                 let k = match (any, all) {
                     (true, true) => 1,

@@ -54,10 +54,14 @@ pub fn prepare(p: &mut Program) {
                     if let Some(values) = p.consts.get(i as usize..i as usize + n) {
                         r.const_rows[k] = consts.rows(values);
                         // A constant second operand is checked here once (a shift by 24 is
-                        // always in range), not in every lane of every run.
+                        // always in range), not in every lane of every run; and as a constant
+                        // row is the same in every lane, the kernel that reads it once.
                         if let Some((kernel, check)) = r.kernel {
                             if k == 1 && values.iter().all(|&y| check.passes(y)) {
-                                r.kernel = Some((kernel, crate::kernels::Check::None));
+                                let uniform =
+                                    crate::kernels::kernel_uniform_b(r.op, r.rs, r.sa, r.sb)
+                                        .map_or(kernel, |u| u.0);
+                                r.kernel = Some((uniform, crate::kernels::Check::None));
                             }
                         }
                     }

@@ -101,6 +101,22 @@ mod int {
             (sext(W, x).wrapping_shr(y as u32) as u64) & mask(W)
         })
     }
+    /// [`shl`] by the amount in `b`'s first lane, the same in every lane (a constant's row):
+    /// one vector shift, where per-lane amounts have none before AVX2.
+    pub fn shl_by<const W: u32>(a: &[u64], b: &[u64], o: &mut [u64]) {
+        let y = b.first().copied().unwrap_or(0) as u32;
+        map1(a, o, |x| x.wrapping_shl(y) & mask(W))
+    }
+    /// [`shr`] by the amount in `b`'s first lane (see [`shl_by`]).
+    pub fn shr_by<const W: u32>(a: &[u64], b: &[u64], o: &mut [u64]) {
+        let y = b.first().copied().unwrap_or(0) as u32;
+        map1(a, o, |x| x.wrapping_shr(y))
+    }
+    /// [`sar`] by the amount in `b`'s first lane (see [`shl_by`]).
+    pub fn sar_by<const W: u32>(a: &[u64], b: &[u64], o: &mut [u64]) {
+        let y = b.first().copied().unwrap_or(0) as u32;
+        map1(a, o, |x| (sext(W, x).wrapping_shr(y) as u64) & mask(W))
+    }
     pub fn udiv<const W: u32>(a: &[u64], b: &[u64], o: &mut [u64]) {
         map2(a, b, o, |x, y| x.checked_div(y).unwrap_or(0))
     }
@@ -407,6 +423,27 @@ pub fn kernel(op: spirv::Op, rs: Scalar, sa: Scalar, sb: Scalar) -> Option<(Kern
     Some((k, Check::None))
 }
 
+/// [`kernel`] for a second operand that is the same in every lane (a constant's row): where
+/// that lets the loop vectorise, a kernel that reads it once (shifts by one amount); else the
+/// same kernel as [`kernel`]'s.
+pub fn kernel_uniform_b(
+    op: spirv::Op,
+    rs: Scalar,
+    sa: Scalar,
+    sb: Scalar,
+) -> Option<(Kernel, Check)> {
+    use spirv::Op as O;
+    let (k, check) = kernel(op, rs, sa, sb)?;
+    let w = int_width(rs);
+    let k = match (op, w) {
+        (O::ShiftLeftLogical, Some(w)) => by_int!(w, shl_by),
+        (O::ShiftRightLogical, Some(w)) => by_int!(w, shr_by),
+        (O::ShiftRightArithmetic, Some(w)) => by_int!(w, sar_by),
+        _ => k,
+    };
+    Some((k, check))
+}
+
 /// Writes the lanes of `mask` of `from` into `to`, leaving the others as they are: lane by
 /// lane over the active lanes when they are few, else a branch-free select over the whole row,
 /// 64 lanes at a time (a 64-bit mask shifts in one instruction; a 128-bit one does not).
@@ -556,9 +593,12 @@ mod tests {
             for rs in scalars {
                 for sa in scalars {
                     for sb in scalars {
-                        let Some((kernel, check)) = kernel(op, rs, sa, sb) else {
+                        let Some((general_kernel, check)) = kernel(op, rs, sa, sb) else {
                             continue;
                         };
+                        // The uniform-operand kernel too, on rows whose second operand is the
+                        // same in every lane (rounds 3 to 5).
+                        let uniform = kernel_uniform_b(op, rs, sa, sb).map(|k| k.0);
                         for n in [1usize, 5, 32, 64, 100, 128] {
                             let full = if n == 128 {
                                 u128::MAX
@@ -567,7 +607,14 @@ mod tests {
                             };
                             for round in 0..6 {
                                 let a: Vec<u64> = (0..n).map(|_| value(sa, next())).collect();
-                                let b: Vec<u64> = (0..n).map(|_| value(sb, next())).collect();
+                                let mut b: Vec<u64> = (0..n).map(|_| value(sb, next())).collect();
+                                let kernel = if round >= 3 {
+                                    let y = b[0];
+                                    b.fill(y);
+                                    uniform.unwrap_or(general_kernel)
+                                } else {
+                                    general_kernel
+                                };
                                 let mask = match round {
                                     0 => full,
                                     _ => (u128::from(next()) << 64 | u128::from(next())) & full,

@@ -45,7 +45,8 @@ const STALE_STEPS_FACTOR: u64 = 8;
 /// How long a dispatch on every core (`Dispatch::threads` 0) runs its workgroups on the calling
 /// thread before it starts the workers: starting and joining them costs tens of microseconds
 /// (far more on a loaded machine), the whole of a small dispatch's run, so a dispatch that
-/// ends within this never starts them. A thread count asked for always starts its workers.
+/// ends within this never starts them; one whose first workgroups show that it will not
+/// starts them then (`inline_over`). A thread count asked for always starts its workers.
 const INLINE: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Bytes of finished runs' effects and undefined reports that may wait for the commit before
@@ -442,18 +443,21 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared<'_> {
-    /// Runs workgroups until none is left (or the dispatch failed, or `until` passed): each
-    /// against the newest snapshot, handed to the commit. The workers never wait for each other,
-    /// only for the commit when they are `WINDOW` workgroups or `bound` bytes ahead of it (or
-    /// while many run again: then only the next one to commit runs).
-    fn work(&self, m: &mut Machine<'_>, until: Option<std::time::Instant>) {
+    /// Runs workgroups until none is left (or the dispatch failed, or the `inline` part of
+    /// the dispatch is over: [`inline_over`]): each against the newest snapshot, handed to the
+    /// commit. The workers never wait for each other, only for the commit when they are
+    /// `WINDOW` workgroups or `bound` bytes ahead of it (or while many run again: then only the
+    /// next one to commit runs).
+    fn work(&self, m: &mut Machine<'_>, inline: Option<(std::time::Instant, std::time::Duration)>) {
         let _stop = StopOnPanic(self);
+        let mut ran = 0u64;
         loop {
             if self.stop.load(Ordering::Relaxed)
-                || until.is_some_and(|t| std::time::Instant::now() >= t)
+                || inline.is_some_and(|i| inline_over(i, ran, self.count))
             {
                 return;
             }
+            ran += 1;
             let index = self.next.fetch_add(1, Ordering::Relaxed);
             if index >= self.count {
                 return;
@@ -566,6 +570,20 @@ impl Shared<'_> {
     }
 }
 
+/// Whether the part of a dispatch on every core that this thread runs alone, started at
+/// `start` and given `window` (`INLINE`), is over after it ran `ran` of the `count`
+/// workgroups: the window has passed, or the workgroups run so far show that the whole
+/// dispatch would outlast it (the workers then start at once rather than after the window).
+fn inline_over(
+    (start, window): (std::time::Instant, std::time::Duration),
+    ran: u64,
+    count: u64,
+) -> bool {
+    let spent = start.elapsed();
+    spent >= window
+        || (ran > 0 && spent.as_secs_f64() * count as f64 > window.as_secs_f64() * ran as f64)
+}
+
 /// Runs a whole dispatch: on this thread (one thread asked for, or one workgroup) or on
 /// several. `defer` is [`deferrable_atomics`]'s table.
 pub fn dispatch(
@@ -601,7 +619,7 @@ fn on_workers(
     (threads, inline): (usize, std::time::Duration),
     bound: usize,
 ) -> Result<(Outcome, u64)> {
-    let inline_until = std::time::Instant::now() + inline;
+    let started = std::time::Instant::now();
     let shared = s.shared(d);
     let mut machines: Vec<Machine<'_>> = (0..threads)
         .map(|_| {
@@ -637,7 +655,7 @@ fn on_workers(
     let mine = &mut mine[0];
     let joined = std::thread::scope(|scope| {
         if !inline.is_zero() {
-            sh.work(mine, Some(inline_until));
+            sh.work(mine, Some((started, inline)));
         }
         let left = !sh.stop.load(Ordering::Relaxed) && sh.next.load(Ordering::Relaxed) < sh.count;
         let workers: Vec<_> = if left {
@@ -712,6 +730,27 @@ fn on_workers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calling thread runs alone while the dispatch may still end within the window: not
+    /// once its workgroups so far, at their pace, project past it, nor once it has passed.
+    #[test]
+    fn the_inline_part_ends_as_soon_as_the_dispatch_would_outlast_it() {
+        use std::time::{Duration, Instant};
+        let window = Duration::from_millis(50);
+        let ago = |d: Duration| Instant::now().checked_sub(d).unwrap_or_else(Instant::now);
+        // Nothing run yet, window open.
+        assert!(!inline_over((Instant::now(), window), 0, 256));
+        // 10 ms for 1 of 256 workgroups: 2.56 s projected.
+        assert!(inline_over(
+            (ago(Duration::from_millis(10)), window),
+            1,
+            256
+        ));
+        // 10 ms for 1 of 3: 30 ms projected, within the window.
+        assert!(!inline_over((ago(Duration::from_millis(10)), window), 1, 3));
+        // The window passed.
+        assert!(inline_over((ago(Duration::from_millis(60)), window), 3, 4));
+    }
 
     /// Each invocation reads and writes its own word: no conflicts.
     const OWN_WORDS: &str = r#"#version 450

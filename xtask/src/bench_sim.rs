@@ -16,12 +16,12 @@
 //! at every size, and every kernel's simulated output at lavapipe's own subgroup size against
 //! lavapipe's. Prints a Markdown table (docs/PERFORMANCE.md, "Simulator against lavapipe"),
 //! all on one thread (`Dispatch::with_threads(1)`); then a second table of wall times on one
-//! thread and on `--threads` (default: one per core), whose outcome must equal the one-thread
-//! run's, with the speedup and the ratio to lavapipe.
+//! thread, on `--threads` (default: one per core) and on `spv-subgroup run`'s default
+//! (`Dispatch::threads` 0: every core, after the calling thread's first workgroups), whose
+//! outcomes must equal the one-thread run's, with the speedup and the ratios to lavapipe.
 //! Then the conformance shaders at each size on one thread (issue 25's lane-instructions goal
 //! is stated for them): the `conformance_sim` harness's `part_*` tests, whose lane-instructions
-//! and `Module::run` time, wall and CPU, are summed into a third table (the CPU time of many
-//! short runs is tick-granular on an idle machine: there the wall time is the better figure).
+//! and `Module::run` time, wall and CPU, are summed into a third table.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -179,7 +179,7 @@ pub fn run(args: &[String]) -> Result<()> {
         info.name, info.driver, info.subgroup_size
     );
     let mut wall_table = format!(
-        "| kernel | size | wall, 1 thread | wall, {threads} threads | speedup | run ({threads} threads) / lavapipe |\n|---|---|---|---|---|---|\n"
+        "| kernel | size | wall, 1 thread | wall, {threads} threads | speedup | run ({threads} threads) / lavapipe | wall, run's default (threads 0) | its ratio to lavapipe |\n|---|---|---|---|---|---|---|---|\n"
     );
     let mut table = String::from(
         "| kernel | lavapipe dispatch | size | `Module::run` (CPU) | lane-instructions | million lane-instructions/s | run / lavapipe |\n|---|---|---|---|---|---|---|\n",
@@ -281,35 +281,43 @@ pub fn run(args: &[String]) -> Result<()> {
                     .map_err(|e| anyhow::anyhow!("{} at size {size}: {e}", k.file))?;
                 Ok((t.elapsed().as_secs_f64(), out))
             };
-            let (mut one_times, mut many_times) = (Vec::new(), Vec::new());
-            let (mut one, mut many) = (None, None);
+            // ... and the default of `spv-subgroup run` (0: every core, the first workgroups
+            // on the calling thread alone until the dispatch shows it is not a small one).
+            let (mut one_times, mut many_times, mut default_times) =
+                (Vec::new(), Vec::new(), Vec::new());
+            let mut outs = Vec::new();
             for _ in 0..runs {
-                let (t, out) = once(1)?;
-                one_times.push(t);
-                one = Some(out);
-                let (t, out) = once(threads)?;
-                many_times.push(t);
-                many = Some(out);
+                outs.clear();
+                for (n, times) in [
+                    (1, &mut one_times),
+                    (threads, &mut many_times),
+                    (0, &mut default_times),
+                ] {
+                    let (t, out) = once(n)?;
+                    times.push(t);
+                    outs.push(out);
+                }
             }
-            let (one_s, many_s) = (median(one_times), median(many_times));
-            let (Some(one), Some(many)) = (one, many) else {
+            let walls = [one_times, many_times, default_times].map(median);
+            let Some(one) = outs.first() else {
                 bail!("no run");
             };
-            if one.buffers != many.buffers
-                || one.steps != many.steps
-                || one.lane_steps != many.lane_steps
-                || one.undefined_total != many.undefined_total
-            {
+            if outs.iter().any(|o| {
+                o.buffers != one.buffers
+                    || o.steps != one.steps
+                    || o.lane_steps != one.lane_steps
+                    || o.undefined_total != one.undefined_total
+            }) {
                 bail!(
-                    "{} at size {size}: {threads} threads differ from one",
+                    "{} at size {size}: {threads} threads or the default differ from one",
                     k.name
                 );
             }
-            let _ = writeln_wall(&mut wall_table, k.name, size, one_s, many_s, vk_s);
+            let _ = writeln_wall(&mut wall_table, k.name, size, walls, vk_s);
         }
     }
     println!("\n{table}");
-    println!("Wall time (median of {runs}, the runs alternating), one thread against {threads}:\n\n{wall_table}");
+    println!("Wall time (median of {runs}, the runs alternating), one thread against {threads} and against run's default (threads 0):\n\n{wall_table}");
     println!(
         "Checked: every simulated result at lavapipe's subgroup size ({vk_size}) equals lavapipe's; the reduction's and the histogram's equal the host's at every size."
     );
@@ -412,17 +420,18 @@ fn writeln_wall(
     table: &mut String,
     name: &str,
     size: u32,
-    one_s: f64,
-    many_s: f64,
+    [one_s, many_s, default_s]: [f64; 3],
     vk_s: f64,
 ) -> std::fmt::Result {
     use std::fmt::Write as _;
     writeln!(
         table,
-        "| {name} | {size} | {:.1} ms | {:.1} ms | {:.2}x | {:.1}x |",
+        "| {name} | {size} | {:.1} ms | {:.1} ms | {:.2}x | {:.1}x | {:.1} ms | {:.1}x |",
         one_s * 1e3,
         many_s * 1e3,
         one_s / many_s,
-        many_s / vk_s
+        many_s / vk_s,
+        default_s * 1e3,
+        default_s / vk_s
     )
 }

@@ -231,13 +231,25 @@ impl Written {
             self.all = true;
             return;
         };
-        if self.round == 0 || self.marked.len() != table.spans.len() {
-            self.marked.clear();
-            self.marked.resize(table.spans.len(), 0);
-            self.round = 1;
+        match self.marked.get_mut(i) {
+            Some(m) if *m == self.round => {}
+            Some(m) => {
+                *m = self.round;
+                self.blocks.push(i as u32);
+            }
+            None => self.first_enter(table, i),
         }
-        if self.marked[i] != self.round {
-            self.marked[i] = self.round;
+    }
+
+    /// [`Written::enter`] of block `i` (`RowTable::index`) when no block was marked yet (the
+    /// marks are made for the table's blocks, the first round starts).
+    #[cold]
+    fn first_enter(&mut self, table: &RowTable, i: usize) {
+        self.marked.clear();
+        self.marked.resize(table.spans.len(), 0);
+        self.round = 1;
+        if let Some(m) = self.marked.get_mut(i) {
+            *m = self.round;
             self.blocks.push(i as u32);
         }
     }

@@ -791,17 +791,7 @@ impl<'p> Machine<'p> {
                     // The whole row at once (inactive lanes masked off after).
                     Src::Reg(r) => {
                         if let Some(row) = sg.regs.get(r as usize * n..(r as usize + 1) * n) {
-                            if n <= 64 {
-                                let mut m = 0u64;
-                                for (l, &x) in row.iter().enumerate() {
-                                    m |= u64::from(x != 0) << l;
-                                }
-                                tm = u128::from(m);
-                            } else {
-                                for (l, &x) in row.iter().enumerate() {
-                                    tm |= u128::from(x != 0) << l;
-                                }
-                            }
+                            tm = row_mask(row);
                         }
                         tm &= mask;
                     }
@@ -979,6 +969,31 @@ pub fn copy_lanes(dst: &mut [u64], src: &[u64], mask: u128, full: u128) {
             }
         }
     }
+}
+
+/// The lanes of a row (at most 128) whose value is not zero (a condition's true lanes).
+#[inline]
+fn row_mask(row: &[u64]) -> u128 {
+    // 8 lanes at a time into a byte, 64 into a word (a 128-bit shift per lane costs several
+    // instructions).
+    let half = |lanes: &[u64]| {
+        let mut m = 0u64;
+        let mut bytes = lanes.chunks_exact(8);
+        for (k, eight) in (&mut bytes).enumerate() {
+            let mut b = 0u64;
+            for (i, &x) in eight.iter().enumerate() {
+                b |= u64::from(x != 0) << i;
+            }
+            m |= b << (8 * k);
+        }
+        let done = lanes.len() - bytes.remainder().len();
+        for (i, &x) in bytes.remainder().iter().enumerate() {
+            m |= u64::from(x != 0) << (done + i);
+        }
+        u128::from(m)
+    };
+    let (lo, hi) = row.split_at(row.len().min(64));
+    half(lo) | half(hi) << 64
 }
 
 /// The index of register slot `r + c` at `lane`.

@@ -1397,7 +1397,13 @@ impl<'p> Machine<'p> {
                 wg,
                 nwg: s.workgroups,
             };
-            let kept = sg.builtins.take();
+            // The same subgroup of another workgroup of the dispatch: the previous workgroup's
+            // id (only the rows that depend on it change).
+            let kept = sg
+                .builtins
+                .take()
+                .filter(|k| BuiltinKey { wg: key.wg, ..*k } == key)
+                .map(|k| k.wg);
             for (g, kind) in p.globals.iter().zip(&s.vars) {
                 let at = g.reg as usize * nl;
                 let shared = match *kind {
@@ -1589,34 +1595,38 @@ impl Machine<'_> {
 
     /// Fills the value and written-flag rows of a built-in Input variable kept in registers
     /// (`Global::promoted`) for the subgroup of `key` (its lanes below `key.n` exist): each
-    /// existing lane's value, written; the other lanes 0. `kept`: what the rows hold from this
-    /// subgroup's previous set-up, if they are intact; rows that would be filled with the same
-    /// values are left as they are.
+    /// existing lane's value, written; the other lanes 0. `kept`: where the rows are intact
+    /// from this subgroup's previous set-up, for the same lanes of the same dispatch, the
+    /// workgroup id they were filled for; rows that would be filled with the same values are
+    /// left as they are.
     fn builtin_rows(
         &mut self,
         sg: &mut Sg,
         g: &crate::translate::Global,
         key: BuiltinKey,
-        kept: Option<BuiltinKey>,
+        kept: Option<[u32; 3]>,
     ) -> Result<()> {
         let Some(rows) = g.promoted else {
             return Ok(());
         };
-        let kind = g.builtin.and_then(spirv::BuiltIn::from_u32);
-        // The same subgroup of another workgroup of the dispatch: only the rows that depend on
-        // the workgroup's id change, each by the change of its component of the id.
-        if let Some(k) = kept.filter(|k| BuiltinKey { wg: key.wg, ..*k } == key) {
-            let nl = self.lanes as usize;
-            let n = key.n.min(self.lanes) as usize;
-            let at = rows.value as usize * nl;
-            let values = sg.regs.get_mut(at..at + rows.leaves as usize * nl);
-            // The others do not depend on it (the set-up that filled them succeeded).
-            shift_workgroup_rows(kind, k.wg, key, nl, n, values);
+        if let Some(from) = kept {
+            // Only the rows that depend on the workgroup's id change, each by the change of
+            // its component of the id; the others do not (the set-up that filled them
+            // succeeded).
+            if from != key.wg {
+                let kind = g.builtin.and_then(spirv::BuiltIn::from_u32);
+                let nl = self.lanes as usize;
+                let n = key.n.min(self.lanes) as usize;
+                let at = rows.value as usize * nl;
+                let values = sg.regs.get_mut(at..at + rows.leaves as usize * nl);
+                shift_workgroup_rows(kind, from, key, nl, n, values);
+            }
             if self.files.check {
                 self.check_builtin_rows(sg, g, key)?;
             }
             return Ok(());
         }
+        let kind = g.builtin.and_then(spirv::BuiltIn::from_u32);
         let t = self.ty(g.pointee)?;
         let nl = self.lanes as usize;
         let (lanes, leaves) = (self.lanes, rows.leaves as usize);

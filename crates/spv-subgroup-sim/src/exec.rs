@@ -108,6 +108,24 @@ pub struct Sg {
     waiting_at: Option<Location>,
     /// The blocks entered since the registers were last zeroed (`regpool.rs`).
     written: Written,
+    /// What the built-in rows (`Global::promoted`) hold, when they are intact since the last
+    /// set-up that filled them (None: fill them all).
+    builtins: Option<BuiltinKey>,
+}
+
+/// What a subgroup's built-in rows were filled for: its first invocation's local index, its
+/// index, its existing lanes, the workgroup's subgroup count, the workgroup size, the
+/// workgroup's id and the workgroup counts. Only `wg` changes from one workgroup to the next of
+/// a dispatch, and only `WorkgroupId` and `GlobalInvocationId` depend on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BuiltinKey {
+    first: u32,
+    sgi: u32,
+    n: u32,
+    nsg: u32,
+    local: [u32; 3],
+    wg: [u32; 3],
+    nwg: [u32; 3],
 }
 
 /// The machine running one dispatch.
@@ -848,17 +866,7 @@ impl<'p> Machine<'p> {
                     // The whole row at once (inactive lanes masked off after).
                     Src::Reg(r) => {
                         if let Some(row) = sg.regs.get(r as usize * n..(r as usize + 1) * n) {
-                            if n <= 64 {
-                                let mut m = 0u64;
-                                for (l, &x) in row.iter().enumerate() {
-                                    m |= u64::from(x != 0) << l;
-                                }
-                                tm = u128::from(m);
-                            } else {
-                                for (l, &x) in row.iter().enumerate() {
-                                    tm |= u128::from(x != 0) << l;
-                                }
-                            }
+                            tm = row_mask(row);
                         }
                         tm &= mask;
                     }
@@ -1036,6 +1044,31 @@ pub fn copy_lanes(dst: &mut [u64], src: &[u64], mask: u128, full: u128) {
             }
         }
     }
+}
+
+/// The lanes of a row (at most 128) whose value is not zero (a condition's true lanes).
+#[inline]
+fn row_mask(row: &[u64]) -> u128 {
+    // 8 lanes at a time into a byte, 64 into a word (a 128-bit shift per lane costs several
+    // instructions).
+    let half = |lanes: &[u64]| {
+        let mut m = 0u64;
+        let mut bytes = lanes.chunks_exact(8);
+        for (k, eight) in (&mut bytes).enumerate() {
+            let mut b = 0u64;
+            for (i, &x) in eight.iter().enumerate() {
+                b |= u64::from(x != 0) << i;
+            }
+            m |= b << (8 * k);
+        }
+        let done = lanes.len() - bytes.remainder().len();
+        for (i, &x) in bytes.remainder().iter().enumerate() {
+            m |= u64::from(x != 0) << (done + i);
+        }
+        u128::from(m)
+    };
+    let (lo, hi) = row.split_at(row.len().min(64));
+    half(lo) | half(hi) << 64
 }
 
 /// The index of register slot `r + c` at `lane`.
@@ -1392,6 +1425,7 @@ impl<'p> Machine<'p> {
                     exists,
                     waiting_at: None,
                     written: Written::default(),
+                    builtins: None,
                 });
                 if self.files.check {
                     // A kept file must be all zero (the machine that gave it back zeroed it).
@@ -1407,6 +1441,9 @@ impl<'p> Machine<'p> {
                 // All zero again where the previous workgroup may have written.
                 let sg = &mut sgs[sgi as usize];
                 let check = self.files.check;
+                if !sg.written.keeps_globals(&self.files.table) {
+                    sg.builtins = None;
+                }
                 if let Some(row) = sg
                     .written
                     .zero(&self.files.table, &mut sg.regs, lanes, check)
@@ -1416,6 +1453,7 @@ impl<'p> Machine<'p> {
                 if sg.regs.len() != nslots {
                     sg.regs.clear();
                     sg.regs.resize(nslots, 0);
+                    sg.builtins = None;
                 }
                 sg.frames.clear();
                 sg.state = State::Running;
@@ -1424,13 +1462,30 @@ impl<'p> Machine<'p> {
             }
             let sg = &mut sgs[sgi as usize];
             let nl = lanes as usize;
+            // The built-in rows' contents, if intact (set again once all are filled).
+            let key = BuiltinKey {
+                first: first as u32,
+                sgi,
+                n,
+                nsg: sgs_per_wg,
+                local,
+                wg,
+                nwg: s.workgroups,
+            };
+            // The same subgroup of another workgroup of the dispatch: the previous workgroup's
+            // id (only the rows that depend on it change).
+            let kept = sg
+                .builtins
+                .take()
+                .filter(|k| BuiltinKey { wg: key.wg, ..*k } == key)
+                .map(|k| k.wg);
             for (g, kind) in p.globals.iter().zip(&s.vars) {
                 let at = g.reg as usize * nl;
                 let shared = match *kind {
                     VarKind::Shared(ptr) => ptr,
                     VarKind::Workgroup(k) => wg_ptrs[k],
                     VarKind::PerLane if g.promoted.is_some() => {
-                        self.builtin_rows(sg, g, (first as u32, sgi, n, sgs_per_wg), local, wg, s)?;
+                        self.builtin_rows(sg, g, key, kept)?;
                         continue;
                     }
                     VarKind::PerLane => {
@@ -1453,6 +1508,7 @@ impl<'p> Machine<'p> {
                     row.fill(shared);
                 }
             }
+            sg.builtins = Some(key);
             sg.frames.push(Frame {
                 func: s.entry,
                 pending: vec![(0, exists)],
@@ -1613,26 +1669,43 @@ impl Machine<'_> {
     }
 
     /// Fills the value and written-flag rows of a built-in Input variable kept in registers
-    /// (`Global::promoted`) for a subgroup whose first invocation has local index `first` and
-    /// whose lanes below `n` exist: each existing lane's value, written; the other lanes 0.
+    /// (`Global::promoted`) for the subgroup of `key` (its lanes below `key.n` exist): each
+    /// existing lane's value, written; the other lanes 0. `kept`: where the rows are intact
+    /// from this subgroup's previous set-up, for the same lanes of the same dispatch, the
+    /// workgroup id they were filled for; rows that would be filled with the same values are
+    /// left as they are.
     fn builtin_rows(
         &mut self,
         sg: &mut Sg,
         g: &crate::translate::Global,
-        (first, sgi, n, nsg): (u32, u32, u32, u32),
-        local: [u32; 3],
-        wg: [u32; 3],
-        s: &Setup,
+        key: BuiltinKey,
+        kept: Option<[u32; 3]>,
     ) -> Result<()> {
         let Some(rows) = g.promoted else {
             return Ok(());
         };
+        if let Some(from) = kept {
+            // Only the rows that depend on the workgroup's id change, each by the change of
+            // its component of the id; the others do not (the set-up that filled them
+            // succeeded).
+            if from != key.wg {
+                let kind = g.builtin.and_then(spirv::BuiltIn::from_u32);
+                let nl = self.lanes as usize;
+                let n = key.n.min(self.lanes) as usize;
+                let at = rows.value as usize * nl;
+                let values = sg.regs.get_mut(at..at + rows.leaves as usize * nl);
+                shift_workgroup_rows(kind, from, key, nl, n, values);
+            }
+            if self.files.check {
+                self.check_builtin_rows(sg, g, key)?;
+            }
+            return Ok(());
+        }
+        let kind = g.builtin.and_then(spirv::BuiltIn::from_u32);
         let t = self.ty(g.pointee)?;
         let nl = self.lanes as usize;
-        // Decoded once for the subgroup's lanes.
-        let kind = g.builtin.and_then(spirv::BuiltIn::from_u32);
         let (lanes, leaves) = (self.lanes, rows.leaves as usize);
-        let n = n.min(lanes) as usize;
+        let n = key.n.min(lanes) as usize;
         let span = |row: u32| row as usize * nl..(row as usize + leaves) * nl;
         // Flags: written in the existing lanes, 0 in the others.
         let Some(flags) = sg.regs.get_mut(span(rows.written)) else {
@@ -1643,42 +1716,64 @@ impl Machine<'_> {
             row[n..].fill(0);
         }
         // Values: one leaf per component (the 32-bit scalars and vectors) straight into the
-        // rows; the masks, spread over several leaves by their widths, through `builtin`.
-        let one_per_leaf = builtin_comps(kind, (0, 0, 0, 1), [1; 3], [0; 3], [1; 3], lanes)
-            .is_some_and(|(_, k)| k == leaves);
+        // rows by their formulas; the masks, spread over several leaves by their widths,
+        // through `builtin`.
+        if formula_comps(kind) == Some(leaves) {
+            if let Some(values) = sg.regs.get_mut(span(rows.value)) {
+                builtin_value_rows(kind, key, lanes, values);
+            }
+            return Ok(());
+        }
         let mut vals = std::mem::take(&mut self.scratch);
+        vals.clear();
         let mut result = Ok(());
-        if !one_per_leaf {
-            // The masks: each existing lane's leaves, then written below.
-            vals.clear();
-            for l in 0..n as u32 {
-                let ids = (first + l, sgi, l, nsg);
-                result = self.builtin(kind, g, ids, local, wg, s.workgroups, t, &mut vals);
-                if result.is_err() {
-                    break;
-                }
+        for l in 0..n as u32 {
+            let ids = (key.first + l, key.sgi, l, key.nsg);
+            result = self.builtin(kind, g, ids, key.local, key.wg, key.nwg, t, &mut vals);
+            if result.is_err() {
+                break;
             }
         }
         if let (Ok(()), Some(values)) = (&result, sg.regs.get_mut(span(rows.value))) {
             values.fill(0);
             for l in 0..n {
-                let ids = (first + l as u32, sgi, l as u32, nsg);
-                let comps = match one_per_leaf {
-                    true => builtin_comps(kind, ids, local, wg, s.workgroups, lanes)
-                        .map(|(c, _)| c.map(|x| x as u64)),
-                    false => None,
-                };
                 for c in 0..leaves {
-                    let v = match comps {
-                        Some(comps) => comps.get(c).copied(),
-                        None => vals.get(l * leaves + c).copied(),
-                    };
-                    values[c * nl + l] = v.unwrap_or(0);
+                    values[c * nl + l] = vals.get(l * leaves + c).copied().unwrap_or(0);
                 }
             }
         }
         self.scratch = vals;
         result
+    }
+
+    /// With `Module::with_register_check`: the built-in rows of `g` that a subgroup's set-up
+    /// kept from its previous workgroup (or shifted to this one's id) must be what filling
+    /// them afresh gives.
+    fn check_builtin_rows(
+        &mut self,
+        sg: &mut Sg,
+        g: &crate::translate::Global,
+        key: BuiltinKey,
+    ) -> Result<()> {
+        let Some(rows) = g.promoted else {
+            return Ok(());
+        };
+        let nl = self.lanes as usize;
+        let span = |r: u32| r as usize * nl..(r + rows.leaves) as usize * nl;
+        let copy = |sg: &Sg| {
+            let rows = [span(rows.value), span(rows.written)];
+            rows.map(|s| sg.regs.get(s).map(<[u64]>::to_vec))
+        };
+        let kept = copy(sg);
+        self.builtin_rows(sg, g, key, None)?;
+        if copy(sg) != kept {
+            return Err(Error::new(ErrorKind::Dispatch(format!(
+                "register check: the rows of built-in %{} kept from the previous workgroup \
+                 are not what filling them gives",
+                g.id
+            ))));
+        }
+        Ok(())
     }
 
     /// The value of the built-in Input variable `g` of type `t` for one invocation, as leaves
@@ -1737,6 +1832,124 @@ impl Machine<'_> {
             m.uninit = 0;
         }
         ptr
+    }
+}
+
+/// Moves the value rows of built-in `b` (`values`, rows of `nl` slots, `n` lanes existing)
+/// from workgroup `from` to the workgroup of `key`, when `b` is one whose rows depend on the
+/// workgroup's id: `WorkgroupId`'s component rows filled again where the component changed,
+/// `GlobalInvocationId`'s shifted by the change times the workgroup size (in 32 bits, as
+/// [`builtin_comps`] computes it). Nothing for the other built-ins.
+fn shift_workgroup_rows(
+    b: Option<spirv::BuiltIn>,
+    from: [u32; 3],
+    key: BuiltinKey,
+    nl: usize,
+    n: usize,
+    values: Option<&mut [u64]>,
+) {
+    use spirv::BuiltIn as B;
+    let global = match b {
+        Some(B::WorkgroupId) => false,
+        Some(B::GlobalInvocationId) => true,
+        _ => return,
+    };
+    let Some(values) = values else {
+        return;
+    };
+    for (c, row) in values.chunks_exact_mut(nl.max(1)).enumerate().take(3) {
+        if from[c] == key.wg[c] {
+            continue;
+        }
+        let live = &mut row[..n.min(nl)];
+        if global {
+            let delta = key.wg[c].wrapping_sub(from[c]).wrapping_mul(key.local[c]);
+            for v in live {
+                *v = u64::from((*v as u32).wrapping_add(delta));
+            }
+        } else {
+            live.fill(u64::from(key.wg[c]));
+        }
+    }
+}
+
+/// How many components built-in `b` has where [`builtin_value_rows`] fills its rows by their
+/// formulas (the 32-bit scalars and vectors; not the masks, nor built-ins the simulator does
+/// not know).
+fn formula_comps(b: Option<spirv::BuiltIn>) -> Option<usize> {
+    use spirv::BuiltIn as B;
+    Some(match b {
+        Some(
+            B::LocalInvocationId
+            | B::WorkgroupId
+            | B::NumWorkgroups
+            | B::WorkgroupSize
+            | B::GlobalInvocationId,
+        ) => 3,
+        Some(
+            B::LocalInvocationIndex
+            | B::SubgroupSize
+            | B::SubgroupLocalInvocationId
+            | B::SubgroupId
+            | B::NumSubgroups,
+        ) => 1,
+        _ => return None,
+    })
+}
+
+/// Fills `values` (a row of `lanes` slots per component, [`formula_comps`]) with built-in `b`
+/// of the subgroup of `key`: each component's row by its formula, the same values as
+/// [`builtin_comps`] gives lane by lane, 0 in the lanes that do not exist.
+fn builtin_value_rows(b: Option<spirv::BuiltIn>, key: BuiltinKey, lanes: u32, values: &mut [u64]) {
+    use spirv::BuiltIn as B;
+    let nl = lanes as usize;
+    let n = key.n.min(lanes) as usize;
+    let [lx, ly, _] = key.local.map(|x| x.max(1));
+    for (c, row) in values.chunks_exact_mut(nl.max(1)).enumerate().take(3) {
+        let (live, dead) = row.split_at_mut(n);
+        dead.fill(0);
+        let same = |v: u32| u64::from(v);
+        match b {
+            Some(B::LocalInvocationId | B::GlobalInvocationId) => {
+                // The local id's component `c` of each lane, stepped from the first lane's
+                // (x fastest, then y, then z), plus the workgroup's offset for the global id.
+                let base = match b {
+                    Some(B::GlobalInvocationId) => key.wg[c].wrapping_mul(key.local[c]),
+                    _ => 0,
+                };
+                let f = key.first;
+                let (mut x, mut y, mut z) = (f % lx, (f / lx) % ly, f / (lx * ly));
+                for slot in live.iter_mut() {
+                    *slot = same(base.wrapping_add([x, y, z][c]));
+                    x += 1;
+                    if x == lx {
+                        x = 0;
+                        y += 1;
+                        if y == ly {
+                            y = 0;
+                            z += 1;
+                        }
+                    }
+                }
+            }
+            Some(B::WorkgroupId) => live.fill(same(key.wg[c])),
+            Some(B::NumWorkgroups) => live.fill(same(key.nwg[c])),
+            Some(B::WorkgroupSize) => live.fill(same(key.local[c])),
+            Some(B::LocalInvocationIndex) => {
+                for (l, slot) in live.iter_mut().enumerate() {
+                    *slot = same(key.first.wrapping_add(l as u32));
+                }
+            }
+            Some(B::SubgroupLocalInvocationId) => {
+                for (l, slot) in live.iter_mut().enumerate() {
+                    *slot = l as u64;
+                }
+            }
+            Some(B::SubgroupSize) => live.fill(same(lanes)),
+            Some(B::SubgroupId) => live.fill(same(key.sgi)),
+            Some(B::NumSubgroups) => live.fill(same(key.nsg)),
+            _ => {}
+        }
     }
 }
 

@@ -21,14 +21,21 @@
 //! in and out. Phis and parameters are written before their block runs, but a workgroup that
 //! ends without an error has entered every block it branched or called into; one that ends in an
 //! error zeroes the whole file. The module-scope variables' pointer rows are written afresh for
-//! every lane of every workgroup (`exec::run_subgroups`) and are not zeroed.
+//! every lane of every workgroup (`exec::run_subgroups`) and are not zeroed. Nor are the rows of
+//! the built-ins kept in registers, which only loads read (a load writes none of its variable's
+//! rows but for undefined bits drawn in lanes never written, and a built-in's are written in
+//! every lane that exists): a subgroup's set-up fills them, and keeps them from its previous
+//! workgroup where they would get the same values (`exec::Machine::builtin_rows`), unless a
+//! zeroing of the whole file or a block that may write them (an invalid module's store to a
+//! built-in) came between ([`Written::keeps_globals`]).
 //!
 //! `Module::with_register_check` (hidden, for tests) checks after every zeroing that the whole
-//! file is zero but for those pointer rows, and fails the dispatch if a row was missed.
+//! file is zero but for those pointer and built-in rows, and fails the dispatch if a row was
+//! missed; and that every built-in row a set-up kept is what filling it afresh gives.
 
 use std::sync::Mutex;
 
-use crate::translate::{IdKind, Local, Program, Src};
+use crate::translate::{IdKind, Program, Src};
 
 /// Most register files kept (a dispatch's machines use one per subgroup of a workgroup).
 const MAX_FILES: usize = 64;
@@ -68,6 +75,9 @@ pub(crate) struct RowTable {
     /// Whether some instruction writes a register this table cannot attribute to its block
     /// (every row is zeroed then).
     unattributed: bool,
+    /// Whether some block may write one of `global_rows` other than by loading a built-in (an
+    /// invalid module's store to one, a call passing one): the zeroing may then clear them.
+    globals_written: bool,
 }
 
 impl RowTable {
@@ -89,23 +99,26 @@ impl RowTable {
             ..RowTable::default()
         };
         let mut rows: Vec<(u32, u32)> = Vec::new();
+        let global_rows = std::mem::take(&mut t.global_rows);
         for f in &p.funcs {
             t.first_block.push(t.spans.len() as u32);
             for (b, block) in f.blocks.iter().enumerate() {
                 rows.clear();
-                let mut add = |at: u32, n: u32| rows.push((at, at.saturating_add(n)));
+                // Each range, and whether it holds a module-scope variable's row.
+                let mut add = |at: u32, n: u32, writes_globals: &mut bool| {
+                    let end = at.saturating_add(n);
+                    *writes_globals |= global_rows.iter().any(|&r| (at..end).contains(&r));
+                    rows.push((at, end));
+                };
+                let w = &mut t.globals_written;
                 if b == 0 {
                     for &(reg, leaves) in &f.params {
-                        add(reg, leaves);
+                        add(reg, leaves, w);
                     }
                 }
                 for phi in &block.phis {
-                    add(phi.res, phi.leaves);
+                    add(phi.res, phi.leaves, w);
                 }
-                let local = |add: &mut dyn FnMut(u32, u32), l: &Local| {
-                    add(l.value, l.leaves);
-                    add(l.written, l.leaves);
-                };
                 let insts = f.insts.get(block.start as usize..block.end as usize);
                 for inst in insts.unwrap_or(&[]) {
                     if inst.res != u32::MAX {
@@ -124,14 +137,34 @@ impl RowTable {
                         if let Some(r) = &inst.row {
                             leaves = leaves.max(r.leaves);
                         }
-                        add(inst.res, leaves);
+                        add(inst.res, leaves, w);
                     }
                     if let Some(l) = &inst.local {
-                        local(&mut add, l);
+                        // A load or an access chain writes no row of the variable it reaches
+                        // but for a forwarded load's undefined bits, drawn into its value rows
+                        // in lanes whose flags say "never written" (the rows are zeroed all the
+                        // same). A built-in's flags say "written" in every lane that exists:
+                        // its rows, which every subgroup's set-up fills, are left out.
+                        let reads = matches!(
+                            inst.decoded,
+                            Some(
+                                spirv::Op::Load
+                                    | spirv::Op::AccessChain
+                                    | spirv::Op::InBoundsAccessChain
+                            )
+                        );
+                        for at in [l.value, l.written] {
+                            let end = at.saturating_add(l.leaves);
+                            if !(reads && global_rows.iter().any(|&r| (at..end).contains(&r))) {
+                                add(at, l.leaves, w);
+                            }
+                        }
                     }
                     for bind in &inst.bindings {
-                        local(&mut add, &bind.arg);
-                        local(&mut add, &bind.to);
+                        for l in [&bind.arg, &bind.to] {
+                            add(l.value, l.leaves, w);
+                            add(l.written, l.leaves, w);
+                        }
                     }
                 }
                 rows.retain(|r| r.0 < r.1);
@@ -147,6 +180,7 @@ impl RowTable {
                 t.spans.push((from, t.ranges.len() as u32));
             }
         }
+        t.global_rows = global_rows;
         t
     }
 
@@ -197,13 +231,25 @@ impl Written {
             self.all = true;
             return;
         };
-        if self.round == 0 || self.marked.len() != table.spans.len() {
-            self.marked.clear();
-            self.marked.resize(table.spans.len(), 0);
-            self.round = 1;
+        match self.marked.get_mut(i) {
+            Some(m) if *m == self.round => {}
+            Some(m) => {
+                *m = self.round;
+                self.blocks.push(i as u32);
+            }
+            None => self.first_enter(table, i),
         }
-        if self.marked[i] != self.round {
-            self.marked[i] = self.round;
+    }
+
+    /// [`Written::enter`] of block `i` (`RowTable::index`) when no block was marked yet (the
+    /// marks are made for the table's blocks, the first round starts).
+    #[cold]
+    fn first_enter(&mut self, table: &RowTable, i: usize) {
+        self.marked.clear();
+        self.marked.resize(table.spans.len(), 0);
+        self.round = 1;
+        if let Some(m) = self.marked.get_mut(i) {
+            *m = self.round;
             self.blocks.push(i as u32);
         }
     }
@@ -211,6 +257,13 @@ impl Written {
     /// Notes that any row may have been written.
     pub(crate) fn all(&mut self) {
         self.all = true;
+    }
+
+    /// Whether the next [`Written::zero`] leaves the module-scope variables' rows
+    /// (`RowTable::global_rows`: pointers and built-ins) as they are, so that a subgroup's
+    /// set-up need not fill again those that would get the same values.
+    pub(crate) fn keeps_globals(&self, table: &RowTable) -> bool {
+        !(self.all || table.unattributed || table.globals_written)
     }
 
     /// Zeroes the rows of `regs` (rows of `lanes` slots) the entered blocks may have written,

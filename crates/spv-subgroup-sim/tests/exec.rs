@@ -876,7 +876,10 @@ fn built_in_inputs_in_registers_give_exactly_what_memory_gives() {
     // Built-in Input variables are kept in register rows filled per subgroup (no memory object
     // per invocation): every built-in the simulator knows, vectors and masks, read in the entry
     // point and in a callee, in partial subgroups of a 3-D workgroup, against the same module
-    // with every variable in memory.
+    // with every variable in memory. On one thread a machine runs the four workgroups one
+    // after another, each subgroup's rows kept from the previous workgroup but those that
+    // depend on the workgroup's id (filled again); on two, each thread's first workgroup fills
+    // them all.
     let module = Module::new(&compile(
         "#version 450
 #extension GL_KHR_shader_subgroup_basic : require
@@ -897,9 +900,13 @@ void main() {
     ))
     .expect("translates");
     let in_memory = module.clone().with_variables_in_memory();
-    for size in [1, 2, 4, 8, 16, 32, 64, 128] {
+    for (size, threads) in [1, 2, 4, 8, 16, 32, 64, 128]
+        .into_iter()
+        .flat_map(|size| [(size, 1), (size, 2)])
+    {
         let d = Dispatch::default()
             .with_subgroup_size(size)
+            .with_threads(threads)
             .with_workgroups([2, 2, 1])
             .with_buffers(BTreeMap::from([((0, 0), vec![0u8; 4 * 30 * 4 * 4])]))
             .with_report_undefined(true);

@@ -799,19 +799,15 @@ impl<'p> Machine<'p> {
     /// the frame is pending: the target block, which then simply runs next with the same mask
     /// (what `exec`, `goto` and the executor's straight-on continuation would do, without the
     /// pending list or the phi staging). None, having changed nothing, otherwise: the general
-    /// path then takes it (and reports what is malformed). Off with the general paths only
-    /// (`Module::with_general_paths_only`), so tests compare the two.
+    /// path then takes it. Its operands were resolved at translation (`Inst::branch`, none
+    /// where the general path would fail on them, nor with the general paths only:
+    /// `Module::with_general_paths_only`, so tests compare the two).
     #[inline]
     fn straight_branch(&self, sg: &Sg, inst: &Inst, mask: u128) -> Option<u32> {
-        if self.p.general_only {
-            return None;
-        }
-        let to = match inst.decoded {
-            Some(spirv::Op::Branch) => self.block(*inst.args.first()?).ok()?,
-            Some(spirv::Op::BranchConditional) => {
-                let (Src::Reg(r), _) = self.val(*inst.args.first()?).ok()? else {
-                    return None;
-                };
+        let br = inst.branch?;
+        let to = match br.cond {
+            None => br.to[0],
+            Some(r) => {
                 let n = self.lanes as usize;
                 let row = sg.regs.get(r as usize * n..(r as usize + 1) * n)?;
                 let (mut any, mut all) = (false, true);
@@ -826,14 +822,12 @@ impl<'p> Machine<'p> {
                         all &= taken;
                     }
                 }
-                let k = match (any, all) {
-                    (true, true) => 1,
-                    (false, _) => 2,
+                match (any, all) {
+                    (true, true) => br.to[0],
+                    (false, _) => br.to[1],
                     _ => return None,
-                };
-                self.block(*inst.args.get(k)?).ok()?
+                }
             }
-            _ => return None,
         };
         let frame = sg.frames.last()?;
         let target = self.p.funcs[frame.func as usize].blocks.get(to as usize)?;

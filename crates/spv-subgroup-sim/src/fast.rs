@@ -72,8 +72,10 @@ pub fn prepare(p: &mut Program) {
                     r.kernel = None;
                 }
                 inst.fast = None;
+                inst.branch = None;
             } else {
                 inst.fast = straight(p, inst, &mut consts);
+                inst.branch = branch(p, inst);
             }
             if matches!(
                 inst.decoded,
@@ -119,6 +121,34 @@ fn skip_written_checks(f: &mut crate::translate::Func) {
                 _ => {}
             }
         }
+    }
+}
+
+/// The operands of a branch whose general path would not fail on them: targets that are
+/// blocks, a condition that is a value of a known type held in a register row.
+fn branch(p: &Program, inst: &Inst) -> Option<crate::translate::Branch> {
+    let block = |id: u32| match p.ids.get(id as usize) {
+        Some(IdKind::Block(_, b)) => Some(*b),
+        _ => None,
+    };
+    match (inst.decoded?, inst.args.as_slice()) {
+        (spirv::Op::Branch, &[to, ..]) => {
+            let to = block(to)?;
+            Some(crate::translate::Branch {
+                cond: None,
+                to: [to, to],
+            })
+        }
+        (spirv::Op::BranchConditional, &[c, t, f, ..]) => {
+            let Ok((Src::Reg(r), _)) = p.val(c) else {
+                return None;
+            };
+            Some(crate::translate::Branch {
+                cond: Some(r),
+                to: [block(t)?, block(f)?],
+            })
+        }
+        _ => None,
     }
 }
 

@@ -72,10 +72,23 @@ pub struct Inst {
     pub row: Option<RowOp>,
     /// The straight-line form the executor tries first (`crate::fast`), if this has one.
     pub fast: Option<Fast>,
+    /// For a well-formed `OpBranch` or `OpBranchConditional` on a register row: its operands
+    /// resolved once (`crate::fast`), for the executor's straight-on branch.
+    pub branch: Option<Branch>,
     /// For an access chain: its steps resolved once (`crate::fast::chain_plan`).
     pub chain: Option<Box<ChainPlan>>,
     /// A subgroup instruction resolved once (`crate::group_row`), if it has that form.
     pub grp: Option<Box<GroupRow>>,
+}
+
+/// A branch's operands resolved at translation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Branch {
+    /// The condition's register (None for `OpBranch`).
+    pub cond: Option<u32>,
+    /// The blocks (by index in the function) taken where the condition is true and false (the
+    /// same block twice for `OpBranch`).
+    pub to: [u32; 2],
 }
 
 /// An access chain resolved from the types: struct members and constant indices summed into
@@ -1229,6 +1242,7 @@ impl Builder<'_> {
                             bindings: Vec::new(),
                             row: None,
                             fast: None,
+                            branch: None,
                             chain: None,
                             grp: None,
                         });

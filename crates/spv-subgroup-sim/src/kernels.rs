@@ -71,6 +71,40 @@ fn map1(a: &[u64], out: &mut [u64], f: impl Fn(u64) -> u64) {
     }
 }
 
+/// The divisor of a row division where it is the same non-zero value in every lane (an
+/// array's length, a constant) and it and every dividend fit 32 bits: then [`div_by`] and
+/// [`rem_by`] divide by multiplying, where a 64-bit `div` per lane costs tens of cycles.
+#[inline]
+fn uniform_divisor(a: &[u64], b: &[u64]) -> Option<u64> {
+    let d = *b.first()?;
+    let differ = b.iter().fold(0, |acc, &y| acc | (y ^ d));
+    let high = a.iter().fold(d, |acc, &x| acc | x) >> 32;
+    (d != 0 && differ == 0 && high == 0).then_some(d)
+}
+
+/// `m = ceil(2^64 / d)` for a 32-bit divisor `d > 0` (wrapping to 0 for `d = 1`), the
+/// reciprocal with which [`div_by`] and [`rem_by`] divide any 32-bit dividend exactly: for
+/// `x, d < 2^32` the error of `m / 2^64` against `1 / d` is under `1 / 2^64`, too small to
+/// carry `x * m` across a multiple of `2^64` (Lemire, Kaser and Kurz, "Faster remainder by
+/// direct computation", 2019).
+#[inline]
+fn reciprocal(d: u64) -> u64 {
+    (u64::MAX / d).wrapping_add(1)
+}
+
+/// `x / d` for 32-bit `x` and a divisor `d > 1` with reciprocal `m`: the high word of `x * m`.
+#[inline]
+fn div_by(x: u64, m: u64) -> u64 {
+    ((u128::from(x) * u128::from(m)) >> 64) as u64
+}
+
+/// `x % d` for 32-bit `x` and `d` with reciprocal `m`: the fraction `x * m mod 2^64` (which
+/// is `(x mod d) / d` in 64-bit fixed point) times `d`, its high word.
+#[inline]
+fn rem_by(x: u64, m: u64, d: u64) -> u64 {
+    ((u128::from(x.wrapping_mul(m)) * u128::from(d)) >> 64) as u64
+}
+
 /// Integer operations of one width `W` (operands and result).
 mod int {
     use super::*;
@@ -118,10 +152,23 @@ mod int {
         map1(a, o, |x| (sext(W, x).wrapping_shr(y) as u64) & mask(W))
     }
     pub fn udiv<const W: u32>(a: &[u64], b: &[u64], o: &mut [u64]) {
-        map2(a, b, o, |x, y| x.checked_div(y).unwrap_or(0))
+        match super::uniform_divisor(a, b) {
+            Some(1) => o.copy_from_slice(&a[..o.len()]),
+            Some(d) => {
+                let m = super::reciprocal(d);
+                map1(a, o, |x| super::div_by(x, m))
+            }
+            None => map2(a, b, o, |x, y| x.checked_div(y).unwrap_or(0)),
+        }
     }
     pub fn umod<const W: u32>(a: &[u64], b: &[u64], o: &mut [u64]) {
-        map2(a, b, o, |x, y| x.checked_rem(y).unwrap_or(0))
+        match super::uniform_divisor(a, b) {
+            Some(d) => {
+                let m = super::reciprocal(d);
+                map1(a, o, |x| super::rem_by(x, m, d))
+            }
+            None => map2(a, b, o, |x, y| x.checked_rem(y).unwrap_or(0)),
+        }
     }
     pub fn sgt<const W: u32>(a: &[u64], b: &[u64], o: &mut [u64]) {
         map2(a, b, o, |x, y| u64::from(sext(W, x) > sext(W, y)))
@@ -485,6 +532,44 @@ mod tests {
     /// Every kernel, for every operand and result scalar it accepts, at several row lengths and
     /// masks, gives in the active lanes exactly what `vector::row` gives, leaves the inactive
     /// lanes alone, and refuses (by its check) exactly where `vector::row` refuses.
+    /// Division by a reciprocal is exact for every 32-bit dividend and divisor: the edges
+    /// (0, 1, powers of two and their neighbours, 2^32 - 1) against each other, and random
+    /// pairs.
+    #[test]
+    fn division_by_a_reciprocal_is_exact() {
+        let mut edges = vec![
+            0u64, 1, 2, 3, 5, 7, 10, 641, 65_535, 65_536, 65_537, 6_700_417,
+        ];
+        for k in 1..32 {
+            edges.extend([(1u64 << k) - 1, 1 << k, (1 << k) + 1]);
+        }
+        edges.push(u64::from(u32::MAX));
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut random = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed & 0xffff_ffff >> (seed >> 59)
+        };
+        let mut pairs: Vec<(u64, u64)> = Vec::new();
+        for &x in &edges {
+            for &d in &edges {
+                pairs.push((x, d));
+            }
+        }
+        pairs.extend((0..200_000).map(|_| (random(), random())));
+        for (x, d) in pairs {
+            if d == 0 {
+                continue;
+            }
+            let m = reciprocal(d);
+            assert_eq!(rem_by(x, m, d), x % d, "{x} % {d}");
+            if d > 1 {
+                assert_eq!(div_by(x, m), x / d, "{x} / {d}");
+            }
+        }
+    }
+
     #[test]
     fn kernels_match_the_general_rows() {
         use spirv::Op as O;

@@ -28,6 +28,7 @@ mod ops;
 mod overlay;
 mod parallel;
 mod promote;
+mod readonly;
 mod regpool;
 mod size_trace;
 mod translate;
@@ -240,9 +241,11 @@ impl Module {
     /// Translates a module, overriding specialization constants by `SpecId`.
     pub fn with_spec_constants(words: &[u32], spec: &BTreeMap<u32, u64>) -> Result<Self> {
         let mut program = translate::translate(words, spec)?;
-        // Which atomics a parallel run may defer, read from the module's own uses (before
-        // promotion and the row forms, which only re-express those uses).
+        // Which atomics a parallel run may defer and which buffers nothing writes, read from
+        // the module's own uses (before promotion and the row forms, which only re-express
+        // those uses).
         let deferrable = parallel::deferrable_atomics(&program);
+        program.never_written = readonly::never_written(&program);
         promote::promote(&mut program);
         fast::prepare(&mut program);
         group_row::prepare(&mut program);

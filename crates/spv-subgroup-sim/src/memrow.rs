@@ -11,7 +11,10 @@
 //! operand (whose bits are drawn per lane). Loads from a shared object of a parallel run take
 //! the row form where the workgroup reads the batch's base unchanged (it wrote nothing there and
 //! no deferred atomic waits: `Overlay::clean`), marking each word read as the overlay's own
-//! read does. Loads and stores may have done part of their lanes
+//! read does; from one the module never writes (`Overlay::frozen`, `crate::readonly`) they read
+//! its bytes as a buffer of a sequential run is read, with no marks. A row whose lanes all
+//! point into one object whose bytes are all written takes a plain loop specialised by width
+//! (every lane active: straight over the rows). Loads and stores may have done part of their lanes
 //! before giving up: the per-lane path then does those lanes again from the first, in the same
 //! order and with the same values, so memory and registers end the same. Atomics are not
 //! idempotent, so they check every lane before changing anything.
@@ -20,6 +23,7 @@ use crate::exec::{Machine, Sg};
 use crate::num::{lanes, read_le, write_le};
 use crate::translate::{ChainPlan, Src};
 use crate::types::Scalar;
+use crate::vector::split_rows;
 
 /// Whether `s` is a scalar the row forms move (pointers stored in memory keep the per-lane
 /// path).
@@ -65,15 +69,40 @@ impl Machine<'_> {
         if !plain(s) || prow + n > sg.regs.len() || orow + n > sg.regs.len() {
             return false;
         }
-        let w = s.bytes() as u64;
-        let shared_below = self.shared_below;
-        if shared_below > 0 {
-            let first = lanes(mask).next().map_or(0, |l| sg.regs[prow + l as usize]);
-            let obj = (first >> 32) as usize;
-            if obj < shared_below {
-                return self.load_row_shared(sg, (prow, orow), o, s, obj, mask);
+        let Some(first) = lanes(mask).next() else {
+            return true;
+        };
+        let obj = (sg.regs[prow + first as usize] >> 32) as usize;
+        if obj < self.shared_below && self.ov.frozen(obj).is_none() {
+            return self.load_row_shared(sg, (prow, orow), o, s, obj, mask);
+        }
+        // The usual row: every lane in one object whose bytes are all written (a buffer, or a
+        // shared one the module never writes), read with no per-lane lookup, the width's
+        // own read.
+        if let Some(bytes) = self.plain_bytes(obj) {
+            let at = (prow, orow, n, obj as u64, o);
+            let done = match (s.bytes(), s == Scalar::Bool) {
+                (4, false) => load_rows(&mut sg.regs, at, mask, self.full, |a| {
+                    chunk::<4>(bytes, a).map(|b| u64::from(u32::from_le_bytes(*b)))
+                }),
+                (8, false) => load_rows(&mut sg.regs, at, mask, self.full, |a| {
+                    chunk::<8>(bytes, a).map(|b| u64::from_le_bytes(*b))
+                }),
+                (w, _) => load_rows(&mut sg.regs, at, mask, self.full, |a| {
+                    let b = bytes.get(usize::try_from(a).ok()?..)?.get(..w as usize)?;
+                    Some(decode(b, s))
+                }),
+            };
+            match done {
+                Lanes::All => return true,
+                Lanes::Stop => return false,
+                // A lane in another object: the rows below, from the first lane again (loads
+                // change nothing else, and the result row is not the pointer row).
+                Lanes::OtherObject => {}
             }
         }
+        let shared_below = self.shared_below;
+        let w = s.bytes() as u64;
         let mut cur = usize::MAX;
         let mut m = None;
         for l in lanes(mask) {
@@ -101,6 +130,17 @@ impl Machine<'_> {
             sg.regs[orow + l] = decode(&mem.bytes[a..b], s);
         }
         true
+    }
+
+    /// The bytes of object `obj` where a row reads them straight: an object of this machine
+    /// with every byte written, or a shared object the module never writes (`Overlay::frozen`).
+    #[inline]
+    fn plain_bytes(&self, obj: usize) -> Option<&[u8]> {
+        if obj < self.shared_below {
+            return self.ov.frozen(obj);
+        }
+        let mem = self.mems.get(obj)?;
+        (mem.uninit == 0).then_some(mem.bytes.as_slice())
     }
 
     /// [`Self::load_row`] where every lane reads shared object `obj` of a parallel run that
@@ -231,6 +271,26 @@ impl Machine<'_> {
             // shared array), a tight loop.
             (false, &[(stride, count, idx, s)]) => {
                 let (irow, width) = (row(idx), s.width());
+                if width == 32 && plan.fixed < 1 << 62 && mask == self.full {
+                    // Every lane active, a 32-bit index: a plain loop over the rows (the sums
+                    // as below).
+                    let count = count.min(1 << 31);
+                    let (fixed, stride) = (plan.fixed, u64::from(stride));
+                    if let Some((res, [Some(base), Some(idx)])) =
+                        split_rows(&mut sg.regs, out, [Some(brow), Some(irow)], n)
+                    {
+                        for ((r, &ptr), &x) in res.iter_mut().zip(base).zip(idx) {
+                            let i = x as u32 as i32 as i64 as u64;
+                            let off = if i >= count {
+                                max
+                            } else {
+                                (u64::from(ptr as u32) + fixed + i * stride).min(max)
+                            };
+                            *r = (ptr & !0xffff_ffff) | off;
+                        }
+                        return true;
+                    }
+                }
                 if width <= 32 && plan.fixed < 1 << 62 {
                     // No sum can saturate: the offset (< 2^32), the fixed part (< 2^62) and an
                     // in-range index (< 2^31) times a stride (< 2^32) stay under 2^64.
@@ -304,6 +364,22 @@ impl Machine<'_> {
         let (prow, out) = (prow as usize * n, res as usize * n);
         if res == u32::MAX || prow + n > sg.regs.len() || out + n > sg.regs.len() {
             return false;
+        }
+        // Every lane's pointer the same (the buffer's, the usual row): one length for all.
+        if mask == self.full {
+            if let Some((row, [Some(ptrs), _])) =
+                split_rows(&mut sg.regs, out, [Some(prow), None], n)
+            {
+                let ptr = ptrs[0];
+                // Without an early exit: the compiler checks several lanes at once.
+                if ptrs.iter().fold(true, |same, &p| same & (p == ptr)) {
+                    let len = self.mem_len((ptr >> 32) as usize) as u64;
+                    let k = len.saturating_sub(u64::from(ptr as u32) + u64::from(off))
+                        / u64::from(stride.max(1));
+                    row.fill(k & 0xffff_ffff);
+                    return true;
+                }
+            }
         }
         // The last pointer and its length (most rows have one pointer, the buffer's).
         let mut last: Option<(u64, u64)> = None;
@@ -439,4 +515,59 @@ impl Machine<'_> {
         }
         true
     }
+}
+
+/// How a row of loads from one object's bytes ended.
+enum Lanes {
+    /// Every lane loaded.
+    All,
+    /// A lane needs the per-lane path (out of bounds).
+    Stop,
+    /// A lane points into another object.
+    OtherObject,
+}
+
+/// The `W` bytes at byte `at` of `bytes`, if they are all there.
+#[inline(always)]
+fn chunk<const W: usize>(bytes: &[u8], at: u64) -> Option<&[u8; W]> {
+    bytes.get(usize::try_from(at).ok()?..)?.first_chunk::<W>()
+}
+
+/// Loads `read` of byte `o` past each lane's pointer in row `prow` of `regs` into row `orow`
+/// (`n` wide), every lane's pointer into object `obj`: a plain loop over the rows where every
+/// lane is active (`full`), else over the lanes of `mask`.
+#[inline(always)]
+fn load_rows(
+    regs: &mut [u64],
+    (prow, orow, n, obj, o): (usize, usize, usize, u64, u32),
+    mask: u128,
+    full: u128,
+    read: impl Fn(u64) -> Option<u64>,
+) -> Lanes {
+    if mask == full {
+        if let Some((out, [Some(ptrs), _])) = split_rows(regs, orow, [Some(prow), None], n) {
+            for (x, &ptr) in out.iter_mut().zip(ptrs) {
+                if ptr >> 32 != obj {
+                    return Lanes::OtherObject;
+                }
+                let Some(v) = read(u64::from(ptr as u32) + u64::from(o)) else {
+                    return Lanes::Stop;
+                };
+                *x = v;
+            }
+            return Lanes::All;
+        }
+    }
+    for l in lanes(mask) {
+        let l = l as usize;
+        let ptr = regs[prow + l];
+        if ptr >> 32 != obj {
+            return Lanes::OtherObject;
+        }
+        let Some(v) = read(u64::from(ptr as u32) + u64::from(o)) else {
+            return Lanes::Stop;
+        };
+        regs[orow + l] = v;
+    }
+    Lanes::All
 }

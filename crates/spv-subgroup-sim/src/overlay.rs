@@ -135,6 +135,9 @@ pub struct Pages {
     len: usize,
     shift: u32,
     pages: Vec<Arc<Vec<u8>>>,
+    /// The module never writes this object (`crate::readonly`): one page, read as one slice,
+    /// and no read marks (no workgroup can write what another read).
+    frozen: bool,
 }
 
 impl Pages {
@@ -151,7 +154,34 @@ impl Pages {
             .chunks(1 << shift)
             .map(|c| Arc::new(c.to_vec()))
             .collect();
-        Pages { len, shift, pages }
+        Pages {
+            len,
+            shift,
+            pages,
+            frozen: false,
+        }
+    }
+
+    /// `bytes` of an object the module never writes: one page (commits never copy it).
+    pub fn frozen(bytes: &[u8]) -> Self {
+        let len = bytes.len();
+        let shift = (usize::BITS - len.leading_zeros()).max(MIN_PAGE_SHIFT);
+        Pages {
+            len,
+            shift,
+            pages: vec![Arc::new(bytes.to_vec())],
+            frozen: true,
+        }
+    }
+
+    /// The bytes of a frozen object ([`Pages::frozen`]) in one slice.
+    #[inline]
+    pub fn frozen_bytes(&self) -> Option<&[u8]> {
+        match self.pages.as_slice() {
+            [page] if self.frozen => Some(page),
+            [] if self.frozen => Some(&[]),
+            _ => None,
+        }
     }
 
     /// The object's length in bytes.
@@ -181,6 +211,7 @@ impl Pages {
     /// Writes the low `n` bytes of `v` at bytes `a..a + n` (those out of bounds are dropped),
     /// copying a page a snapshot still holds.
     pub fn write(&mut self, a: usize, n: usize, v: u64) {
+        debug_assert!(!self.frozen, "a write to an object the module never writes");
         let (p, o) = (a >> self.shift, a & ((1 << self.shift) - 1));
         if let Some(page) = self.pages.get_mut(p) {
             if o + n <= page.len() {
@@ -205,6 +236,7 @@ impl Pages {
     /// Replaces the `n` bytes at `a` (in bounds, n at most 8) by `f` of their value, one page
     /// lookup where they lie in one page (a commit's deferred atomics).
     pub fn update(&mut self, a: usize, n: usize, f: impl FnOnce(u64) -> u64) {
+        debug_assert!(!self.frozen, "a write to an object the module never writes");
         let (p, o) = (a >> self.shift, a & ((1 << self.shift) - 1));
         if let Some(page) = self.pages.get_mut(p) {
             if o + n <= page.len() {
@@ -368,8 +400,18 @@ impl Overlay {
             .map_or(0, Pages::len)
     }
 
+    /// The bytes of shared object `obj` when the module never writes it (`Pages::frozen`):
+    /// every workgroup reads them as they are, with no read marks.
+    #[inline]
+    pub(crate) fn frozen(&self, obj: usize) -> Option<&[u8]> {
+        self.base.as_deref()?.get(obj)?.frozen_bytes()
+    }
+
     /// Reads bytes `a..a + n` (in bounds) of `obj`: this workgroup's writes over the base.
     pub(crate) fn read(&mut self, obj: usize, a: usize, n: usize) -> u64 {
+        if let Some(bytes) = self.frozen(obj) {
+            return bytes.get(a..a + n).map_or(0, read_le);
+        }
         if self.pending > 0 {
             self.settle(obj, a, a + n);
         }
@@ -450,6 +492,7 @@ impl Overlay {
 
     /// Writes the low `n` bytes of `x` at bytes `a..a + n` (in bounds) of `obj`.
     pub(crate) fn write(&mut self, obj: usize, a: usize, n: usize, x: u64) {
+        debug_assert!(self.frozen(obj).is_none(), "a write to a frozen object");
         if self.pending > 0 {
             self.settle(obj, a, a + n);
         }
@@ -514,6 +557,7 @@ impl Overlay {
         operand: u64,
     ) -> bool {
         let n = width as usize / 8;
+        debug_assert!(self.frozen(obj).is_none(), "an atomic on a frozen object");
         if !a.is_multiple_of(WORD) {
             return false;
         }

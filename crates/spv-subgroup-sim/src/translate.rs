@@ -440,6 +440,9 @@ pub struct Program {
     /// Buffer and Workgroup memory lane by lane only, never in rows (`crate::memrow`): for the
     /// tests that prove the rows give exactly what the per-lane path gives.
     pub memory_lane_by_lane: bool,
+    /// Per module-scope variable (as `globals`): no instruction can write through a pointer
+    /// into it (`crate::readonly`); empty: not decided, every variable may be written.
+    pub never_written: Vec<bool>,
 }
 
 impl Program {
@@ -559,6 +562,7 @@ pub fn translate(words: &[u32], spec: &BTreeMap<u32, u64>) -> Result<Program> {
             globals: Vec::new(),
             workgroup_size: None,
             memory_lane_by_lane: false,
+            never_written: Vec::new(),
         },
         decor: (0..n).map(|_| Decor::default()).collect(),
         spec,

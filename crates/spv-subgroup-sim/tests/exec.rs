@@ -814,6 +814,85 @@ fn a_row_load_from_a_shared_buffer_marks_its_words_read_in_a_parallel_run() {
     }
 }
 
+/// Each workgroup reads `v[w]` by the buffer's name and writes `v[w + 1] = v[w] + 3` only
+/// through a function's pointer parameter (variable pointers): a buffer written nowhere by its
+/// name.
+const WRITE_THROUGH_PARAMETER: &str = r#"
+               OpCapability Shader
+               OpCapability VariablePointers
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main" %wgid
+               OpExecutionMode %main LocalSize 64 1 1
+               OpDecorate %wgid BuiltIn WorkgroupId
+               OpDecorate %arr ArrayStride 4
+               OpMemberDecorate %B 0 Offset 0
+               OpDecorate %B Block
+               OpDecorate %v DescriptorSet 0
+               OpDecorate %v Binding 0
+       %void = OpTypeVoid
+       %fnty = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+         %v3 = OpTypeVector %uint 3
+        %pin = OpTypePointer Input %v3
+       %wgid = OpVariable %pin Input
+        %arr = OpTypeRuntimeArray %uint
+          %B = OpTypeStruct %arr
+         %pB = OpTypePointer StorageBuffer %B
+         %pu = OpTypePointer StorageBuffer %uint
+          %v = OpVariable %pB StorageBuffer
+         %c0 = OpConstant %uint 0
+         %c1 = OpConstant %uint 1
+         %c3 = OpConstant %uint 3
+    %storety = OpTypeFunction %void %pu %uint
+        %put = OpFunction %void None %storety
+          %p = OpFunctionParameter %pu
+          %x = OpFunctionParameter %uint
+         %pl = OpLabel
+               OpStore %p %x
+               OpReturn
+               OpFunctionEnd
+       %main = OpFunction %void None %fnty
+         %ml = OpLabel
+         %id = OpLoad %v3 %wgid
+          %w = OpCompositeExtract %uint %id 0
+        %src = OpAccessChain %pu %v %c0 %w
+        %val = OpLoad %uint %src
+         %w1 = OpIAdd %uint %w %c1
+        %dst = OpAccessChain %pu %v %c0 %w1
+          %s = OpIAdd %uint %val %c3
+       %call = OpFunctionCall %void %put %dst %s
+               OpReturn
+               OpFunctionEnd
+"#;
+
+#[test]
+fn a_buffer_written_only_through_a_function_parameter_keeps_its_read_marks() {
+    // A buffer the module never writes by name is read without read marks in a parallel run
+    // (`readonly.rs`): a buffer written through a pointer passed to a function must not be
+    // taken for one, or a workgroup run against a stale snapshot would keep what it read.
+    let words = tools::assemble(WRITE_THROUGH_PARAMETER, "vulkan1.1").expect("spirv-as");
+    let module = Module::new(&words).expect("translates");
+    let groups = 24u32;
+    let mut first = vec![0u8; (groups as usize + 1) * 4];
+    first[..4].copy_from_slice(&7u32.to_le_bytes());
+    for size in [8, 64] {
+        for threads in [1, 2, 3] {
+            let d = Dispatch::default()
+                .with_subgroup_size(size)
+                .with_workgroups([groups, 1, 1])
+                .with_buffers(BTreeMap::from([((0, 0), first.clone())]))
+                .with_threads(threads);
+            let out = module.run(&d).expect("runs");
+            let words: Vec<u32> = out.buffers[&(0, 0)]
+                .chunks(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let expected: Vec<u32> = (0..=groups).map(|k| 7 + 3 * k).collect();
+            assert_eq!(words, expected, "size {size}, {threads} threads");
+        }
+    }
+}
+
 #[test]
 fn registers_start_every_workgroup_at_zero() {
     // Each workgroup takes other blocks (a loop, calls with a promoted struct bound in and out,

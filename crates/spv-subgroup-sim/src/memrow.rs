@@ -14,10 +14,13 @@
 //! read does; from one the module never writes (`Overlay::frozen`, `crate::readonly`) they read
 //! its bytes as a buffer of a sequential run is read, with no marks. A row whose lanes all
 //! point into one object whose bytes are all written takes a plain loop specialised by width
-//! (every lane active: straight over the rows). Loads and stores may have done part of their lanes
-//! before giving up: the per-lane path then does those lanes again from the first, in the same
-//! order and with the same values, so memory and registers end the same. Atomics are not
-//! idempotent, so they check every lane before changing anything.
+//! (every lane active: straight over the rows). A load whose pointer is an access chain of its
+//! block that nothing else reads is done with the chain (`fuse_chain_loads`, `load_fused`):
+//! each lane's address from its index, no pointer row written and read back; where a lane needs
+//! more, the chain's pointers are made then and the load goes on as above. Loads and stores
+//! may have done part of their lanes before giving up: the per-lane path then does those lanes
+//! again from the first, in the same order and with the same values, so memory and registers
+//! end the same. Atomics are not idempotent, so they check every lane before changing anything.
 
 use crate::exec::{Machine, Sg};
 use crate::num::{lanes, read_le, write_le};
@@ -130,6 +133,70 @@ impl Machine<'_> {
             sg.regs[orow + l] = decode(&mem.bytes[a..b], s);
         }
         true
+    }
+
+    /// A load fused with its access chain (`Inst::fused`): the scalar `s` at byte `o` past the
+    /// element of each lane's index, `plan` one index into a variable of a uniform pointer
+    /// (`fuse_chain_loads`), into row `orow`, with no pointer row between; false, having
+    /// written only lanes of `orow`, where a lane needs the chain's pointers and the general
+    /// load (an index out of range, an address past the object, an object not read straight).
+    pub(crate) fn load_fused(
+        &mut self,
+        sg: &mut Sg,
+        plan: &ChainPlan,
+        o: u32,
+        s: Scalar,
+        orow: u32,
+        mask: u128,
+    ) -> bool {
+        if self.p.memory_lane_by_lane || !plain(s) {
+            return false;
+        }
+        let (&[(stride, count, Src::Reg(irow), is)], Src::Reg(brow)) =
+            (plan.steps.as_slice(), plan.base.0)
+        else {
+            return false;
+        };
+        let n = self.lanes as usize;
+        let width = is.width();
+        let Some(first) = lanes(mask).next() else {
+            return true;
+        };
+        // The variable's pointer, the same in every lane (`fuse_chain_loads`).
+        let Some(&ptr) = sg.regs.get(brow as usize * n + first as usize) else {
+            return false;
+        };
+        let Some(bytes) = self.plain_bytes((ptr >> 32) as usize) else {
+            return false;
+        };
+        // An object within 4 GiB: an address in it is below the chain's saturation, so the
+        // chain's pointer is the base plus the index's bytes, exactly.
+        if width > 32 || plan.fixed >= 1 << 62 || bytes.len() as u64 > u64::from(u32::MAX) {
+            return false;
+        }
+        let base = u64::from(ptr as u32) + plan.fixed + u64::from(o);
+        let (count, stride) = (count.min(1 << 31), u64::from(stride));
+        let Some((out, [Some(idx), _])) = split_rows(
+            &mut sg.regs,
+            orow as usize * n,
+            [Some(irow as usize * n), None],
+            n,
+        ) else {
+            return false;
+        };
+        let rows = (out, idx, mask, self.full);
+        match (s.bytes(), s == Scalar::Bool) {
+            (4, false) => gather(rows, width, count, base, stride, |a| {
+                chunk::<4>(bytes, a).map(|b| u64::from(u32::from_le_bytes(*b)))
+            }),
+            (8, false) => gather(rows, width, count, base, stride, |a| {
+                chunk::<8>(bytes, a).map(|b| u64::from_le_bytes(*b))
+            }),
+            (w, _) => gather(rows, width, count, base, stride, |a| {
+                let b = bytes.get(usize::try_from(a).ok()?..)?.get(..w as usize)?;
+                Some(decode(b, s))
+            }),
+        }
     }
 
     /// The bytes of object `obj` where a row reads them straight: an object of this machine
@@ -570,4 +637,146 @@ fn load_rows(
         regs[orow + l] = v;
     }
     Lanes::All
+}
+
+/// [`Machine::load_fused`]'s loop: for each lane of `mask` (every lane of the rows where it is
+/// `full`), `read` of byte `base + i * stride`, `i` the lane's index (`width` bits, signed),
+/// below `count`; false at the first lane that is not.
+#[inline(always)]
+fn gather(
+    (out, idx, mask, full): (&mut [u64], &[u64], u128, u128),
+    width: u32,
+    count: u64,
+    base: u64,
+    stride: u64,
+    read: impl Fn(u64) -> Option<u64>,
+) -> bool {
+    let lane = |x: u64| {
+        let i = crate::num::sext(width, x) as u64;
+        if i >= count {
+            return None;
+        }
+        read(base + i * stride)
+    };
+    if mask == full && width == 32 {
+        for (r, &x) in out.iter_mut().zip(idx) {
+            let i = x as u32 as i32 as i64 as u64;
+            if i >= count {
+                return false;
+            }
+            let Some(v) = read(base + i * stride) else {
+                return false;
+            };
+            *r = v;
+        }
+        return true;
+    }
+    for l in lanes(mask) {
+        let l = l as usize;
+        let Some(v) = idx.get(l).and_then(|&x| lane(x)) else {
+            return false;
+        };
+        if let Some(r) = out.get_mut(l) {
+            *r = v;
+        }
+    }
+    true
+}
+
+/// Marks the loads of `funcs` that [`Machine::load_fused`] may run with their access chain
+/// (`Inst::fused`, `Inst::chain_fused`): a one-leaf `OpLoad` whose pointer is an access chain
+/// earlier in its block with one index in a register (no `OpUndef`: its bits are drawn where
+/// the chain runs) into a buffer, push-constant or Workgroup variable (whose pointer is the
+/// same in every lane), the chain's result read by nothing else (no other operand, no phi),
+/// and nothing between them that may write a register row the chain reads (a promoted
+/// variable's rows, which a forwarded load's uses read: an instruction on a promoted variable,
+/// a call). Everything else keeps its form; so does everything with the general paths only.
+pub(crate) fn fuse_chain_loads(
+    p: &crate::translate::Program,
+    funcs: &mut [crate::translate::Func],
+) {
+    use spirv::Op as O;
+    use spirv::StorageClass as C;
+    for inst in funcs.iter_mut().flat_map(|f| &mut f.insts) {
+        inst.fused = None;
+        inst.chain_fused = false;
+    }
+    if p.general_only || p.memory_lane_by_lane {
+        return;
+    }
+    // Uses of each id as an operand anywhere (a literal equal to it counts: it only stops a
+    // fusion), and the registers phis read.
+    let mut uses = vec![0u32; p.ids.len()];
+    for inst in funcs.iter().flat_map(|f| &f.insts) {
+        for &a in &inst.args {
+            if let Some(u) = uses.get_mut(a as usize) {
+                *u = u.saturating_add(1);
+            }
+        }
+    }
+    let phi_inputs: std::collections::HashSet<u32> = funcs
+        .iter()
+        .flat_map(|f| &f.blocks)
+        .flat_map(|b| &b.phis)
+        .flat_map(|phi| &phi.incoming)
+        .filter_map(|(_, src)| match src {
+            Src::Reg(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    let uniform_var = |id: u32| {
+        p.globals.iter().any(|g| {
+            g.id == id
+                && [C::StorageBuffer, C::Uniform, C::PushConstant, C::Workgroup]
+                    .iter()
+                    .any(|&c| g.class == c as u32)
+        })
+    };
+    for f in funcs.iter_mut() {
+        for b in 0..f.blocks.len() {
+            let (start, end) = (f.blocks[b].start as usize, f.blocks[b].end as usize);
+            for j in start..end.min(f.insts.len()) {
+                let load = &f.insts[j];
+                if load.decoded != Some(O::Load) || load.local.is_some() || load.res == u32::MAX {
+                    continue;
+                }
+                let one_leaf = p
+                    .types
+                    .get(load.ty as usize)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|t| t.layout.len() == 1);
+                let Some(&ptr) = load.args.first() else {
+                    continue;
+                };
+                // The chain: in this block, before the load.
+                let Some(i) = (start..j).find(|&i| f.insts[i].id == ptr) else {
+                    continue;
+                };
+                let chain = &f.insts[i];
+                let Some(plan) = chain.chain.as_deref() else {
+                    continue;
+                };
+                let quiet_between = f.insts[i + 1..j]
+                    .iter()
+                    .all(|x| x.local.is_none() && x.decoded != Some(O::FunctionCall));
+                let fusable = one_leaf
+                    && quiet_between
+                    && matches!(chain.decoded, Some(O::AccessChain | O::InBoundsAccessChain))
+                    && chain.local.is_none()
+                    && chain.fast.is_none()
+                    && chain.res != u32::MAX
+                    && uses.get(ptr as usize) == Some(&1)
+                    && !phi_inputs.contains(&chain.res)
+                    && !plan.all_out
+                    && matches!(plan.base.0, Src::Reg(_))
+                    && chain.args.first().is_some_and(|&base| uniform_var(base))
+                    && matches!(plan.steps.as_slice(), [(_, _, Src::Reg(_), s)] if s.width() <= 32);
+                if fusable {
+                    let fused = Box::new((plan.clone(), chain.res));
+                    f.insts[i].chain_fused = true;
+                    f.insts[j].fused = Some(fused);
+                }
+            }
+        }
+    }
 }

@@ -62,6 +62,15 @@ impl<'p> Machine<'p> {
                 if let (Src::Reg(r), [(o, s)], true) =
                     (p.0, t.layout.as_slice(), inst.res != u32::MAX)
                 {
+                    if let Some(fused) = &inst.fused {
+                        if self.load_fused(sg, &fused.0, *o, *s, inst.res, mask) {
+                            return Ok(());
+                        }
+                        // The chain's pointers after all, as it would have made them.
+                        if !self.p.memory_lane_by_lane {
+                            self.chain_pointers(sg, &fused.0, fused.1, mask);
+                        }
+                    }
                     if self.load_row(sg, r, *o, *s, inst.res, mask) {
                         return Ok(());
                     }
@@ -144,6 +153,10 @@ impl<'p> Machine<'p> {
                 }
             }
             O::AccessChain | O::InBoundsAccessChain => {
+                // Its only use, a load of its block, makes its pointers (or has them made).
+                if inst.chain_fused && !self.p.memory_lane_by_lane {
+                    return Ok(());
+                }
                 // Resolved at translation where the types allow (else here, with its error).
                 let computed;
                 let plan = match &inst.chain {
@@ -153,44 +166,7 @@ impl<'p> Machine<'p> {
                         &computed
                     }
                 };
-                if self.chain_row(sg, plan, inst.res, mask) {
-                    return Ok(());
-                }
-                let nl = self.lanes as usize;
-                let len = sg.regs.len();
-                for l in lanes(mask) {
-                    let ptr = match plan.base.0 {
-                        Src::Reg(r) => sg
-                            .regs
-                            .get(r as usize * nl + l as usize)
-                            .copied()
-                            .unwrap_or(0),
-                        src => self.get_leaf(sg, src, plan.base.1, l),
-                    };
-                    let mut off = u64::from(ptr as u32).saturating_add(plan.fixed);
-                    if plan.all_out {
-                        off = u64::from(u32::MAX);
-                    }
-                    for &(stride, n, idx, s) in &plan.steps {
-                        if plan.all_out {
-                            break;
-                        }
-                        let x = match idx {
-                            Src::Reg(r) if (r as usize + 1) * nl <= len => {
-                                sg.regs[r as usize * nl + l as usize]
-                            }
-                            src => self.get_leaf(sg, src, s, l),
-                        };
-                        let i = crate::num::sext(s.width(), x);
-                        if i < 0 || (i as u64) >= n {
-                            off = u64::from(u32::MAX);
-                            break;
-                        }
-                        off = off.saturating_add((i as u64).saturating_mul(u64::from(stride)));
-                    }
-                    let off = off.min(u64::from(u32::MAX));
-                    self.put(sg, inst, 0, l, (ptr & !0xffff_ffff) | off);
-                }
+                self.chain_pointers(sg, plan, inst.res, mask);
             }
             O::ArrayLength => {
                 let p = self.val(arg(0)?)?;
@@ -624,6 +600,59 @@ impl<'p> Machine<'p> {
 
     /// Leaf 0 of `src` at `lane`, its scalar `s` (what [`Machine::get`] reads: `OpUndef` draws
     /// undefined bits of that scalar).
+    /// An access chain's pointers for the lanes of `mask` into register `res` (none where it is
+    /// `u32::MAX`): the row form, else lane by lane.
+    pub(crate) fn chain_pointers(
+        &mut self,
+        sg: &mut Sg,
+        plan: &crate::translate::ChainPlan,
+        res: u32,
+        mask: u128,
+    ) {
+        if self.chain_row(sg, plan, res, mask) {
+            return;
+        }
+        let nl = self.lanes as usize;
+        let len = sg.regs.len();
+        for l in lanes(mask) {
+            let ptr = match plan.base.0 {
+                Src::Reg(r) => sg
+                    .regs
+                    .get(r as usize * nl + l as usize)
+                    .copied()
+                    .unwrap_or(0),
+                src => self.get_leaf(sg, src, plan.base.1, l),
+            };
+            let mut off = u64::from(ptr as u32).saturating_add(plan.fixed);
+            if plan.all_out {
+                off = u64::from(u32::MAX);
+            }
+            for &(stride, n, idx, s) in &plan.steps {
+                if plan.all_out {
+                    break;
+                }
+                let x = match idx {
+                    Src::Reg(r) if (r as usize + 1) * nl <= len => {
+                        sg.regs[r as usize * nl + l as usize]
+                    }
+                    src => self.get_leaf(sg, src, s, l),
+                };
+                let i = crate::num::sext(s.width(), x);
+                if i < 0 || (i as u64) >= n {
+                    off = u64::from(u32::MAX);
+                    break;
+                }
+                off = off.saturating_add((i as u64).saturating_mul(u64::from(stride)));
+            }
+            let off = off.min(u64::from(u32::MAX));
+            if res != u32::MAX {
+                if let Some(r) = sg.regs.get_mut(res as usize * nl + l as usize) {
+                    *r = (ptr & !0xffff_ffff) | off;
+                }
+            }
+        }
+    }
+
     fn get_leaf(&mut self, sg: &Sg, src: Src, s: Scalar, lane: u32) -> u64 {
         let t = TypeInfo {
             shape: Shape::Scalar,

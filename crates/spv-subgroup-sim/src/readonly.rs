@@ -247,7 +247,10 @@ BODY
     fn a_store_through_a_copy_or_a_chain_of_chains_writes_the_buffer() {
         let body = "%cp = OpCopyObject %pu %dst\nOpStore %cp %val";
         assert_eq!(never(body), [(0, false), (1, true)]);
-        let body = "%row = OpAccessChain %pB %r\n%e = OpAccessChain %pu %row %c0 %c1\n%cp = OpCopyObject %pu %e\nOpStore %cp %val";
+        let body = concat!(
+            "%row = OpAccessChain %pB %r\n%e = OpAccessChain %pu %row %c0 %c1\n",
+            "%cp = OpCopyObject %pu %e\nOpStore %cp %val"
+        );
         assert_eq!(never(body), [(0, true), (1, false)]);
     }
 
@@ -255,7 +258,11 @@ BODY
     fn a_pointer_through_a_select_or_a_phi_counts_as_written() {
         let body = "%s = OpSelect %pu %lt %dst %rdst\n%y = OpLoad %uint %s\nOpStore %rdst %y";
         assert_eq!(never(body), [(0, false), (1, false)]);
-        let body = "OpSelectionMerge %join None\nOpBranchConditional %lt %then %join\n%then = OpLabel\nOpBranch %join\n%join = OpLabel\n%ph = OpPhi %pu %src %ml %dst %then\n%y = OpLoad %uint %ph\nOpStore %rdst %y";
+        let body = concat!(
+            "OpSelectionMerge %join None\nOpBranchConditional %lt %then %join\n",
+            "%then = OpLabel\nOpBranch %join\n%join = OpLabel\n",
+            "%ph = OpPhi %pu %src %ml %dst %then\n%y = OpLoad %uint %ph\nOpStore %rdst %y"
+        );
         assert_eq!(never(body), [(0, false), (1, false)]);
     }
 

@@ -76,6 +76,13 @@ pub struct Inst {
     pub chain: Option<Box<ChainPlan>>,
     /// A subgroup instruction resolved once (`crate::group_row`), if it has that form.
     pub grp: Option<Box<GroupRow>>,
+    /// For a one-leaf `OpLoad` through an access chain of its block that nothing else reads
+    /// (`crate::memrow::fuse_chain_loads`): the chain's plan and result register. The load
+    /// works out each lane's address itself; the chain's pointers are made only where the
+    /// load cannot take that form.
+    pub fused: Option<Box<(ChainPlan, u32)>>,
+    /// For an access chain whose only use is such a load: it makes no pointers when it runs.
+    pub chain_fused: bool,
 }
 
 /// An access chain resolved from the types: struct members and constant indices summed into
@@ -1235,6 +1242,8 @@ impl Builder<'_> {
                             fast: None,
                             chain: None,
                             grp: None,
+                            fused: None,
+                            chain_fused: false,
                         });
                         blk.end = f.insts.len() as u32;
                     }

@@ -79,7 +79,7 @@ pub fn prepare(p: &mut Program) {
             skip_written_checks(f);
         }
     }
-    crate::memrow::fuse_chain_loads(p, &mut funcs);
+    crate::memrow::prepare(p, &mut funcs);
     p.funcs = funcs;
     p.row_consts = consts.values;
 }

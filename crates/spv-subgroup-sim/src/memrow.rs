@@ -15,7 +15,7 @@
 //! its bytes as a buffer of a sequential run is read, with no marks. A row whose lanes all
 //! point into one object whose bytes are all written takes a plain loop specialised by width
 //! (every lane active: straight over the rows). A load whose pointer is an access chain of its
-//! block that nothing else reads is done with the chain (`fuse_chain_loads`, `load_fused`):
+//! block that nothing else reads is done with the chain (`prepare`, `load_fused`):
 //! each lane's address from its index, no pointer row written and read back; where a lane needs
 //! more, the chain's pointers are made then and the load goes on as above. Loads and stores
 //! may have done part of their lanes before giving up: the per-lane path then does those lanes
@@ -24,7 +24,7 @@
 
 use crate::exec::{Machine, Sg};
 use crate::num::{lanes, read_le, write_le};
-use crate::translate::{ChainPlan, Src};
+use crate::translate::{ChainPlan, MemForm, Src};
 use crate::types::Scalar;
 use crate::vector::split_rows;
 
@@ -135,11 +135,33 @@ impl Machine<'_> {
         true
     }
 
-    /// A load fused with its access chain (`Inst::fused`): the scalar `s` at byte `o` past the
-    /// element of each lane's index, `plan` one index into a variable of a uniform pointer
-    /// (`fuse_chain_loads`), into row `orow`, with no pointer row between; false, having
-    /// written only lanes of `orow`, where a lane needs the chain's pointers and the general
-    /// load (an index out of range, an address past the object, an object not read straight).
+    /// Runs a memory form resolved at translation (`prepare`) for the lanes of `mask`, `res`
+    /// the instruction's result register; false where the general path must run it (or, for a
+    /// fused load, finish it: the chain's pointers made, the load row or lane by lane).
+    pub(crate) fn mem_form(&mut self, sg: &mut Sg, form: &MemForm, res: u32, mask: u128) -> bool {
+        match *form {
+            // Its load makes what it needs (with memory lane by lane, the chain runs as ever).
+            MemForm::FusedChain => !self.p.memory_lane_by_lane,
+            MemForm::FusedLoad {
+                ref plan,
+                at: (o, s),
+                ..
+            } => self.load_fused(sg, plan, o, s, res, mask),
+            MemForm::ArrayLength {
+                ptr,
+                off,
+                stride,
+                uniform,
+            } => self.array_length_row(sg, ptr, off, stride, res, mask, uniform),
+        }
+    }
+
+    /// A load fused with its access chain (`MemForm::FusedLoad`): the scalar `s` at byte
+    /// `o` past the element of each lane's index, `plan` one index into a variable of a
+    /// uniform pointer (`prepare`), into row `orow`, with no pointer row between; false,
+    /// having written only lanes of `orow`, where a lane needs the chain's pointers and the
+    /// general load (an index out of range, an address past the object, an object not read
+    /// straight).
     pub(crate) fn load_fused(
         &mut self,
         sg: &mut Sg,
@@ -162,7 +184,7 @@ impl Machine<'_> {
         let Some(first) = lanes(mask).next() else {
             return true;
         };
-        // The variable's pointer, the same in every lane (`fuse_chain_loads`).
+        // The variable's pointer, the same in every lane (`prepare`).
         let Some(&ptr) = sg.regs.get(brow as usize * n + first as usize) else {
             return false;
         };
@@ -415,6 +437,7 @@ impl Machine<'_> {
 
     /// `OpArrayLength` for every lane of `mask`: the elements of `stride` bytes from byte `off`
     /// of each lane's pointer in register row `prow` to the end of its object, into row `res`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn array_length_row(
         &self,
         sg: &mut Sg,
@@ -423,6 +446,7 @@ impl Machine<'_> {
         stride: u32,
         res: u32,
         mask: u128,
+        uniform: bool,
     ) -> bool {
         if self.p.memory_lane_by_lane {
             return false;
@@ -432,6 +456,27 @@ impl Machine<'_> {
         if res == u32::MAX || prow + n > sg.regs.len() || out + n > sg.regs.len() {
             return false;
         }
+        let length = |ptr: u64| {
+            let len = self.mem_len((ptr >> 32) as usize) as u64;
+            let k = len.saturating_sub(u64::from(ptr as u32) + u64::from(off))
+                / u64::from(stride.max(1));
+            k & 0xffff_ffff
+        };
+        // A variable's pointer, the same in every lane (`prepare`): one length for the row.
+        if uniform {
+            let Some(first) = lanes(mask).next() else {
+                return true;
+            };
+            let k = length(sg.regs[prow + first as usize]);
+            if mask == self.full {
+                sg.regs[out..out + n].fill(k);
+            } else {
+                for l in lanes(mask) {
+                    sg.regs[out + l as usize] = k;
+                }
+            }
+            return true;
+        }
         // Every lane's pointer the same (the buffer's, the usual row): one length for all.
         if mask == self.full {
             if let Some((row, [Some(ptrs), _])) =
@@ -440,10 +485,7 @@ impl Machine<'_> {
                 let ptr = ptrs[0];
                 // Without an early exit: the compiler checks several lanes at once.
                 if ptrs.iter().fold(true, |same, &p| same & (p == ptr)) {
-                    let len = self.mem_len((ptr >> 32) as usize) as u64;
-                    let k = len.saturating_sub(u64::from(ptr as u32) + u64::from(off))
-                        / u64::from(stride.max(1));
-                    row.fill(k & 0xffff_ffff);
+                    row.fill(length(ptr));
                     return true;
                 }
             }
@@ -456,14 +498,12 @@ impl Machine<'_> {
             let k = match last {
                 Some((p, k)) if p == ptr => k,
                 _ => {
-                    let len = self.mem_len((ptr >> 32) as usize) as u64;
-                    let k = len.saturating_sub(u64::from(ptr as u32) + u64::from(off))
-                        / u64::from(stride.max(1));
+                    let k = length(ptr);
                     last = Some((ptr, k));
                     k
                 }
             };
-            sg.regs[out + l] = k & 0xffff_ffff;
+            sg.regs[out + l] = k;
         }
         true
     }
@@ -683,23 +723,24 @@ fn gather(
     true
 }
 
-/// Marks the loads of `funcs` that [`Machine::load_fused`] may run with their access chain
-/// (`Inst::fused`, `Inst::chain_fused`): a one-leaf `OpLoad` whose pointer is an access chain
-/// earlier in its block with one index in a register (no `OpUndef`: its bits are drawn where
-/// the chain runs) into a buffer, push-constant or Workgroup variable (whose pointer is the
-/// same in every lane), the chain's result read by nothing else (no other operand, no phi),
-/// and nothing between them that may write a register row the chain reads (a promoted
-/// variable's rows, which a forwarded load's uses read: an instruction on a promoted variable,
-/// a call). Everything else keeps its form; so does everything with the general paths only.
-pub(crate) fn fuse_chain_loads(
-    p: &crate::translate::Program,
-    funcs: &mut [crate::translate::Func],
-) {
+/// The memory forms of `funcs` resolved once (`Inst::mem`):
+/// - a one-leaf `OpLoad` whose pointer is an access chain earlier in its block with one index
+///   in a register (no `OpUndef`: its bits are drawn where the chain runs) into a buffer,
+///   push-constant or Workgroup variable (whose pointer is the same in every lane), the chain's
+///   result read by nothing else (no other operand, no phi), and nothing between them that may
+///   write a register row the chain reads (a promoted variable's rows, which a forwarded load's
+///   uses read: an instruction on a promoted variable, a call): [`MemForm::FusedLoad`] and
+///   [`MemForm::FusedChain`], run by [`Machine::load_fused`];
+/// - `OpArrayLength` of a pointer in a register: its member's offset and stride, and whether
+///   the pointer is such a variable's ([`MemForm::ArrayLength`]).
+///
+/// Everything else keeps the general path; so does everything with the general paths only or
+/// memory lane by lane.
+pub(crate) fn prepare(p: &crate::translate::Program, funcs: &mut [crate::translate::Func]) {
     use spirv::Op as O;
     use spirv::StorageClass as C;
     for inst in funcs.iter_mut().flat_map(|f| &mut f.insts) {
-        inst.fused = None;
-        inst.chain_fused = false;
+        inst.mem = None;
     }
     if p.general_only || p.memory_lane_by_lane {
         return;
@@ -733,6 +774,11 @@ pub(crate) fn fuse_chain_loads(
         })
     };
     for f in funcs.iter_mut() {
+        for inst in &mut f.insts {
+            if inst.decoded == Some(O::ArrayLength) && inst.res != u32::MAX {
+                inst.mem = array_length_form(p, inst, &uniform_var).map(Box::new);
+            }
+        }
         for b in 0..f.blocks.len() {
             let (start, end) = (f.blocks[b].start as usize, f.blocks[b].end as usize);
             for j in start..end.min(f.insts.len()) {
@@ -740,11 +786,13 @@ pub(crate) fn fuse_chain_loads(
                 if load.decoded != Some(O::Load) || load.local.is_some() || load.res == u32::MAX {
                     continue;
                 }
-                let one_leaf = p
-                    .types
-                    .get(load.ty as usize)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|t| t.layout.len() == 1);
+                let leaf = match p.types.get(load.ty as usize).and_then(Option::as_ref) {
+                    Some(t) => match t.layout.as_slice() {
+                        &[at] => at,
+                        _ => continue,
+                    },
+                    None => continue,
+                };
                 let Some(&ptr) = load.args.first() else {
                     continue;
                 };
@@ -759,8 +807,7 @@ pub(crate) fn fuse_chain_loads(
                 let quiet_between = f.insts[i + 1..j]
                     .iter()
                     .all(|x| x.local.is_none() && x.decoded != Some(O::FunctionCall));
-                let fusable = one_leaf
-                    && quiet_between
+                let fusable = quiet_between
                     && matches!(chain.decoded, Some(O::AccessChain | O::InBoundsAccessChain))
                     && chain.local.is_none()
                     && chain.fast.is_none()
@@ -772,11 +819,45 @@ pub(crate) fn fuse_chain_loads(
                     && chain.args.first().is_some_and(|&base| uniform_var(base))
                     && matches!(plan.steps.as_slice(), [(_, _, Src::Reg(_), s)] if s.width() <= 32);
                 if fusable {
-                    let fused = Box::new((plan.clone(), chain.res));
-                    f.insts[i].chain_fused = true;
-                    f.insts[j].fused = Some(fused);
+                    let form = MemForm::FusedLoad {
+                        plan: plan.clone(),
+                        chain: chain.res,
+                        at: leaf,
+                    };
+                    f.insts[i].mem = Some(Box::new(MemForm::FusedChain));
+                    f.insts[j].mem = Some(Box::new(form));
                 }
             }
         }
     }
+}
+
+/// [`MemForm::ArrayLength`] of an `OpArrayLength`, where its pointer is in a register and the
+/// types give the member (else the general path, with its error).
+fn array_length_form(
+    p: &crate::translate::Program,
+    inst: &crate::translate::Inst,
+    uniform_var: &impl Fn(u32) -> bool,
+) -> Option<MemForm> {
+    use crate::types::Shape;
+    let (&base, &k) = (inst.args.first()?, inst.args.get(1)?);
+    let (Src::Reg(ptr), t) = p.val(base).ok()? else {
+        return None;
+    };
+    let Shape::Pointer { pointee, .. } = &t.shape else {
+        return None;
+    };
+    let Shape::Struct { members, offsets } = &p.ty(*pointee).ok()?.shape else {
+        return None;
+    };
+    let k = k as usize;
+    let Shape::Array { stride, .. } = p.ty(*members.get(k)?).ok()?.shape else {
+        return None;
+    };
+    Some(MemForm::ArrayLength {
+        ptr,
+        off: *offsets.get(k)?,
+        stride,
+        uniform: uniform_var(base),
+    })
 }

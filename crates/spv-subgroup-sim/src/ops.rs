@@ -5,7 +5,7 @@ use crate::alu;
 use crate::error::{malformed, unsupported, Error, ErrorKind, Result};
 use crate::exec::{Machine, Sg};
 use crate::num::lanes;
-use crate::translate::{IdKind, Inst, Src};
+use crate::translate::{IdKind, Inst, MemForm, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 
 impl<'p> Machine<'p> {
@@ -23,6 +23,11 @@ impl<'p> Machine<'p> {
         }
         if let Some(r) = &inst.row {
             if self.run_row(sg, inst.res, r, mask) {
+                return Ok(());
+            }
+        }
+        if let Some(form) = &inst.mem {
+            if self.mem_form(sg, form, inst.res, mask) {
                 return Ok(());
             }
         }
@@ -62,13 +67,10 @@ impl<'p> Machine<'p> {
                 if let (Src::Reg(r), [(o, s)], true) =
                     (p.0, t.layout.as_slice(), inst.res != u32::MAX)
                 {
-                    if let Some(fused) = &inst.fused {
-                        if self.load_fused(sg, &fused.0, *o, *s, inst.res, mask) {
-                            return Ok(());
-                        }
+                    if let Some(MemForm::FusedLoad { plan, chain, .. }) = inst.mem.as_deref() {
                         // The chain's pointers after all, as it would have made them.
                         if !self.p.memory_lane_by_lane {
-                            self.chain_pointers(sg, &fused.0, fused.1, mask);
+                            self.chain_pointers(sg, plan, *chain, mask);
                         }
                     }
                     if self.load_row(sg, r, *o, *s, inst.res, mask) {
@@ -153,10 +155,6 @@ impl<'p> Machine<'p> {
                 }
             }
             O::AccessChain | O::InBoundsAccessChain => {
-                // Its only use, a load of its block, makes its pointers (or has them made).
-                if inst.chain_fused && !self.p.memory_lane_by_lane {
-                    return Ok(());
-                }
                 // Resolved at translation where the types allow (else here, with its error).
                 let computed;
                 let plan = match &inst.chain {
@@ -192,7 +190,7 @@ impl<'p> Machine<'p> {
                     _ => return Err(malformed("OpArrayLength of a non-pointer")),
                 };
                 if let Src::Reg(r) = p.0 {
-                    if self.array_length_row(sg, r, off, stride, inst.res, mask) {
+                    if self.array_length_row(sg, r, off, stride, inst.res, mask, false) {
                         return Ok(());
                     }
                 }

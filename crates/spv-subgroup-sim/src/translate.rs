@@ -76,13 +76,39 @@ pub struct Inst {
     pub chain: Option<Box<ChainPlan>>,
     /// A subgroup instruction resolved once (`crate::group_row`), if it has that form.
     pub grp: Option<Box<GroupRow>>,
-    /// For a one-leaf `OpLoad` through an access chain of its block that nothing else reads
-    /// (`crate::memrow::fuse_chain_loads`): the chain's plan and result register. The load
-    /// works out each lane's address itself; the chain's pointers are made only where the
-    /// load cannot take that form.
-    pub fused: Option<Box<(ChainPlan, u32)>>,
-    /// For an access chain whose only use is such a load: it makes no pointers when it runs.
-    pub chain_fused: bool,
+    /// A buffer or Workgroup memory form resolved once (`crate::memrow::prepare`), if any.
+    pub mem: Option<Box<MemForm>>,
+}
+
+/// What `crate::memrow::prepare` resolved of a memory instruction at translation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemForm {
+    /// A one-leaf `OpLoad` through an access chain of its block that nothing else reads: it
+    /// works out each lane's address itself (`Machine::load_fused`); the chain's pointers are
+    /// made only where it cannot.
+    FusedLoad {
+        /// The chain's plan.
+        plan: ChainPlan,
+        /// The chain's result register.
+        chain: u32,
+        /// The loaded scalar's byte offset and scalar.
+        at: (u32, Scalar),
+    },
+    /// An access chain whose only use is such a load: it makes no pointers when it runs.
+    FusedChain,
+    /// `OpArrayLength` of the struct at register row `ptr`, its runtime array at byte `off`
+    /// with elements of `stride` bytes; `uniform`: the pointer is a variable's, the same in
+    /// every lane.
+    ArrayLength {
+        /// The pointer's register row.
+        ptr: u32,
+        /// The array member's offset.
+        off: u32,
+        /// Its stride.
+        stride: u32,
+        /// Whether every lane has the same pointer.
+        uniform: bool,
+    },
 }
 
 /// An access chain resolved from the types: struct members and constant indices summed into
@@ -1242,8 +1268,7 @@ impl Builder<'_> {
                             fast: None,
                             chain: None,
                             grp: None,
-                            fused: None,
-                            chain_fused: false,
+                            mem: None,
                         });
                         blk.end = f.insts.len() as u32;
                     }

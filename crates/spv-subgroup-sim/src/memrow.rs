@@ -549,6 +549,84 @@ impl Machine<'_> {
             return false;
         };
         let bytes = u64::from(w / 8);
+        let at_lane = |x: (Option<usize>, u64), regs: &[u64], l: usize| match x.0 {
+            Some(r) => regs[r + l],
+            None => x.1,
+        };
+        let out = (res != u32::MAX).then_some(res as usize * n);
+        // The usual row: every lane on one object of this machine whose bytes are all written
+        // (a Workgroup array after its first barrier), checked in one pass, then done lane by
+        // lane in order.
+        let Some(first) = lanes(mask).next() else {
+            return true;
+        };
+        let obj = sg.regs[prow + first as usize] >> 32;
+        if obj >= self.shared_below as u64 {
+            if let Some(mem) = self.mems.get_mut(obj as usize).filter(|m| m.uninit == 0) {
+                let len = mem.bytes.len() as u64;
+                let fits = |ptr: u64| ptr >> 32 == obj && u64::from(ptr as u32) + bytes <= len;
+                let all = if mask == self.full {
+                    // No early exit: the compiler checks several lanes at once.
+                    sg.regs[prow..prow + n]
+                        .iter()
+                        .fold(true, |all, &p| all & fits(p))
+                } else {
+                    lanes(mask).all(|l| fits(sg.regs[prow + l as usize]))
+                };
+                if all && w == 32 && op == spirv::Op::AtomicIAdd {
+                    // The most frequent atomic (a histogram's bins), in a loop of its own.
+                    let bytes = mem.bytes.as_mut_slice();
+                    for l in lanes(mask) {
+                        let l = l as usize;
+                        let at = sg.regs[prow + l] as u32 as usize;
+                        let x = at_lane(v, &sg.regs, l) as u32;
+                        // In bounds (checked above).
+                        let Some(b) = bytes.get_mut(at..).and_then(|b| b.first_chunk_mut::<4>())
+                        else {
+                            continue;
+                        };
+                        let old = u32::from_le_bytes(*b);
+                        *b = old.wrapping_add(x).to_le_bytes();
+                        if let Some(out) = out {
+                            sg.regs[out + l] = u64::from(old);
+                        }
+                    }
+                    return true;
+                }
+                if all {
+                    for l in lanes(mask) {
+                        let l = l as usize;
+                        let at = sg.regs[prow + l] as u32 as usize;
+                        let x = at_lane(v, &sg.regs, l);
+                        let old = if w == 32 {
+                            let b = &mut mem.bytes[at..at + 4];
+                            let old = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                            let new = if op == spirv::Op::AtomicIAdd {
+                                Some(old.wrapping_add(x) & 0xffff_ffff)
+                            } else {
+                                crate::ops::atomic_result(op, w, old, x, at_lane(c, &sg.regs, l))
+                            };
+                            if let Some(new) = new {
+                                b.copy_from_slice(&(new as u32).to_le_bytes());
+                            }
+                            old
+                        } else {
+                            let b = &mut mem.bytes[at..at + 8];
+                            let old = read_le(b);
+                            let cmp = at_lane(c, &sg.regs, l);
+                            if let Some(new) = crate::ops::atomic_result(op, w, old, x, cmp) {
+                                write_le(b, new);
+                            }
+                            old
+                        };
+                        if let Some(out) = out {
+                            sg.regs[out + l] = old;
+                        }
+                    }
+                    return true;
+                }
+            }
+        }
         // Every lane first: an object of this machine, in bounds, its bytes written.
         let mut cur = usize::MAX;
         let mut m = None;
@@ -574,11 +652,6 @@ impl Machine<'_> {
                 return false;
             }
         }
-        let at_lane = |x: (Option<usize>, u64), regs: &[u64], l: usize| match x.0 {
-            Some(r) => regs[r + l],
-            None => x.1,
-        };
-        let out = (res != u32::MAX).then_some(res as usize * n);
         let mut cur = usize::MAX;
         let mut m = None;
         for l in lanes(mask) {

@@ -140,8 +140,8 @@ impl Machine<'_> {
     /// fused load, finish it: the chain's pointers made, the load row or lane by lane).
     pub(crate) fn mem_form(&mut self, sg: &mut Sg, form: &MemForm, res: u32, mask: u128) -> bool {
         match *form {
-            // Its load makes what it needs (with memory lane by lane, the chain runs as ever).
-            MemForm::FusedChain => !self.p.memory_lane_by_lane,
+            // Its load makes what it needs (its straight-line form is `Fast::Nop`).
+            MemForm::FusedChain => true,
             MemForm::FusedLoad {
                 ref plan,
                 at: (o, s),
@@ -897,6 +897,9 @@ pub(crate) fn prepare(p: &crate::translate::Program, funcs: &mut [crate::transla
                         chain: chain.res,
                         at: leaf,
                     };
+                    // The chain does nothing when it runs (its step still counts): the load
+                    // makes its pointers where it needs them.
+                    f.insts[i].fast = Some(crate::translate::Fast::Nop);
                     f.insts[i].mem = Some(Box::new(MemForm::FusedChain));
                     f.insts[j].mem = Some(Box::new(form));
                 }

@@ -68,10 +68,9 @@ impl<'p> Machine<'p> {
                     (p.0, t.layout.as_slice(), inst.res != u32::MAX)
                 {
                     if let Some(MemForm::FusedLoad { plan, chain, .. }) = inst.mem.as_deref() {
-                        // The chain's pointers after all, as it would have made them.
-                        if !self.p.memory_lane_by_lane {
-                            self.chain_pointers(sg, plan, *chain, mask);
-                        }
+                        // The chain's pointers after all, as it would have made them (it made
+                        // none: nothing between it and here changed what it reads).
+                        self.chain_pointers(sg, plan, *chain, mask);
                     }
                     if self.load_row(sg, r, *o, *s, inst.res, mask) {
                         return Ok(());

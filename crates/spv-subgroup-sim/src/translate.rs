@@ -94,7 +94,8 @@ pub enum MemForm {
         /// The loaded scalar's byte offset and scalar.
         at: (u32, Scalar),
     },
-    /// An access chain whose only use is such a load: it makes no pointers when it runs.
+    /// An access chain whose only use is such a load: it makes no pointers when it runs (its
+    /// straight-line form is `Fast::Nop`).
     FusedChain,
     /// `OpArrayLength` of the struct at register row `ptr`, its runtime array at byte `off`
     /// with elements of `stride` bytes; `uniform`: the pointer is a variable's, the same in

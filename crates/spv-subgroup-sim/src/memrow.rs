@@ -14,10 +14,11 @@
 //! read does; from one the module never writes (`Overlay::frozen`, `crate::readonly`) they read
 //! its bytes as a buffer of a sequential run is read, with no marks. A row whose lanes all
 //! point into one object whose bytes are all written takes a plain loop specialised by width
-//! (every lane active: straight over the rows). A load whose pointer is an access chain of its
-//! block that nothing else reads is done with the chain (`prepare`, `load_fused`):
-//! each lane's address from its index, no pointer row written and read back; where a lane needs
-//! more, the chain's pointers are made then and the load goes on as above. Loads and stores
+//! (every lane active: straight over the rows). A load or an atomic whose pointer is an access
+//! chain of its block that nothing else reads is done with the chain (`prepare`, `load_fused`,
+//! `atomic_fused`): each lane's address from its index, no pointer row written and read back;
+//! where a lane needs more, the chain's pointers are made then and the instruction goes on as
+//! above. Loads and stores
 //! may have done part of their lanes before giving up: the per-lane path then does those lanes
 //! again from the first, in the same order and with the same values, so memory and registers
 //! end the same. Atomics are not idempotent, so they check every lane before changing anything.
@@ -153,7 +154,103 @@ impl Machine<'_> {
                 stride,
                 uniform,
             } => self.array_length_row(sg, ptr, off, stride, res, mask, uniform),
+            // Run where its operands are known (`ops.rs`'s atomics).
+            MemForm::FusedAtomic { .. } => false,
         }
+    }
+
+    /// An atomic fused with its access chain (`MemForm::FusedAtomic`), as
+    /// [`Self::atomic_row`] does it on one object of this machine whose bytes are all written,
+    /// each lane's address from its index as [`Self::load_fused`] works it out; false, having
+    /// changed nothing, where a lane needs more (then the chain's pointers and the atomic's
+    /// other paths).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn atomic_fused(
+        &mut self,
+        sg: &mut Sg,
+        op: spirv::Op,
+        plan: &ChainPlan,
+        s: Scalar,
+        (v, cmp): (Src, Src),
+        res: u32,
+        mask: u128,
+    ) -> bool {
+        if self.p.memory_lane_by_lane {
+            return false;
+        }
+        let w = match s {
+            Scalar::Int { width, .. } if width == 32 || width == 64 => width,
+            _ => return false,
+        };
+        let (&[(stride, count, Src::Reg(irow), is)], Src::Reg(brow)) =
+            (plan.steps.as_slice(), plan.base.0)
+        else {
+            return false;
+        };
+        let (n, len) = (self.lanes as usize, sg.regs.len());
+        let (irow, width) = (irow as usize * n, is.width());
+        if irow + n > len || (res != u32::MAX && (res as usize + 1) * n > len) {
+            return false;
+        }
+        let operand = |x: Src| match x {
+            Src::Reg(r) if (r as usize + 1) * n <= len => Some((Some(r as usize * n), 0)),
+            Src::Const(k) => Some((None, self.p.consts.get(k as usize).copied().unwrap_or(0))),
+            Src::None => Some((None, 0)),
+            _ => None,
+        };
+        let (Some(v), Some(c)) = (operand(v), operand(cmp)) else {
+            return false;
+        };
+        let Some(first) = lanes(mask).next() else {
+            return true;
+        };
+        // The variable's pointer, the same in every lane (`prepare`).
+        let Some(&ptr) = sg.regs.get(brow as usize * n + first as usize) else {
+            return false;
+        };
+        let obj = (ptr >> 32) as usize;
+        if obj < self.shared_below || width > 32 || plan.fixed >= 1 << 62 {
+            return false;
+        }
+        let (mems, tmp) = (&mut self.mems, &mut self.row_tmp);
+        let Some(mem) = mems.get_mut(obj).filter(|m| m.uninit == 0) else {
+            return false;
+        };
+        // Within 4 GiB: every address below the chain's saturation (as `load_fused`).
+        let size = mem.bytes.len() as u64;
+        let Some(last) = size.checked_sub(u64::from(w / 8)) else {
+            return false;
+        };
+        if size > u64::from(u32::MAX) {
+            return false;
+        }
+        let base = u64::from(ptr as u32) + plan.fixed;
+        let (count, stride) = (count.min(1 << 31), u64::from(stride));
+        // Every lane's address first (`u64::MAX` where the index is out of range: above any
+        // `last`), into the scratch row; nothing changes unless every one is in bounds.
+        tmp.resize(n, 0);
+        let mut fits = true;
+        if mask == self.full {
+            for (t, &x) in tmp.iter_mut().zip(&sg.regs[irow..irow + n]) {
+                let a = element(width, x, count, base, stride);
+                fits &= a <= last;
+                *t = a;
+            }
+        } else {
+            for l in lanes(mask) {
+                let l = l as usize;
+                let a = element(width, sg.regs[irow + l], count, base, stride);
+                fits &= a <= last;
+                tmp[l] = a;
+            }
+        }
+        if !fits {
+            return false;
+        }
+        let out = (res != u32::MAX).then_some(res as usize * n);
+        let ops = Atomics { op, w, v, c, out };
+        ops.run(&mut mem.bytes, &mut sg.regs, mask, |_, l| tmp[l] as usize);
+        true
     }
 
     /// A load fused with its access chain (`MemForm::FusedLoad`): the scalar `s` at byte
@@ -573,56 +670,11 @@ impl Machine<'_> {
                 } else {
                     lanes(mask).all(|l| fits(sg.regs[prow + l as usize]))
                 };
-                if all && w == 32 && op == spirv::Op::AtomicIAdd {
-                    // The most frequent atomic (a histogram's bins), in a loop of its own.
-                    let bytes = mem.bytes.as_mut_slice();
-                    for l in lanes(mask) {
-                        let l = l as usize;
-                        let at = sg.regs[prow + l] as u32 as usize;
-                        let x = at_lane(v, &sg.regs, l) as u32;
-                        // In bounds (checked above).
-                        let Some(b) = bytes.get_mut(at..).and_then(|b| b.first_chunk_mut::<4>())
-                        else {
-                            continue;
-                        };
-                        let old = u32::from_le_bytes(*b);
-                        *b = old.wrapping_add(x).to_le_bytes();
-                        if let Some(out) = out {
-                            sg.regs[out + l] = u64::from(old);
-                        }
-                    }
-                    return true;
-                }
                 if all {
-                    for l in lanes(mask) {
-                        let l = l as usize;
-                        let at = sg.regs[prow + l] as u32 as usize;
-                        let x = at_lane(v, &sg.regs, l);
-                        let old = if w == 32 {
-                            let b = &mut mem.bytes[at..at + 4];
-                            let old = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-                            let new = if op == spirv::Op::AtomicIAdd {
-                                Some(old.wrapping_add(x) & 0xffff_ffff)
-                            } else {
-                                crate::ops::atomic_result(op, w, old, x, at_lane(c, &sg.regs, l))
-                            };
-                            if let Some(new) = new {
-                                b.copy_from_slice(&(new as u32).to_le_bytes());
-                            }
-                            old
-                        } else {
-                            let b = &mut mem.bytes[at..at + 8];
-                            let old = read_le(b);
-                            let cmp = at_lane(c, &sg.regs, l);
-                            if let Some(new) = crate::ops::atomic_result(op, w, old, x, cmp) {
-                                write_le(b, new);
-                            }
-                            old
-                        };
-                        if let Some(out) = out {
-                            sg.regs[out + l] = old;
-                        }
-                    }
+                    let ops = Atomics { op, w, v, c, out };
+                    ops.run(&mut mem.bytes, &mut sg.regs, mask, |regs, l| {
+                        regs[prow + l] as u32 as usize
+                    });
                     return true;
                 }
             }
@@ -803,7 +855,8 @@ fn gather(
 ///   result read by nothing else (no other operand, no phi), and nothing between them that may
 ///   write a register row the chain reads (a promoted variable's rows, which a forwarded load's
 ///   uses read: an instruction on a promoted variable, a call): [`MemForm::FusedLoad`] and
-///   [`MemForm::FusedChain`], run by [`Machine::load_fused`];
+///   [`MemForm::FusedChain`], run by [`Machine::load_fused`]; an atomic likewise
+///   ([`MemForm::FusedAtomic`], [`Machine::atomic_fused`]);
 /// - `OpArrayLength` of a pointer in a register: its member's offset and stride, and whether
 ///   the pointer is such a variable's ([`MemForm::ArrayLength`]).
 ///
@@ -856,12 +909,34 @@ pub(crate) fn prepare(p: &crate::translate::Program, funcs: &mut [crate::transla
             let (start, end) = (f.blocks[b].start as usize, f.blocks[b].end as usize);
             for j in start..end.min(f.insts.len()) {
                 let load = &f.insts[j];
-                if load.decoded != Some(O::Load) || load.local.is_some() || load.res == u32::MAX {
+                let atomic = matches!(
+                    load.decoded,
+                    Some(
+                        O::AtomicLoad
+                            | O::AtomicStore
+                            | O::AtomicExchange
+                            | O::AtomicCompareExchange
+                            | O::AtomicIIncrement
+                            | O::AtomicIDecrement
+                            | O::AtomicIAdd
+                            | O::AtomicISub
+                            | O::AtomicSMin
+                            | O::AtomicUMin
+                            | O::AtomicSMax
+                            | O::AtomicUMax
+                            | O::AtomicAnd
+                            | O::AtomicOr
+                            | O::AtomicXor
+                    )
+                );
+                let plain_load = load.decoded == Some(O::Load) && load.res != u32::MAX;
+                if !(plain_load || atomic) || load.local.is_some() {
                     continue;
                 }
                 let leaf = match p.types.get(load.ty as usize).and_then(Option::as_ref) {
+                    _ if atomic => None,
                     Some(t) => match t.layout.as_slice() {
-                        &[at] => at,
+                        &[at] => Some(at),
                         _ => continue,
                     },
                     None => continue,
@@ -892,10 +967,10 @@ pub(crate) fn prepare(p: &crate::translate::Program, funcs: &mut [crate::transla
                     && chain.args.first().is_some_and(|&base| uniform_var(base))
                     && matches!(plan.steps.as_slice(), [(_, _, Src::Reg(_), s)] if s.width() <= 32);
                 if fusable {
-                    let form = MemForm::FusedLoad {
-                        plan: plan.clone(),
-                        chain: chain.res,
-                        at: leaf,
+                    let (plan, chain) = (plan.clone(), chain.res);
+                    let form = match leaf {
+                        Some(at) => MemForm::FusedLoad { plan, chain, at },
+                        None => MemForm::FusedAtomic { plan, chain },
                     };
                     // The chain does nothing when it runs (its step still counts): the load
                     // makes its pointers where it needs them.
@@ -936,4 +1011,90 @@ fn array_length_form(
         stride,
         uniform: uniform_var(base),
     })
+}
+
+/// A row of atomics on one object's bytes, every lane's address in bounds (checked before):
+/// the opcode, the width, the operand and comparator (a register row or a constant), the
+/// result row.
+struct Atomics {
+    op: spirv::Op,
+    w: u32,
+    v: (Option<usize>, u64),
+    c: (Option<usize>, u64),
+    out: Option<usize>,
+}
+
+impl Atomics {
+    /// The operand `x` at lane `l`.
+    #[inline(always)]
+    fn at_lane(x: (Option<usize>, u64), regs: &[u64], l: usize) -> u64 {
+        match x.0 {
+            Some(r) => regs[r + l],
+            None => x.1,
+        }
+    }
+
+    /// Runs the atomics of the lanes of `mask` in lane order on `bytes`, lane `l` at byte
+    /// `addr(regs, l)`.
+    #[inline(always)]
+    fn run(
+        &self,
+        bytes: &mut [u8],
+        regs: &mut [u64],
+        mask: u128,
+        addr: impl Fn(&[u64], usize) -> usize,
+    ) {
+        let (op, w, v, c, out) = (self.op, self.w, self.v, self.c, self.out);
+        if w == 32 && op == spirv::Op::AtomicIAdd {
+            // The most frequent atomic (a histogram's bins), in a loop of its own.
+            for l in lanes(mask) {
+                let l = l as usize;
+                let at = addr(regs, l);
+                let x = Self::at_lane(v, regs, l) as u32;
+                let Some(b) = bytes.get_mut(at..).and_then(|b| b.first_chunk_mut::<4>()) else {
+                    continue;
+                };
+                let old = u32::from_le_bytes(*b);
+                *b = old.wrapping_add(x).to_le_bytes();
+                if let Some(out) = out {
+                    regs[out + l] = u64::from(old);
+                }
+            }
+            return;
+        }
+        for l in lanes(mask) {
+            let l = l as usize;
+            let at = addr(regs, l);
+            let x = Self::at_lane(v, regs, l);
+            let cmp = Self::at_lane(c, regs, l);
+            let n = w as usize / 8;
+            let Some(b) = bytes.get_mut(at..at + n) else {
+                continue;
+            };
+            let old = read_le(b);
+            if let Some(new) = crate::ops::atomic_result(op, w, old, x, cmp) {
+                write_le(b, new);
+            }
+            if let Some(out) = out {
+                regs[out + l] = old;
+            }
+        }
+    }
+}
+
+/// The byte of element `x` (an index of `width` bits, signed) of an array of `count` elements
+/// of `stride` bytes from byte `base`; `u64::MAX` where the index is out of range. No sum
+/// overflows: `base` below 2^62 plus 2^32, an in-range index below 2^31, `stride` below 2^32.
+#[inline(always)]
+fn element(width: u32, x: u64, count: u64, base: u64, stride: u64) -> u64 {
+    let i = if width == 32 {
+        x as u32 as i32 as i64 as u64
+    } else {
+        crate::num::sext(width, x) as u64
+    };
+    if i < count {
+        base + i * stride
+    } else {
+        u64::MAX
+    }
 }

@@ -837,9 +837,18 @@ impl<'p> Machine<'p> {
             None
         };
         // Every lane at once where every lane can (`memrow.rs`).
+        let (v, c) = (
+            value.map_or(Src::None, |v| v.0),
+            cmp.map_or(Src::None, |c| c.0),
+        );
+        if let Some(MemForm::FusedAtomic { plan, chain }) = inst.mem.as_deref() {
+            if self.atomic_fused(sg, op, plan, s, (v, c), inst.res, mask) {
+                return Ok(());
+            }
+            // The chain's pointers after all, as it would have made them.
+            self.chain_pointers(sg, plan, *chain, mask);
+        }
         if let Src::Reg(prow) = p.0 {
-            let v = value.map_or(Src::None, |v| v.0);
-            let c = cmp.map_or(Src::None, |c| c.0);
             if self.atomic_row(sg, op, prow, s, v, c, inst.res, mask) {
                 return Ok(());
             }

@@ -94,8 +94,16 @@ pub enum MemForm {
         /// The loaded scalar's byte offset and scalar.
         at: (u32, Scalar),
     },
-    /// An access chain whose only use is such a load: it makes no pointers when it runs (its
-    /// straight-line form is `Fast::Nop`).
+    /// An atomic through an access chain of its block that nothing else reads, as
+    /// `FusedLoad` (`Machine::atomic_fused`).
+    FusedAtomic {
+        /// The chain's plan.
+        plan: ChainPlan,
+        /// The chain's result register.
+        chain: u32,
+    },
+    /// An access chain whose only use is such a load or atomic: it makes no pointers when it
+    /// runs (its straight-line form is `Fast::Nop`).
     FusedChain,
     /// `OpArrayLength` of the struct at register row `ptr`, its runtime array at byte `off`
     /// with elements of `stride` bytes; `uniform`: the pointer is a variable's, the same in

@@ -18,10 +18,10 @@
 //! chain of its block that nothing else reads is done with the chain (`prepare`, `load_fused`,
 //! `atomic_fused`): each lane's address from its index, no pointer row written and read back;
 //! where a lane needs more, the chain's pointers are made then and the instruction goes on as
-//! above. Loads and stores
-//! may have done part of their lanes before giving up: the per-lane path then does those lanes
-//! again from the first, in the same order and with the same values, so memory and registers
-//! end the same. Atomics are not idempotent, so they check every lane before changing anything.
+//! above. Loads and stores may have done part of their lanes before giving up: the per-lane
+//! path then does those lanes again from the first, in the same order and with the same values,
+//! so memory and registers end the same. Atomics are not idempotent, so they check every lane
+//! before changing anything.
 
 use crate::exec::{Machine, Sg};
 use crate::num::{lanes, read_le, write_le};
@@ -98,11 +98,11 @@ impl Machine<'_> {
                 }),
             };
             match done {
-                Lanes::All => return true,
-                Lanes::Stop => return false,
+                RowEnd::All => return true,
+                RowEnd::Stop => return false,
                 // A lane in another object: the rows below, from the first lane again (loads
                 // change nothing else, and the result row is not the pointer row).
-                Lanes::OtherObject => {}
+                RowEnd::OtherObject => {}
             }
         }
         let shared_below = self.shared_below;
@@ -750,7 +750,7 @@ impl Machine<'_> {
 }
 
 /// How a row of loads from one object's bytes ended.
-enum Lanes {
+enum RowEnd {
     /// Every lane loaded.
     All,
     /// A lane needs the per-lane path (out of bounds).
@@ -775,33 +775,33 @@ fn load_rows(
     mask: u128,
     full: u128,
     read: impl Fn(u64) -> Option<u64>,
-) -> Lanes {
+) -> RowEnd {
     if mask == full {
         if let Some((out, [Some(ptrs), _])) = split_rows(regs, orow, [Some(prow), None], n) {
             for (x, &ptr) in out.iter_mut().zip(ptrs) {
                 if ptr >> 32 != obj {
-                    return Lanes::OtherObject;
+                    return RowEnd::OtherObject;
                 }
                 let Some(v) = read(u64::from(ptr as u32) + u64::from(o)) else {
-                    return Lanes::Stop;
+                    return RowEnd::Stop;
                 };
                 *x = v;
             }
-            return Lanes::All;
+            return RowEnd::All;
         }
     }
     for l in lanes(mask) {
         let l = l as usize;
         let ptr = regs[prow + l];
         if ptr >> 32 != obj {
-            return Lanes::OtherObject;
+            return RowEnd::OtherObject;
         }
         let Some(v) = read(u64::from(ptr as u32) + u64::from(o)) else {
-            return Lanes::Stop;
+            return RowEnd::Stop;
         };
         regs[orow + l] = v;
     }
-    Lanes::All
+    RowEnd::All
 }
 
 /// [`Machine::load_fused`]'s loop: for each lane of `mask` (every lane of the rows where it is
@@ -908,9 +908,9 @@ pub(crate) fn prepare(p: &crate::translate::Program, funcs: &mut [crate::transla
         for b in 0..f.blocks.len() {
             let (start, end) = (f.blocks[b].start as usize, f.blocks[b].end as usize);
             for j in start..end.min(f.insts.len()) {
-                let load = &f.insts[j];
+                let user = &f.insts[j];
                 let atomic = matches!(
-                    load.decoded,
+                    user.decoded,
                     Some(
                         O::AtomicLoad
                             | O::AtomicStore
@@ -929,11 +929,11 @@ pub(crate) fn prepare(p: &crate::translate::Program, funcs: &mut [crate::transla
                             | O::AtomicXor
                     )
                 );
-                let plain_load = load.decoded == Some(O::Load) && load.res != u32::MAX;
-                if !(plain_load || atomic) || load.local.is_some() {
+                let plain_load = user.decoded == Some(O::Load) && user.res != u32::MAX;
+                if !(plain_load || atomic) || user.local.is_some() {
                     continue;
                 }
-                let leaf = match p.types.get(load.ty as usize).and_then(Option::as_ref) {
+                let leaf = match p.types.get(user.ty as usize).and_then(Option::as_ref) {
                     _ if atomic => None,
                     Some(t) => match t.layout.as_slice() {
                         &[at] => Some(at),
@@ -941,10 +941,10 @@ pub(crate) fn prepare(p: &crate::translate::Program, funcs: &mut [crate::transla
                     },
                     None => continue,
                 };
-                let Some(&ptr) = load.args.first() else {
+                let Some(&ptr) = user.args.first() else {
                     continue;
                 };
-                // The chain: in this block, before the load.
+                // The chain: in this block, before the load or atomic.
                 let Some(i) = (start..j).find(|&i| f.insts[i].id == ptr) else {
                     continue;
                 };
@@ -972,8 +972,8 @@ pub(crate) fn prepare(p: &crate::translate::Program, funcs: &mut [crate::transla
                         Some(at) => MemForm::FusedLoad { plan, chain, at },
                         None => MemForm::FusedAtomic { plan, chain },
                     };
-                    // The chain does nothing when it runs (its step still counts): the load
-                    // makes its pointers where it needs them.
+                    // The chain does nothing when it runs (its step still counts): the load or
+                    // atomic makes its pointers where it needs them.
                     f.insts[i].fast = Some(crate::translate::Fast::Nop);
                     f.insts[i].mem = Some(Box::new(MemForm::FusedChain));
                     f.insts[j].mem = Some(Box::new(form));

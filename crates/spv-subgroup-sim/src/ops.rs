@@ -595,8 +595,6 @@ impl<'p> Machine<'p> {
         Ok(())
     }
 
-    /// Leaf 0 of `src` at `lane`, its scalar `s` (what [`Machine::get`] reads: `OpUndef` draws
-    /// undefined bits of that scalar).
     /// An access chain's pointers for the lanes of `mask` into register `res` (none where it is
     /// `u32::MAX`): the row form, else lane by lane.
     pub(crate) fn chain_pointers(
@@ -650,6 +648,8 @@ impl<'p> Machine<'p> {
         }
     }
 
+    /// Leaf 0 of `src` at `lane`, its scalar `s` (what [`Machine::get`] reads: `OpUndef` draws
+    /// undefined bits of that scalar).
     fn get_leaf(&mut self, sg: &Sg, src: Src, s: Scalar, lane: u32) -> u64 {
         let t = TypeInfo {
             shape: Shape::Scalar,

@@ -135,14 +135,15 @@ impl Pages {
         }
     }
 
-    /// `bytes` of an object the module never writes: one page (commits never copy it).
-    pub fn frozen(bytes: &[u8]) -> Self {
+    /// `bytes` of an object the module never writes: one page, the bytes themselves (commits
+    /// never copy it).
+    pub fn frozen(bytes: Vec<u8>) -> Self {
         let len = bytes.len();
         let shift = (usize::BITS - len.leading_zeros()).max(MIN_PAGE_SHIFT);
         Pages {
             len,
             shift,
-            pages: vec![Arc::new(bytes.to_vec())],
+            pages: vec![Arc::new(bytes)],
             frozen: true,
         }
     }

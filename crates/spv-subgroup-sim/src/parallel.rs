@@ -593,17 +593,17 @@ pub fn dispatch(
 fn committed_objects(
     p: &Program,
     s: &Setup,
-    shared: &[(crate::exec::MemName, Vec<u8>)],
+    shared: Vec<(crate::exec::MemName, Vec<u8>)>,
 ) -> Vec<Pages> {
     let frozen = s.never_written(p);
     shared
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(k, (_, b))| {
             if frozen.get(k).copied().unwrap_or(false) {
                 Pages::frozen(b)
             } else {
-                Pages::new(b)
+                Pages::new(&b)
             }
         })
         .collect()
@@ -631,8 +631,7 @@ fn on_workers(
             m
         })
         .collect();
-    let objs = committed_objects(p, s, &shared);
-    drop(shared);
+    let objs = committed_objects(p, s, shared);
     let first = Snapshot {
         version: 0,
         steps: 0,
@@ -805,7 +804,7 @@ void main() {
         let mut m = Machine::new(&module.program, d, &module.deferrable, &module.files);
         let shared = s.shared(d);
         m.add_shared(shared.iter().map(|(n, _)| (*n, Vec::new())).collect(), true);
-        let objs = committed_objects(&module.program, &s, &shared);
+        let objs = committed_objects(&module.program, &s, shared);
         let first = Arc::new(objs.clone());
         let mut c = Commit::new(objs, s.shared_count());
         let runs: Vec<WgRun> = (0..s.count())

@@ -79,7 +79,6 @@ pub fn prepare(p: &mut Program) {
             skip_written_checks(f);
         }
     }
-    crate::memrow::prepare(p, &mut funcs);
     p.funcs = funcs;
     p.row_consts = consts.values;
 }

@@ -248,6 +248,7 @@ impl Module {
         program.never_written = readonly::never_written(&program);
         promote::promote(&mut program);
         fast::prepare(&mut program);
+        memrow::prepare(&mut program);
         group_row::prepare(&mut program);
         Ok(Module {
             deferrable,
@@ -263,6 +264,7 @@ impl Module {
         promote::unpromote(&mut self.program);
         // The row forms read operand registers: resolved again.
         fast::prepare(&mut self.program);
+        memrow::prepare(&mut self.program);
         group_row::prepare(&mut self.program);
         self
     }
@@ -276,6 +278,7 @@ impl Module {
         self.program.general_only = true;
         self.program.memory_lane_by_lane = true;
         fast::prepare(&mut self.program);
+        memrow::prepare(&mut self.program);
         group_row::unprepare(&mut self.program);
         self
     }

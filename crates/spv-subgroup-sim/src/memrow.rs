@@ -862,10 +862,21 @@ fn gather(
 ///
 /// Everything else keeps the general path; so does everything with the general paths only or
 /// memory lane by lane.
-pub(crate) fn prepare(p: &crate::translate::Program, funcs: &mut [crate::translate::Func]) {
+pub(crate) fn prepare(p: &mut crate::translate::Program) {
+    let mut funcs = std::mem::take(&mut p.funcs);
+    prepare_funcs(p, &mut funcs);
+    p.funcs = funcs;
+}
+
+/// [`prepare`] of the functions `funcs`, taken out of `p`.
+fn prepare_funcs(p: &crate::translate::Program, funcs: &mut [crate::translate::Func]) {
     use spirv::Op as O;
     use spirv::StorageClass as C;
     for inst in funcs.iter_mut().flat_map(|f| &mut f.insts) {
+        // A chain fused before has its own form back (`Fast::Nop` was this pass's).
+        if matches!(inst.mem.as_deref(), Some(MemForm::FusedChain)) {
+            inst.fast = None;
+        }
         inst.mem = None;
     }
     if p.general_only || p.memory_lane_by_lane {

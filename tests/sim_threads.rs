@@ -5,9 +5,9 @@
 //! sizes), random programs (`sim_random_gen.rs`), the three `cargo xtask bench sim` kernels, and
 //! shaders written to race: workgroups writing the same words, an atomic counter handing out
 //! slots, a chain where each workgroup reads what the one before wrote, atomics whose results
-//! are unused next to a read of the same word, uninitialised memory, and errors in a middle
-//! workgroup (an endless loop, a barrier in divergent control flow, an out-of-bounds write, the
-//! step limit passed by the running total). The racy shaders' results are also checked against
+//! are unused next to a read of the same word (and a 64-bit one read by its high word),
+//! uninitialised memory, and errors in a middle workgroup (an endless loop, a barrier in
+//! divergent control flow, an out-of-bounds write, the step limit passed by the running total). The racy shaders' results are also checked against
 //! what running the workgroups in order gives, computed here.
 
 #![allow(clippy::print_stdout)] // A test harness: its report is what it prints.
@@ -436,6 +436,47 @@ fn a_deferred_atomic_read_back_again_and_again() {
         let want = (0..100).map(|k| wg * 800 + 8 * (k + 1)).sum::<u32>();
         assert_eq!(out[2 + g as usize], want, "invocation {g}");
     }
+}
+
+const WIDE_ADDS: &str = r#"#version 450
+#extension GL_EXT_shader_atomic_int64 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(local_size_x = 32) in;
+layout(std430, binding = 0) buffer Acc { uint64_t acc[4]; uint seen[]; };
+layout(std430, binding = 0) buffer Words { uint words[]; };
+void main() {
+    uint g = gl_GlobalInvocationID.x, wg = gl_WorkGroupID.x;
+    // Deferred (the result unused), carrying into the high word.
+    atomicAdd(acc[g % 4u], uint64_t(g + 1u) << 28);
+    if (gl_LocalInvocationIndex == 0u && wg % 3u == 1u) {
+        // The high word of a 64-bit delta that starts a word before it.
+        seen[wg] = words[2u * (wg % 4u) + 1u];
+    }
+}
+"#;
+
+#[test]
+fn a_wide_deferred_atomic_read_by_its_high_word() {
+    let groups = RACY_GROUPS as usize;
+    let out = racy(WIDE_ADDS, 8 + groups, None).buffer((0, 0));
+    // In order: subgroups of 16 one after another, each lane's add, then lane 0's read.
+    let mut acc = [0u64; 4];
+    let mut seen = vec![0u32; groups];
+    for sg in 0..2 * RACY_GROUPS {
+        for g in sg * 16..sg * 16 + 16 {
+            acc[(g % 4) as usize] += u64::from(g + 1) << 28;
+        }
+        let wg = sg / 2;
+        if sg % 2 == 0 && wg % 3 == 1 {
+            seen[wg as usize] = (acc[(wg % 4) as usize] >> 32) as u32;
+        }
+    }
+    let want: Vec<u32> = acc
+        .iter()
+        .flat_map(|&a| [a as u32, (a >> 32) as u32])
+        .chain(seen)
+        .collect();
+    assert_eq!(out, want);
 }
 
 const UNINITIALISED: &str = r#"#version 450

@@ -1127,6 +1127,20 @@ impl Setup {
         objs
     }
 
+    /// Per shared object: whether the module never writes it (no variable bound to it can be
+    /// written, `crate::readonly`).
+    pub(crate) fn never_written(&self, p: &Program) -> Vec<bool> {
+        let mut frozen = vec![!p.never_written.is_empty(); self.shared_count()];
+        for (kind, &never) in self.vars.iter().zip(&p.never_written) {
+            if let (VarKind::Shared(ptr), false) = (kind, never) {
+                if let Some(f) = frozen.get_mut((ptr >> 32) as usize) {
+                    *f = false;
+                }
+            }
+        }
+        frozen
+    }
+
     /// How many shared objects there are (the buffers and the push constants).
     pub(crate) fn shared_count(&self) -> usize {
         self.push_obj + 1

@@ -28,6 +28,7 @@ mod ops;
 mod overlay;
 mod parallel;
 mod promote;
+mod readonly;
 mod regpool;
 mod size_trace;
 mod translate;
@@ -240,11 +241,14 @@ impl Module {
     /// Translates a module, overriding specialization constants by `SpecId`.
     pub fn with_spec_constants(words: &[u32], spec: &BTreeMap<u32, u64>) -> Result<Self> {
         let mut program = translate::translate(words, spec)?;
-        // Which atomics a parallel run may defer, read from the module's own uses (before
-        // promotion and the row forms, which only re-express those uses).
+        // Which atomics a parallel run may defer and which buffers nothing writes, read from
+        // the module's own uses (before promotion and the row forms, which only re-express
+        // those uses).
         let deferrable = parallel::deferrable_atomics(&program);
+        program.never_written = readonly::never_written(&program);
         promote::promote(&mut program);
         fast::prepare(&mut program);
+        memrow::prepare(&mut program);
         group_row::prepare(&mut program);
         Ok(Module {
             deferrable,
@@ -260,6 +264,7 @@ impl Module {
         promote::unpromote(&mut self.program);
         // The row forms read operand registers: resolved again.
         fast::prepare(&mut self.program);
+        memrow::prepare(&mut self.program);
         group_row::prepare(&mut self.program);
         self
     }
@@ -273,6 +278,7 @@ impl Module {
         self.program.general_only = true;
         self.program.memory_lane_by_lane = true;
         fast::prepare(&mut self.program);
+        memrow::prepare(&mut self.program);
         group_row::unprepare(&mut self.program);
         self
     }

@@ -5,7 +5,7 @@ use crate::alu;
 use crate::error::{malformed, unsupported, Error, ErrorKind, Result};
 use crate::exec::{Machine, Sg};
 use crate::num::lanes;
-use crate::translate::{IdKind, Inst, Src};
+use crate::translate::{IdKind, Inst, MemForm, Src};
 use crate::types::{Scalar, Shape, TypeInfo};
 
 impl<'p> Machine<'p> {
@@ -23,6 +23,11 @@ impl<'p> Machine<'p> {
         }
         if let Some(r) = &inst.row {
             if self.run_row(sg, inst.res, r, mask) {
+                return Ok(());
+            }
+        }
+        if let Some(form) = &inst.mem {
+            if self.mem_form(sg, form, inst.res, mask) {
                 return Ok(());
             }
         }
@@ -62,6 +67,11 @@ impl<'p> Machine<'p> {
                 if let (Src::Reg(r), [(o, s)], true) =
                     (p.0, t.layout.as_slice(), inst.res != u32::MAX)
                 {
+                    if let Some(MemForm::FusedLoad { plan, chain, .. }) = inst.mem.as_deref() {
+                        // The chain's pointers after all, as it would have made them (it made
+                        // none: nothing between it and here changed what it reads).
+                        self.chain_pointers(sg, plan, *chain, mask);
+                    }
                     if self.load_row(sg, r, *o, *s, inst.res, mask) {
                         return Ok(());
                     }
@@ -153,44 +163,7 @@ impl<'p> Machine<'p> {
                         &computed
                     }
                 };
-                if self.chain_row(sg, plan, inst.res, mask) {
-                    return Ok(());
-                }
-                let nl = self.lanes as usize;
-                let len = sg.regs.len();
-                for l in lanes(mask) {
-                    let ptr = match plan.base.0 {
-                        Src::Reg(r) => sg
-                            .regs
-                            .get(r as usize * nl + l as usize)
-                            .copied()
-                            .unwrap_or(0),
-                        src => self.get_leaf(sg, src, plan.base.1, l),
-                    };
-                    let mut off = u64::from(ptr as u32).saturating_add(plan.fixed);
-                    if plan.all_out {
-                        off = u64::from(u32::MAX);
-                    }
-                    for &(stride, n, idx, s) in &plan.steps {
-                        if plan.all_out {
-                            break;
-                        }
-                        let x = match idx {
-                            Src::Reg(r) if (r as usize + 1) * nl <= len => {
-                                sg.regs[r as usize * nl + l as usize]
-                            }
-                            src => self.get_leaf(sg, src, s, l),
-                        };
-                        let i = crate::num::sext(s.width(), x);
-                        if i < 0 || (i as u64) >= n {
-                            off = u64::from(u32::MAX);
-                            break;
-                        }
-                        off = off.saturating_add((i as u64).saturating_mul(u64::from(stride)));
-                    }
-                    let off = off.min(u64::from(u32::MAX));
-                    self.put(sg, inst, 0, l, (ptr & !0xffff_ffff) | off);
-                }
+                self.chain_pointers(sg, plan, inst.res, mask);
             }
             O::ArrayLength => {
                 let p = self.val(arg(0)?)?;
@@ -216,7 +189,7 @@ impl<'p> Machine<'p> {
                     _ => return Err(malformed("OpArrayLength of a non-pointer")),
                 };
                 if let Src::Reg(r) = p.0 {
-                    if self.array_length_row(sg, r, off, stride, inst.res, mask) {
+                    if self.array_length_row(sg, r, off, stride, inst.res, mask, false) {
                         return Ok(());
                     }
                 }
@@ -622,6 +595,59 @@ impl<'p> Machine<'p> {
         Ok(())
     }
 
+    /// An access chain's pointers for the lanes of `mask` into register `res` (none where it is
+    /// `u32::MAX`): the row form, else lane by lane.
+    pub(crate) fn chain_pointers(
+        &mut self,
+        sg: &mut Sg,
+        plan: &crate::translate::ChainPlan,
+        res: u32,
+        mask: u128,
+    ) {
+        if self.chain_row(sg, plan, res, mask) {
+            return;
+        }
+        let nl = self.lanes as usize;
+        let len = sg.regs.len();
+        for l in lanes(mask) {
+            let ptr = match plan.base.0 {
+                Src::Reg(r) => sg
+                    .regs
+                    .get(r as usize * nl + l as usize)
+                    .copied()
+                    .unwrap_or(0),
+                src => self.get_leaf(sg, src, plan.base.1, l),
+            };
+            let mut off = u64::from(ptr as u32).saturating_add(plan.fixed);
+            if plan.all_out {
+                off = u64::from(u32::MAX);
+            }
+            for &(stride, n, idx, s) in &plan.steps {
+                if plan.all_out {
+                    break;
+                }
+                let x = match idx {
+                    Src::Reg(r) if (r as usize + 1) * nl <= len => {
+                        sg.regs[r as usize * nl + l as usize]
+                    }
+                    src => self.get_leaf(sg, src, s, l),
+                };
+                let i = crate::num::sext(s.width(), x);
+                if i < 0 || (i as u64) >= n {
+                    off = u64::from(u32::MAX);
+                    break;
+                }
+                off = off.saturating_add((i as u64).saturating_mul(u64::from(stride)));
+            }
+            let off = off.min(u64::from(u32::MAX));
+            if res != u32::MAX {
+                if let Some(r) = sg.regs.get_mut(res as usize * nl + l as usize) {
+                    *r = (ptr & !0xffff_ffff) | off;
+                }
+            }
+        }
+    }
+
     /// Leaf 0 of `src` at `lane`, its scalar `s` (what [`Machine::get`] reads: `OpUndef` draws
     /// undefined bits of that scalar).
     fn get_leaf(&mut self, sg: &Sg, src: Src, s: Scalar, lane: u32) -> u64 {
@@ -811,9 +837,18 @@ impl<'p> Machine<'p> {
             None
         };
         // Every lane at once where every lane can (`memrow.rs`).
+        let (v, c) = (
+            value.map_or(Src::None, |v| v.0),
+            cmp.map_or(Src::None, |c| c.0),
+        );
+        if let Some(MemForm::FusedAtomic { plan, chain }) = inst.mem.as_deref() {
+            if self.atomic_fused(sg, op, plan, s, (v, c), inst.res, mask) {
+                return Ok(());
+            }
+            // The chain's pointers after all, as it would have made them.
+            self.chain_pointers(sg, plan, *chain, mask);
+        }
         if let Src::Reg(prow) = p.0 {
-            let v = value.map_or(Src::None, |v| v.0);
-            let c = cmp.map_or(Src::None, |c| c.0);
             if self.atomic_row(sg, op, prow, s, v, c, inst.res, mask) {
                 return Ok(());
             }

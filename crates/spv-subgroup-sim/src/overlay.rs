@@ -15,10 +15,9 @@
 //! access to a word with a pending delta first turns the delta into a read and a write.
 //!
 //! Memory per worker: the shadows (pages only where written: the zeroed allocation is lazy), two
-//! bits per word and one per byte, and the lists of what this workgroup touched.
+//! bits per word and one per byte, an index per word of the objects with deferred atomics (also
+//! zeroed lazily), and the lists of what this workgroup touched.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::num::{read_le, write_le};
@@ -97,32 +96,6 @@ impl DeltaKind {
     }
 }
 
-/// A hasher for (object, word) keys: one multiply per integer (the std one, built against
-/// attacker-chosen keys, costs more than the histogram's deferred atomics themselves; these keys
-/// come from the shader's own addresses).
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl Hasher for WordHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
 /// Smallest page of [`Pages`]: 4 KiB.
 const MIN_PAGE_SHIFT: u32 = 12;
 
@@ -135,6 +108,9 @@ pub struct Pages {
     len: usize,
     shift: u32,
     pages: Vec<Arc<Vec<u8>>>,
+    /// The module never writes this object (`crate::readonly`): one page, read as one slice,
+    /// and no read marks (no workgroup can write what another read).
+    frozen: bool,
 }
 
 impl Pages {
@@ -151,7 +127,35 @@ impl Pages {
             .chunks(1 << shift)
             .map(|c| Arc::new(c.to_vec()))
             .collect();
-        Pages { len, shift, pages }
+        Pages {
+            len,
+            shift,
+            pages,
+            frozen: false,
+        }
+    }
+
+    /// `bytes` of an object the module never writes: one page, the bytes themselves (commits
+    /// never copy it).
+    pub fn frozen(bytes: Vec<u8>) -> Self {
+        let len = bytes.len();
+        let shift = (usize::BITS - len.leading_zeros()).max(MIN_PAGE_SHIFT);
+        Pages {
+            len,
+            shift,
+            pages: vec![Arc::new(bytes)],
+            frozen: true,
+        }
+    }
+
+    /// The bytes of a frozen object ([`Pages::frozen`]) in one slice.
+    #[inline]
+    pub fn frozen_bytes(&self) -> Option<&[u8]> {
+        match self.pages.as_slice() {
+            [page] if self.frozen => Some(page),
+            [] if self.frozen => Some(&[]),
+            _ => None,
+        }
     }
 
     /// The object's length in bytes.
@@ -181,6 +185,7 @@ impl Pages {
     /// Writes the low `n` bytes of `v` at bytes `a..a + n` (those out of bounds are dropped),
     /// copying a page a snapshot still holds.
     pub fn write(&mut self, a: usize, n: usize, v: u64) {
+        debug_assert!(!self.frozen, "a write to an object the module never writes");
         let (p, o) = (a >> self.shift, a & ((1 << self.shift) - 1));
         if let Some(page) = self.pages.get_mut(p) {
             if o + n <= page.len() {
@@ -205,6 +210,7 @@ impl Pages {
     /// Replaces the `n` bytes at `a` (in bounds, n at most 8) by `f` of their value, one page
     /// lookup where they lie in one page (a commit's deferred atomics).
     pub fn update(&mut self, a: usize, n: usize, f: impl FnOnce(u64) -> u64) {
+        debug_assert!(!self.frozen, "a write to an object the module never writes");
         let (p, o) = (a >> self.shift, a & ((1 << self.shift) - 1));
         if let Some(page) = self.pages.get_mut(p) {
             if o + n <= page.len() {
@@ -271,6 +277,9 @@ struct ObjView {
     read: Vec<u64>,
     /// A bit per word: a deferred atomic waits on it.
     pend: Vec<u64>,
+    /// Per word: 1 + the index in `Overlay::deltas` of the delta that starts there (0: none);
+    /// allocated on the object's first deferral (zeroed lazily, like the shadow).
+    delta: Vec<u32>,
 }
 
 /// The read bits of one shared object, handed out by [`Overlay::clean`].
@@ -308,14 +317,21 @@ pub struct Overlay {
     /// (object, chunk) of each read chunk that became non-zero.
     read_chunks: Vec<(u32, u32)>,
     deltas: Vec<Delta>,
-    /// Index into `deltas` by (object, first word).
-    delta_at: HashMap<(u32, u32), usize, BuildHasherDefault<WordHasher>>,
     /// Live deltas.
     pending: usize,
 }
 
 fn bit(v: &[u64], k: usize) -> bool {
     v.get(k / 64).is_some_and(|w| w >> (k % 64) & 1 != 0)
+}
+
+/// Whether any of bits `k..k + n` is set (n below 64; one word's shift where they lie in one).
+fn any_bit(v: &[u64], k: usize, n: usize) -> bool {
+    let (w, b) = (k / 64, k % 64);
+    if b + n <= 64 {
+        return v.get(w).is_some_and(|x| (x >> b) & ((1 << n) - 1) != 0);
+    }
+    (k..k + n).any(|i| bit(v, i))
 }
 
 fn set_bit(v: &mut [u64], k: usize) -> bool {
@@ -349,6 +365,7 @@ fn view(objs: &mut Vec<ObjView>, obj: usize, len: usize) -> &mut ObjView {
             any_dirty: false,
             read: vec![0; wordbits],
             pend: vec![0; wordbits],
+            delta: Vec::new(),
         };
     }
     v
@@ -368,8 +385,18 @@ impl Overlay {
             .map_or(0, Pages::len)
     }
 
+    /// The bytes of shared object `obj` when the module never writes it (`Pages::frozen`):
+    /// every workgroup reads them as they are, with no read marks.
+    #[inline]
+    pub(crate) fn frozen(&self, obj: usize) -> Option<&[u8]> {
+        self.base.as_deref()?.get(obj)?.frozen_bytes()
+    }
+
     /// Reads bytes `a..a + n` (in bounds) of `obj`: this workgroup's writes over the base.
     pub(crate) fn read(&mut self, obj: usize, a: usize, n: usize) -> u64 {
+        if let Some(bytes) = self.frozen(obj) {
+            return bytes.get(a..a + n).map_or(0, read_le);
+        }
         if self.pending > 0 {
             self.settle(obj, a, a + n);
         }
@@ -450,6 +477,7 @@ impl Overlay {
 
     /// Writes the low `n` bytes of `x` at bytes `a..a + n` (in bounds) of `obj`.
     pub(crate) fn write(&mut self, obj: usize, a: usize, n: usize, x: u64) {
+        debug_assert!(self.frozen(obj).is_none(), "a write to a frozen object");
         if self.pending > 0 {
             self.settle(obj, a, a + n);
         }
@@ -474,25 +502,25 @@ impl Overlay {
                 continue;
             }
             // The delta starts at this word or, 64 bits wide, at the one before.
+            let Some(v) = self.objs.get(obj) else {
+                continue;
+            };
             let key = [w, w.wrapping_sub(1)].into_iter().find_map(|k| {
-                self.delta_at
-                    .get(&(obj as u32, k as u32))
-                    .copied()
-                    .filter(|&i| {
-                        let d = &self.deltas[i];
-                        d.off as usize / WORD + d.width as usize / 32 > w
-                    })
-                    .map(|i| (k, i))
+                let i = (*v.delta.get(k)? as usize).checked_sub(1)?;
+                let d = self.deltas.get(i)?;
+                (d.off as usize / WORD + d.width as usize / 32 > w).then_some((k, i))
             });
             let Some((k, i)) = key else {
                 continue;
             };
             let d = self.deltas[i];
             self.deltas[i].live = false;
-            self.delta_at.remove(&(obj as u32, k as u32));
             self.pending -= 1;
             let (at, n) = (d.off as usize, d.width as usize / 8);
             if let Some(v) = self.objs.get_mut(obj) {
+                if let Some(x) = v.delta.get_mut(k) {
+                    *x = 0;
+                }
                 for x in words(at, at + n) {
                     clear_bit(&mut v.pend, x);
                 }
@@ -514,11 +542,13 @@ impl Overlay {
         operand: u64,
     ) -> bool {
         let n = width as usize / 8;
+        debug_assert!(self.frozen(obj).is_none(), "an atomic on a frozen object");
         if !a.is_multiple_of(WORD) {
             return false;
         }
-        let key = (obj as u32, (a / WORD) as u32);
-        if let Some(&i) = self.delta_at.get(&key) {
+        let first = a / WORD;
+        let at = self.objs.get(obj).and_then(|v| v.delta.get(first));
+        if let Some(i) = at.and_then(|&i| (i as usize).checked_sub(1)) {
             let d = &mut self.deltas[i];
             if d.kind != kind || d.width != width {
                 return false;
@@ -528,13 +558,22 @@ impl Overlay {
         }
         let len = self.len(obj);
         let v = view(&mut self.objs, obj, len);
-        if (a..a + n).any(|k| bit(&v.dirty, k)) || words(a, a + n).any(|w| bit(&v.pend, w)) {
+        let ws = words(a, a + n);
+        if any_bit(&v.dirty, a, n) || any_bit(&v.pend, ws.start, ws.len()) {
             return false;
         }
+        if v.delta.is_empty() {
+            v.delta = vec![0; len.div_ceil(WORD)];
+        }
+        let (Some(slot), Ok(index)) =
+            (v.delta.get_mut(first), u32::try_from(self.deltas.len() + 1))
+        else {
+            return false;
+        };
+        *slot = index;
         for w in words(a, a + n) {
             set_bit(&mut v.pend, w);
         }
-        self.delta_at.insert(key, self.deltas.len());
         self.deltas.push(Delta {
             obj: obj as u32,
             off: a as u32,
@@ -569,6 +608,9 @@ impl Overlay {
         for d in self.deltas.drain(..) {
             if let Some(v) = self.objs.get_mut(d.obj as usize) {
                 let at = d.off as usize;
+                if let Some(x) = v.delta.get_mut(at / WORD) {
+                    *x = 0;
+                }
                 for w in words(at, at + d.width as usize / 8) {
                     clear_bit(&mut v.pend, w);
                 }
@@ -577,7 +619,6 @@ impl Overlay {
                 fx.deltas.push(d);
             }
         }
-        self.delta_at.clear();
         self.pending = 0;
         for (obj, c) in self.read_chunks.drain(..) {
             if let Some(w) = self

@@ -606,6 +606,27 @@ pub fn dispatch(
     on_workers(p, d, &s, defer, files, (threads, inline), HELD_BYTES).map(|(o, _)| o)
 }
 
+/// The shared objects' first committed state: their bytes in pages, in one frozen page where
+/// the module never writes the object (`crate::readonly`).
+fn committed_objects(
+    p: &Program,
+    s: &Setup,
+    shared: Vec<(crate::exec::MemName, Vec<u8>)>,
+) -> Vec<Pages> {
+    let frozen = s.never_written(p);
+    shared
+        .into_iter()
+        .enumerate()
+        .map(|(k, (_, b))| {
+            if frozen.get(k).copied().unwrap_or(false) {
+                Pages::frozen(b)
+            } else {
+                Pages::new(&b)
+            }
+        })
+        .collect()
+}
+
 /// Runs the dispatch on `threads` workers (more than 1, this thread one of them), the finished
 /// runs waiting for their commit holding at most about `bound` bytes; for the first `inline`
 /// of the dispatch this thread runs alone, each workgroup against the committed state (so a
@@ -628,8 +649,7 @@ fn on_workers(
             m
         })
         .collect();
-    let objs: Vec<Pages> = shared.iter().map(|(_, b)| Pages::new(b)).collect();
-    drop(shared);
+    let objs = committed_objects(p, s, shared);
     let first = Snapshot {
         version: 0,
         steps: 0,
@@ -823,7 +843,7 @@ void main() {
         let mut m = Machine::new(&module.program, d, &module.deferrable, &module.files);
         let shared = s.shared(d);
         m.add_shared(shared.iter().map(|(n, _)| (*n, Vec::new())).collect(), true);
-        let objs: Vec<Pages> = shared.iter().map(|(_, b)| Pages::new(b)).collect();
+        let objs = committed_objects(&module.program, &s, shared);
         let first = Arc::new(objs.clone());
         let mut c = Commit::new(objs, s.shared_count());
         let runs: Vec<WgRun> = (0..s.count())

@@ -79,6 +79,48 @@ pub struct Inst {
     pub chain: Option<Box<ChainPlan>>,
     /// A subgroup instruction resolved once (`crate::group_row`), if it has that form.
     pub grp: Option<Box<GroupRow>>,
+    /// A buffer or Workgroup memory form resolved once (`crate::memrow::prepare`), if any.
+    pub mem: Option<Box<MemForm>>,
+}
+
+/// What `crate::memrow::prepare` resolved of a memory instruction at translation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemForm {
+    /// A one-leaf `OpLoad` through an access chain of its block that nothing else reads: it
+    /// works out each lane's address itself (`Machine::load_fused`); the chain's pointers are
+    /// made only where it cannot.
+    FusedLoad {
+        /// The chain's plan.
+        plan: ChainPlan,
+        /// The chain's result register.
+        chain: u32,
+        /// The loaded scalar's byte offset and scalar.
+        at: (u32, Scalar),
+    },
+    /// An atomic through an access chain of its block that nothing else reads, as
+    /// `FusedLoad` (`Machine::atomic_fused`).
+    FusedAtomic {
+        /// The chain's plan.
+        plan: ChainPlan,
+        /// The chain's result register.
+        chain: u32,
+    },
+    /// An access chain whose only use is such a load or atomic: it makes no pointers when it
+    /// runs (its straight-line form is `Fast::Nop`).
+    FusedChain,
+    /// `OpArrayLength` of the struct at register row `ptr`, its runtime array at byte `off`
+    /// with elements of `stride` bytes; `uniform`: the pointer is a variable's, the same in
+    /// every lane.
+    ArrayLength {
+        /// The pointer's register row.
+        ptr: u32,
+        /// The array member's offset.
+        off: u32,
+        /// Its stride.
+        stride: u32,
+        /// Whether every lane has the same pointer.
+        uniform: bool,
+    },
 }
 
 /// A branch's operands resolved at translation.
@@ -453,6 +495,9 @@ pub struct Program {
     /// Buffer and Workgroup memory lane by lane only, never in rows (`crate::memrow`): for the
     /// tests that prove the rows give exactly what the per-lane path gives.
     pub memory_lane_by_lane: bool,
+    /// Per module-scope variable (as `globals`): no instruction can write through a pointer
+    /// into it (`crate::readonly`); empty: not decided, every variable may be written.
+    pub never_written: Vec<bool>,
 }
 
 impl Program {
@@ -572,6 +617,7 @@ pub fn translate(words: &[u32], spec: &BTreeMap<u32, u64>) -> Result<Program> {
             globals: Vec::new(),
             workgroup_size: None,
             memory_lane_by_lane: false,
+            never_written: Vec::new(),
         },
         decor: (0..n).map(|_| Decor::default()).collect(),
         spec,
@@ -1245,6 +1291,7 @@ impl Builder<'_> {
                             branch: None,
                             chain: None,
                             grp: None,
+                            mem: None,
                         });
                         blk.end = f.insts.len() as u32;
                     }

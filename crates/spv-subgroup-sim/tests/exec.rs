@@ -815,6 +815,193 @@ fn a_row_load_from_a_shared_buffer_marks_its_words_read_in_a_parallel_run() {
     }
 }
 
+/// Each workgroup reads `v[w]` by the buffer's name and writes `v[w + 1] = v[w] + 3` only
+/// through a function's pointer parameter (variable pointers): a buffer written nowhere by its
+/// name.
+const WRITE_THROUGH_PARAMETER: &str = r#"
+               OpCapability Shader
+               OpCapability VariablePointers
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main" %wgid
+               OpExecutionMode %main LocalSize 64 1 1
+               OpDecorate %wgid BuiltIn WorkgroupId
+               OpDecorate %arr ArrayStride 4
+               OpMemberDecorate %B 0 Offset 0
+               OpDecorate %B Block
+               OpDecorate %v DescriptorSet 0
+               OpDecorate %v Binding 0
+       %void = OpTypeVoid
+       %fnty = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+         %v3 = OpTypeVector %uint 3
+        %pin = OpTypePointer Input %v3
+       %wgid = OpVariable %pin Input
+        %arr = OpTypeRuntimeArray %uint
+          %B = OpTypeStruct %arr
+         %pB = OpTypePointer StorageBuffer %B
+         %pu = OpTypePointer StorageBuffer %uint
+          %v = OpVariable %pB StorageBuffer
+         %c0 = OpConstant %uint 0
+         %c1 = OpConstant %uint 1
+         %c3 = OpConstant %uint 3
+    %storety = OpTypeFunction %void %pu %uint
+        %put = OpFunction %void None %storety
+          %p = OpFunctionParameter %pu
+          %x = OpFunctionParameter %uint
+         %pl = OpLabel
+               OpStore %p %x
+               OpReturn
+               OpFunctionEnd
+       %main = OpFunction %void None %fnty
+         %ml = OpLabel
+         %id = OpLoad %v3 %wgid
+          %w = OpCompositeExtract %uint %id 0
+        %src = OpAccessChain %pu %v %c0 %w
+        %val = OpLoad %uint %src
+         %w1 = OpIAdd %uint %w %c1
+        %dst = OpAccessChain %pu %v %c0 %w1
+          %s = OpIAdd %uint %val %c3
+       %call = OpFunctionCall %void %put %dst %s
+               OpReturn
+               OpFunctionEnd
+"#;
+
+#[test]
+fn a_buffer_written_only_through_a_function_parameter_keeps_its_read_marks() {
+    // A buffer the module never writes by name is read without read marks in a parallel run
+    // (`readonly.rs`): a buffer written through a pointer passed to a function must not be
+    // taken for one, or a workgroup run against a stale snapshot would keep what it read.
+    let words = tools::assemble(WRITE_THROUGH_PARAMETER, "vulkan1.1").expect("spirv-as");
+    let module = Module::new(&words).expect("translates");
+    let groups = 24u32;
+    let mut first = vec![0u8; (groups as usize + 1) * 4];
+    first[..4].copy_from_slice(&7u32.to_le_bytes());
+    for size in [8, 64] {
+        for threads in [1, 2, 3] {
+            let d = Dispatch::default()
+                .with_subgroup_size(size)
+                .with_workgroups([groups, 1, 1])
+                .with_buffers(BTreeMap::from([((0, 0), first.clone())]))
+                .with_threads(threads);
+            let out = module.run(&d).expect("runs");
+            let words: Vec<u32> = out.buffers[&(0, 0)]
+                .chunks(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let expected: Vec<u32> = (0..=groups).map(|k| 7 + 3 * k).collect();
+            assert_eq!(words, expected, "size {size}, {threads} threads");
+        }
+    }
+}
+
+/// `r[g] = v[k]` where `k` (a Function variable kept in registers, its load forwarded: the
+/// chain reads the variable's rows) holds `g` when the access chain runs and is set to 0
+/// between the chain and its load; then `r[g + 64] = v[g % 7]` and an index past the end in
+/// the last lane when `%oob` is 1 (push constant).
+const CHAIN_THEN_STORE: &str = r#"
+               OpCapability Shader
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main" %gid
+               OpExecutionMode %main LocalSize 64 1 1
+               OpDecorate %gid BuiltIn GlobalInvocationId
+               OpDecorate %arr ArrayStride 4
+               OpMemberDecorate %B 0 Offset 0
+               OpDecorate %B Block
+               OpMemberDecorate %P 0 Offset 0
+               OpDecorate %P Block
+               OpDecorate %v DescriptorSet 0
+               OpDecorate %v Binding 0
+               OpDecorate %r DescriptorSet 0
+               OpDecorate %r Binding 1
+       %void = OpTypeVoid
+       %fnty = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+       %bool = OpTypeBool
+         %v3 = OpTypeVector %uint 3
+        %pin = OpTypePointer Input %v3
+        %gid = OpVariable %pin Input
+        %arr = OpTypeRuntimeArray %uint
+          %B = OpTypeStruct %arr
+         %pB = OpTypePointer StorageBuffer %B
+         %pu = OpTypePointer StorageBuffer %uint
+          %P = OpTypeStruct %uint
+         %pP = OpTypePointer PushConstant %P
+        %ppu = OpTypePointer PushConstant %uint
+         %pc = OpVariable %pP PushConstant
+          %v = OpVariable %pB StorageBuffer
+          %r = OpVariable %pB StorageBuffer
+         %pf = OpTypePointer Function %uint
+         %c0 = OpConstant %uint 0
+         %c7 = OpConstant %uint 7
+        %c63 = OpConstant %uint 63
+        %c64 = OpConstant %uint 64
+      %c1000 = OpConstant %uint 1000
+       %main = OpFunction %void None %fnty
+         %ml = OpLabel
+          %k = OpVariable %pf Function
+         %id = OpLoad %v3 %gid
+          %g = OpCompositeExtract %uint %id 0
+               OpStore %k %g
+          %i = OpLoad %uint %k
+          %c = OpAccessChain %pu %v %c0 %i
+               OpStore %k %c0
+          %x = OpLoad %uint %c
+         %rc = OpAccessChain %pu %r %c0 %g
+               OpStore %rc %x
+        %g64 = OpIAdd %uint %g %c64
+          %m = OpUMod %uint %g %c7
+       %oobp = OpAccessChain %ppu %pc %c0
+        %oob = OpLoad %uint %oobp
+       %last = OpIEqual %bool %g %c63
+      %flag = OpINotEqual %bool %oob %c0
+       %both = OpLogicalAnd %bool %last %flag
+         %ix = OpSelect %uint %both %c1000 %m
+         %c2 = OpAccessChain %pu %v %c0 %ix
+         %y = OpLoad %uint %c2
+        %rc2 = OpAccessChain %pu %r %c0 %g64
+               OpStore %rc2 %y
+               OpReturn
+               OpFunctionEnd
+"#;
+
+#[test]
+fn a_load_fused_with_its_access_chain_reads_the_index_the_chain_saw() {
+    // The load through an access chain is done with the chain (`memrow::fuse_chain_loads`)
+    // only where nothing between them may change what the chain reads: here the variable the
+    // chain's index is forwarded from is stored between them, so the load must read v[g].
+    let words = tools::assemble(CHAIN_THEN_STORE, "vulkan1.1").expect("spirv-as");
+    let module = Module::new(&words).expect("translates");
+    let vin: Vec<u32> = (0..64u32).map(|k| k * 10 + 1).collect();
+    for (oob, size) in [(0u32, 8), (0, 64), (1, 16), (1, 64)] {
+        for m in [module.clone(), module.clone().with_memory_lane_by_lane()] {
+            let d = Dispatch::default()
+                .with_subgroup_size(size)
+                .with_buffers(BTreeMap::from([
+                    ((0, 0), bytes(&vin)),
+                    ((0, 1), vec![0u8; 128 * 4]),
+                ]))
+                .with_push_constants(oob.to_le_bytes().to_vec())
+                .with_threads(1);
+            let got = m.run(&d);
+            if oob == 1 {
+                let e = got.expect_err("index 1000 is past the buffer");
+                assert!(matches!(e.kind, ErrorKind::OutOfBounds(_)), "{e}");
+                continue;
+            }
+            let out = got.expect("runs");
+            let words: Vec<u32> = out.buffers[&(0, 1)]
+                .chunks(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let want: Vec<u32> = (0..64u32)
+                .map(|g| vin[g as usize])
+                .chain((0..64u32).map(|g| vin[(g % 7) as usize]))
+                .collect();
+            assert_eq!(words, want, "size {size}");
+        }
+    }
+}
+
 #[test]
 fn registers_start_every_workgroup_at_zero() {
     // Each workgroup takes other blocks (a loop, calls with a promoted struct bound in and out,

@@ -192,13 +192,10 @@ impl Machine<'_> {
         if irow + n > len || (res != u32::MAX && (res as usize + 1) * n > len) {
             return false;
         }
-        let operand = |x: Src| match x {
-            Src::Reg(r) if (r as usize + 1) * n <= len => Some((Some(r as usize * n), 0)),
-            Src::Const(k) => Some((None, self.p.consts.get(k as usize).copied().unwrap_or(0))),
-            Src::None => Some((None, 0)),
-            _ => None,
-        };
-        let (Some(v), Some(c)) = (operand(v), operand(cmp)) else {
+        let (Some(v), Some(c)) = (
+            self.atomic_operand(v, n, len),
+            self.atomic_operand(cmp, n, len),
+        ) else {
             return false;
         };
         let Some(first) = lanes(mask).next() else {
@@ -605,6 +602,18 @@ impl Machine<'_> {
         true
     }
 
+    /// An atomic's value or comparator operand for the row forms: a register row's first slot
+    /// (in a file of `len` slots, rows of `n`), or a constant's value (0 for none); None where
+    /// the per-lane path must read it (an `OpUndef`, a row out of range).
+    fn atomic_operand(&self, x: Src, n: usize, len: usize) -> Option<(Option<usize>, u64)> {
+        match x {
+            Src::Reg(r) if (r as usize + 1) * n <= len => Some((Some(r as usize * n), 0)),
+            Src::Const(k) => Some((None, self.p.consts.get(k as usize).copied().unwrap_or(0))),
+            Src::None => Some((None, 0)),
+            _ => None,
+        }
+    }
+
     /// An atomic `op` on the integer scalar `s` at each lane's pointer in register row `prow`,
     /// lanes in order, operands `v` and `cmp` (register rows or constants, `Src::None` where the
     /// opcode has none), the old values into row `res`; false, having changed nothing, where a
@@ -636,13 +645,10 @@ impl Machine<'_> {
         if prow + n > len || (res != u32::MAX && (res as usize + 1) * n > len) {
             return false;
         }
-        let operand = |x: Src| match x {
-            Src::Reg(r) if (r as usize + 1) * n <= len => Some((Some(r as usize * n), 0)),
-            Src::Const(k) => Some((None, self.p.consts.get(k as usize).copied().unwrap_or(0))),
-            Src::None => Some((None, 0)),
-            _ => None,
-        };
-        let (Some(v), Some(c)) = (operand(v), operand(cmp)) else {
+        let (Some(v), Some(c)) = (
+            self.atomic_operand(v, n, len),
+            self.atomic_operand(cmp, n, len),
+        ) else {
             return false;
         };
         let bytes = u64::from(w / 8);
@@ -920,26 +926,7 @@ fn prepare_funcs(p: &crate::translate::Program, funcs: &mut [crate::translate::F
             let (start, end) = (f.blocks[b].start as usize, f.blocks[b].end as usize);
             for j in start..end.min(f.insts.len()) {
                 let user = &f.insts[j];
-                let atomic = matches!(
-                    user.decoded,
-                    Some(
-                        O::AtomicLoad
-                            | O::AtomicStore
-                            | O::AtomicExchange
-                            | O::AtomicCompareExchange
-                            | O::AtomicIIncrement
-                            | O::AtomicIDecrement
-                            | O::AtomicIAdd
-                            | O::AtomicISub
-                            | O::AtomicSMin
-                            | O::AtomicUMin
-                            | O::AtomicSMax
-                            | O::AtomicUMax
-                            | O::AtomicAnd
-                            | O::AtomicOr
-                            | O::AtomicXor
-                    )
-                );
+                let atomic = user.decoded.is_some_and(crate::opclass::is_atomic);
                 let plain_load = user.decoded == Some(O::Load) && user.res != u32::MAX;
                 if !(plain_load || atomic) || user.local.is_some() {
                     continue;

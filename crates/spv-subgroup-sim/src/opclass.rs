@@ -1,6 +1,6 @@
-//! Which opcodes the simulator's subgroup semantics ([`crate::group`]) handle: read when a
-//! module is translated (to mark each instruction once) and by the size trace, so that
-//! neither needs the semantics themselves.
+//! Which opcodes the simulator's subgroup semantics ([`crate::group`]) handle, and which are
+//! the memory atomics: read when a module is translated (to mark each instruction once), by the
+//! executor and by the size trace, so that none needs the semantics themselves.
 
 /// Whether the subgroup instruction `op` has no execution-scope operand (the KHR and EXT
 /// forms: their operands start at the value).
@@ -93,4 +93,28 @@ pub(crate) fn arith(op: spirv::Op) -> Option<spirv::Op> {
         O::GroupBitwiseXorKHR | O::GroupLogicalXorKHR => O::BitwiseXor,
         _ => return None,
     })
+}
+
+/// Whether `op` is one of the atomic instructions on memory the simulator runs (`crate::ops`,
+/// `crate::memrow`).
+pub fn is_atomic(op: spirv::Op) -> bool {
+    use spirv::Op as O;
+    matches!(
+        op,
+        O::AtomicLoad
+            | O::AtomicStore
+            | O::AtomicExchange
+            | O::AtomicCompareExchange
+            | O::AtomicIIncrement
+            | O::AtomicIDecrement
+            | O::AtomicIAdd
+            | O::AtomicISub
+            | O::AtomicSMin
+            | O::AtomicUMin
+            | O::AtomicSMax
+            | O::AtomicUMax
+            | O::AtomicAnd
+            | O::AtomicOr
+            | O::AtomicXor
+    )
 }

@@ -495,21 +495,7 @@ impl<'p> Machine<'p> {
                 }
                 self.glsl(sg, inst, arg(1)?, mask)?;
             }
-            O::AtomicLoad
-            | O::AtomicStore
-            | O::AtomicExchange
-            | O::AtomicCompareExchange
-            | O::AtomicIIncrement
-            | O::AtomicIDecrement
-            | O::AtomicIAdd
-            | O::AtomicISub
-            | O::AtomicSMin
-            | O::AtomicUMin
-            | O::AtomicSMax
-            | O::AtomicUMax
-            | O::AtomicAnd
-            | O::AtomicOr
-            | O::AtomicXor => self.atomic(sg, inst, op, mask)?,
+            _ if crate::opclass::is_atomic(op) => self.atomic(sg, inst, op, mask)?,
             _ if inst.group => self.group(sg, inst, op, mask)?,
             _ => self.elementwise(sg, inst, op, mask)?,
         }

@@ -785,19 +785,14 @@ fn an_out_of_bounds_lane_in_a_row_keeps_the_lane_by_lane_error() {
     }
 }
 
-#[test]
-fn a_row_load_from_a_shared_buffer_marks_its_words_read_in_a_parallel_run() {
-    // Each workgroup reads, with every lane of a row, the word the previous workgroup writes:
-    // on several threads the words a row load reads must be marked read, so a workgroup that
-    // ran against a batch's stale base runs again and the chain comes out as on one thread.
-    let module = Module::new(&compile(
-        "#version 450\nlayout(local_size_x = 64) in;\nlayout(binding = 0) buffer B { uint v[]; };\nvoid main() { uint w = gl_WorkGroupID.x; uint x = v[w]; barrier(); if (gl_LocalInvocationIndex == 63u) { v[w + 1u] = x + 3u; } }\n",
-    ))
-    .expect("translates");
+/// Runs `module`, whose workgroup `w` writes `v[w + 1] = v[w] + 3` in buffer 0 (after reading
+/// `v[w]`), on 24 workgroups from `v[0] = 7`, at each of `sizes` on 1, 2 and 3 threads, and
+/// requires the chain 7, 10, 13, ... that running them in order gives.
+fn expect_a_chain_of_adds(module: &Module, sizes: &[u32]) {
     let groups = 24u32;
     let mut first = vec![0u8; (groups as usize + 1) * 4];
     first[..4].copy_from_slice(&7u32.to_le_bytes());
-    for size in [8, 32, 64] {
+    for &size in sizes {
         for threads in [1, 2, 3] {
             let d = Dispatch::default()
                 .with_subgroup_size(size)
@@ -813,6 +808,18 @@ fn a_row_load_from_a_shared_buffer_marks_its_words_read_in_a_parallel_run() {
             assert_eq!(words, expected, "size {size}, {threads} threads");
         }
     }
+}
+
+#[test]
+fn a_row_load_from_a_shared_buffer_marks_its_words_read_in_a_parallel_run() {
+    // Each workgroup reads, with every lane of a row, the word the previous workgroup writes:
+    // on several threads the words a row load reads must be marked read, so a workgroup that
+    // ran against a batch's stale base runs again and the chain comes out as on one thread.
+    let module = Module::new(&compile(
+        "#version 450\nlayout(local_size_x = 64) in;\nlayout(binding = 0) buffer B { uint v[]; };\nvoid main() { uint w = gl_WorkGroupID.x; uint x = v[w]; barrier(); if (gl_LocalInvocationIndex == 63u) { v[w + 1u] = x + 3u; } }\n",
+    ))
+    .expect("translates");
+    expect_a_chain_of_adds(&module, &[8, 32, 64]);
 }
 
 /// Each workgroup reads `v[w]` by the buffer's name and writes `v[w + 1] = v[w] + 3` only
@@ -873,25 +880,7 @@ fn a_buffer_written_only_through_a_function_parameter_keeps_its_read_marks() {
     // taken for one, or a workgroup run against a stale snapshot would keep what it read.
     let words = tools::assemble(WRITE_THROUGH_PARAMETER, "vulkan1.1").expect("spirv-as");
     let module = Module::new(&words).expect("translates");
-    let groups = 24u32;
-    let mut first = vec![0u8; (groups as usize + 1) * 4];
-    first[..4].copy_from_slice(&7u32.to_le_bytes());
-    for size in [8, 64] {
-        for threads in [1, 2, 3] {
-            let d = Dispatch::default()
-                .with_subgroup_size(size)
-                .with_workgroups([groups, 1, 1])
-                .with_buffers(BTreeMap::from([((0, 0), first.clone())]))
-                .with_threads(threads);
-            let out = module.run(&d).expect("runs");
-            let words: Vec<u32> = out.buffers[&(0, 0)]
-                .chunks(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
-            let expected: Vec<u32> = (0..=groups).map(|k| 7 + 3 * k).collect();
-            assert_eq!(words, expected, "size {size}, {threads} threads");
-        }
-    }
+    expect_a_chain_of_adds(&module, &[8, 64]);
 }
 
 /// `r[g] = v[k]` where `k` (a Function variable kept in registers, its load forwarded: the

@@ -810,22 +810,14 @@ impl<'p> Machine<'p> {
             Some(r) => {
                 let n = self.lanes as usize;
                 let row = sg.regs.get(r as usize * n..(r as usize + 1) * n)?;
-                let (mut any, mut all) = (false, true);
-                if mask == self.full {
-                    // The whole row: a count the compiler vectorises.
-                    let taken = row.iter().filter(|&&x| x != 0).count();
-                    (any, all) = (taken > 0, taken == row.len());
+                // The true lanes as the general path gathers them (`row_mask`).
+                let taken = row_mask(row) & mask;
+                if taken == mask {
+                    br.to[0]
+                } else if taken == 0 {
+                    br.to[1]
                 } else {
-                    for l in lanes(mask) {
-                        let taken = row.get(l as usize).is_some_and(|&x| x != 0);
-                        any |= taken;
-                        all &= taken;
-                    }
-                }
-                match (any, all) {
-                    (true, true) => br.to[0],
-                    (false, _) => br.to[1],
-                    _ => return None,
+                    return None;
                 }
             }
         };
@@ -1610,8 +1602,7 @@ impl Machine<'_> {
     ) -> Result<u64> {
         let t = self.ty(g.pointee)?;
         let kind = g.builtin.and_then(spirv::BuiltIn::from_u32);
-        if g.class == spirv::StorageClass::Input as u32 && whole(t) {
-            // The built-in's bytes written straight into the object.
+        if g.class == spirv::StorageClass::Input as u32 {
             let mut vals = std::mem::take(&mut self.scratch);
             vals.clear();
             let r = self.builtin(
@@ -1624,25 +1615,18 @@ impl Machine<'_> {
                 t,
                 &mut vals,
             );
-            let ptr = r.map(|()| self.alloc_written(t, &vals, MemName::Variable(g.id)));
+            let name = MemName::Variable(g.id);
+            let ptr = r.and_then(|()| {
+                if whole(t) {
+                    // The built-in's bytes written straight into the object.
+                    Ok(self.alloc_written(t, &vals, name))
+                } else {
+                    let ptr = self.alloc(t.size, name);
+                    self.store(ptr, t, &vals).map(|()| ptr)
+                }
+            });
             self.scratch = vals;
-            return ptr;
-        }
-        if g.class == spirv::StorageClass::Input as u32 {
-            let mut vals = Vec::new();
-            let ptr = self.alloc(t.size, MemName::Variable(g.id));
-            self.builtin(
-                kind,
-                g,
-                (index, sgid, lane, nsg),
-                local,
-                wg,
-                nwg,
-                t,
-                &mut vals,
-            )?;
-            self.store(ptr, t, &vals)?;
-            Ok(ptr)
+            ptr
         } else if g.class == spirv::StorageClass::Private as u32
             || g.class == spirv::StorageClass::Output as u32
         {

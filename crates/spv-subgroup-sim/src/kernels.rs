@@ -529,6 +529,16 @@ fn select64(to: &mut [u64], from: &[u64], m: u64) {
 mod tests {
     use super::*;
 
+    /// The tests' deterministic random numbers (xorshift64 from `seed`, not zero).
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     /// Every kernel, for every operand and result scalar it accepts, at several row lengths and
     /// masks, gives in the active lanes exactly what `vector::row` gives, leaves the inactive
     /// lanes alone, and refuses (by its check) exactly where `vector::row` refuses.
@@ -544,12 +554,11 @@ mod tests {
             edges.extend([(1u64 << k) - 1, 1 << k, (1 << k) + 1]);
         }
         edges.push(u64::from(u32::MAX));
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        // 32-bit values of every magnitude (the top bits pick how many low bits are kept).
         let mut random = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed & 0xffff_ffff >> (seed >> 59)
+            let r = next();
+            r & 0xffff_ffff >> (r >> 59)
         };
         let mut pairs: Vec<(u64, u64)> = Vec::new();
         for &x in &edges {
@@ -643,13 +652,7 @@ mod tests {
             O::ConvertSToF,
             O::FConvert,
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         // A value of scalar `s`: small numbers (shift amounts around the width, zero divisors)
         // as often as wide ones, floats with special values.
         let value = |s: Scalar, r: u64| -> u64 {

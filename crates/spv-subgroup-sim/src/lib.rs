@@ -217,6 +217,20 @@ pub struct SizeRead {
     pub count: u64,
 }
 
+/// Resolves the forms the executor tries before its general paths, from the promoted
+/// variables as they stand: the straight-line and row forms, then the memory forms (which turn
+/// a fused access chain's straight-line form into a no-op), then the subgroup row forms (none
+/// with the general paths only).
+fn prepare_forms(p: &mut translate::Program) {
+    fast::prepare(p);
+    memrow::prepare(p);
+    if p.general_only {
+        group_row::unprepare(p);
+    } else {
+        group_row::prepare(p);
+    }
+}
+
 impl Module {
     /// Translates a module given as words.
     pub fn new(words: &[u32]) -> Result<Self> {
@@ -247,9 +261,7 @@ impl Module {
         let deferrable = parallel::deferrable_atomics(&program);
         program.never_written = readonly::never_written(&program);
         promote::promote(&mut program);
-        fast::prepare(&mut program);
-        memrow::prepare(&mut program);
-        group_row::prepare(&mut program);
+        prepare_forms(&mut program);
         Ok(Module {
             deferrable,
             files: regpool::RegisterFiles::new(&program),
@@ -263,9 +275,7 @@ impl Module {
     pub fn with_variables_in_memory(mut self) -> Self {
         promote::unpromote(&mut self.program);
         // The row forms read operand registers: resolved again.
-        fast::prepare(&mut self.program);
-        memrow::prepare(&mut self.program);
-        group_row::prepare(&mut self.program);
+        prepare_forms(&mut self.program);
         self
     }
 
@@ -277,9 +287,7 @@ impl Module {
         promote::unforward(&mut self.program);
         self.program.general_only = true;
         self.program.memory_lane_by_lane = true;
-        fast::prepare(&mut self.program);
-        memrow::prepare(&mut self.program);
-        group_row::unprepare(&mut self.program);
+        prepare_forms(&mut self.program);
         self
     }
 

@@ -121,6 +121,8 @@ impl Install {
     ) -> anyhow::Result<Install> {
         let prefix = std::path::absolute(prefix)
             .with_context(|| format!("cannot make {} absolute", prefix.display()))?;
+        // Refused before anything is written: a half-made install is worse than none.
+        pc_escape(&prefix)?;
         Ok(Install {
             artifacts,
             prefix,
@@ -150,17 +152,31 @@ impl Install {
     /// beside it, then renamed over it, so a running program never sees a half-written file
     /// (replacing a library that a process has mapped must not change its pages).
     pub fn write(&self, relative: &str, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+        use std::io::Write;
         use std::os::unix::fs::PermissionsExt;
         let to = self.staged(relative);
         let dir = to.parent().context("an installed file has a directory")?;
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let name = to.file_name().context("an installed file has a name")?;
-        let tmp = dir.join(format!(".{}.tmp", name.to_string_lossy()));
-        std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
-            .with_context(|| format!("cannot set the mode of {}", tmp.display()))?;
-        std::fs::rename(&tmp, &to)
-            .with_context(|| format!("cannot rename {} to {}", tmp.display(), to.display()))?;
+        // A name of its own, created exclusively (never through a link someone planted), so
+        // that installs running at once into one prefix each write their own file; dropped
+        // (removed) on any failure, so a full disk leaves nothing behind.
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".spv-subgroup-install.")
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        tmp.write_all(bytes)
+            .and_then(|()| tmp.as_file().sync_all())
+            .with_context(|| format!("cannot write {}", to.display()))?;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("cannot set the mode of {}", to.display()))?;
+        tmp.persist(&to).map_err(|e| {
+            anyhow::Error::new(e.error).context(format!(
+                "cannot rename a temporary file to {}",
+                to.display()
+            ))
+        })?;
         eprintln!("  {}", to.display());
         Ok(())
     }
@@ -246,15 +262,44 @@ pub fn pkg_config(i: &Install) -> anyhow::Result<()> {
          Libs: -L${{libdir}} -lspv_subgroup\n\
          Libs.private: {private}\n\
          Cflags: -I${{includedir}}\n",
-        prefix = pc_escape(&i.prefix),
+        prefix = pc_escape(&i.prefix)?,
         private = private.join(" "),
     );
     i.write("lib/pkgconfig/spv-subgroup.pc", text.as_bytes(), 0o644)
 }
 
-/// pkg-config splits values at spaces: escape them in the prefix.
-fn pc_escape(path: &Path) -> String {
-    path.display().to_string().replace(' ', "\\ ")
+/// The prefix as a pkg-config value: pkg-config (pkgconf) reads `#` as a comment and splits at
+/// spaces, and its `--cflags`/`--libs` output is read by a shell (make, meson), so a space, `#`,
+/// a quote or a backslash is escaped with a backslash. A prefix that no escape carries through
+/// pkgconf to the shell unchanged (`$` is expanded, `(` and `)` are dropped or break the
+/// shell's parse, a control character ends the line or the word) is refused, as is one that is
+/// not UTF-8: better no install than a `.pc` file that names another prefix.
+pub fn pc_escape(path: &Path) -> anyhow::Result<String> {
+    let text = path.to_str().with_context(|| {
+        format!(
+            "the prefix {} is not UTF-8, which a pkg-config file cannot carry",
+            path.display()
+        )
+    })?;
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            ' ' | '#' | '\'' | '"' | '\\' => {
+                escaped.push('\\');
+                escaped.push(c);
+            }
+            '$' | '(' | ')' => bail!(
+                "the prefix {text} holds `{c}`, which a pkg-config file cannot carry to the \
+                 shell that reads its flags: choose a prefix without `$`, `(` and `)`"
+            ),
+            c if c.is_control() => bail!(
+                "the prefix {text:?} holds the control character {c:?}, which a pkg-config \
+                 file cannot carry: choose another prefix"
+            ),
+            c => escaped.push(c),
+        }
+    }
+    Ok(escaped)
 }
 
 /// `lib/cmake/spv-subgroup/`: `find_package(spv-subgroup 0.1 CONFIG)` gives the imported
@@ -402,4 +447,93 @@ pub fn vulkan_layer(i: &Install) -> anyhow::Result<()> {
         layer_layout::MANIFEST_FILE
     );
     i.write(&at, manifest.as_bytes(), 0o644)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An install plan into `prefix` whose artifacts are never read (the tests write by hand).
+    fn plan(prefix: &Path) -> anyhow::Result<Install> {
+        let none = PathBuf::from("/nonexistent");
+        let artifacts = Artifacts {
+            binary: none.clone(),
+            shared_library: none.clone(),
+            static_library: none.clone(),
+            header: none.clone(),
+            layer_library: none,
+        };
+        Install::new(artifacts, prefix, None)
+    }
+
+    /// The files under `dir` whose names are temporary ones (what a failed write would leave).
+    fn temporaries(dir: &Path) -> Vec<PathBuf> {
+        let mut found = vec![];
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                found.extend(temporaries(&path));
+            } else if path.to_string_lossy().ends_with(".tmp") {
+                found.push(path);
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_pkg_config_prefix_escapes_what_pkg_config_reads_specially() {
+        assert_eq!(
+            pc_escape(Path::new("/opt/it's #2 \"a\\b\"/ö")).unwrap(),
+            "/opt/it\\'s\\ \\#2\\ \\\"a\\\\b\\\"/ö"
+        );
+        assert_eq!(pc_escape(Path::new("/usr/local")).unwrap(), "/usr/local");
+    }
+
+    #[test]
+    fn a_prefix_pkg_config_cannot_carry_is_refused_before_anything_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        for bad in ["$HOME", "a(b", "a)b", "line\nbreak", "tab\there"] {
+            let prefix = tmp.path().join(bad);
+            let e = plan(&prefix).expect_err(bad);
+            let text = format!("{e:#}");
+            assert!(
+                text.contains("pkg-config file cannot carry"),
+                "{bad:?}: {text}"
+            );
+            assert!(!prefix.exists(), "{bad:?}: the prefix was made");
+        }
+    }
+
+    #[test]
+    fn installs_into_one_prefix_at_once_each_write_their_own_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plans: Vec<Install> = (0..4).map(|_| plan(tmp.path()).unwrap()).collect();
+        std::thread::scope(|s| {
+            for (n, plan) in plans.iter().enumerate() {
+                s.spawn(move || {
+                    for round in 0..50 {
+                        let bytes = vec![n as u8; 4096 + round];
+                        plan.write("bin/tool", &bytes, 0o755)
+                            .unwrap_or_else(|e| panic!("install {n}, round {round}: {e:#}"));
+                    }
+                });
+            }
+        });
+        let bytes = std::fs::read(tmp.path().join("bin/tool")).unwrap();
+        assert!(bytes.len() == 4096 + 49 && bytes.iter().all(|&b| b == bytes[0]));
+        assert_eq!(temporaries(tmp.path()), Vec::<PathBuf>::new());
+    }
+
+    /// Every failure after the temporary file is made drops (removes) it; a full disk is checked
+    /// by hand (../shared/repro/probe4/Q10 on a tmpfs), a failed rename here.
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let i = plan(tmp.path()).unwrap();
+        // The rename fails: a directory that is not empty stands where the file goes.
+        std::fs::create_dir_all(tmp.path().join("lib/occupied/inside")).unwrap();
+        let e = i.write("lib/occupied", b"bytes", 0o644).unwrap_err();
+        assert!(format!("{e:#}").contains("cannot rename"), "{e:#}");
+        assert_eq!(temporaries(tmp.path()), Vec::<PathBuf>::new());
+    }
 }

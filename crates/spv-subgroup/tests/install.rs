@@ -104,7 +104,9 @@ fn check_program(exe: &Path, prefix: &Path, shared: bool, work: &Path) {
 #[test]
 fn c_and_cpp_programs_build_against_the_installed_prefix_with_pkg_config_and_cmake() {
     let tmp = tempfile::tempdir().unwrap();
-    let prefix = tmp.path().join("prefix with space");
+    // The characters pkg-config reads specially (a space splits, `#` starts a comment, quotes):
+    // each must reach the compiler as it is.
+    let prefix = tmp.path().join("prefix with space it's #2");
     install_into(&prefix, None);
 
     // pkg-config: the flags it gives, as a build script passes them on.
@@ -119,6 +121,15 @@ fn c_and_cpp_programs_build_against_the_installed_prefix_with_pkg_config_and_cma
         flags.iter().any(|f| f == "-lspv_subgroup"),
         "pkg-config flags: {flags:?}"
     );
+    for dir in [
+        format!("-I{}", prefix.join("include").display()),
+        format!("-L{}", prefix.join("lib").display()),
+    ] {
+        assert!(
+            flags.contains(&dir),
+            "pkg-config flags {flags:?} do not name {dir}"
+        );
+    }
     let version = run(
         Command::new("pkg-config")
             .args(["--modversion", "spv-subgroup"])

@@ -297,7 +297,7 @@ fn read_checked(fd: OwnedFd, owner: u32, bound: u64) -> Result<Vec<u8>, String> 
     let size = u64::try_from(stat.st_size).unwrap_or(u64::MAX);
     if size > bound {
         return Err(format!(
-            "holds {size} bytes, more than the {bound} bytes an entry for this module may have"
+            "holds {size} bytes, more than the {bound} bytes it may hold"
         ));
     }
     let mut bytes = Vec::with_capacity(size as usize);

@@ -1,9 +1,10 @@
 //! What the layer does with a module's words: decide whether it uses an emulated extension,
 //! lower it for the device's real target (`lower_and_verify`, the CLI's and the C interface's
 //! verified lowering), and keep the result in a cache by content (in memory, and on disk with
-//! `SPV_SUBGROUP_LAYER_CACHE`). No `unsafe` here: the Vulkan side hands in words and takes
-//! words back. The cache belongs to the device: its entries are made under the device's
-//! allocation route (`host_memory.rs`), whatever route the command that lowers them runs under.
+//! `SPV_SUBGROUP_LAYER_CACHE`, `disk_cache.rs`). No `unsafe` here: the Vulkan side hands in
+//! words and takes words back. The cache belongs to the device: its entries are made under the
+//! device's allocation route (`host_memory.rs`), whatever route the command that lowers them
+//! runs under.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};

@@ -20,6 +20,7 @@
 
 pub mod chain;
 pub mod device;
+pub mod disk_cache;
 pub mod dispatch;
 pub mod host_memory;
 pub mod install;

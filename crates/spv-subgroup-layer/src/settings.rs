@@ -23,7 +23,8 @@ pub struct Settings {
     pub force: bool,
     /// `SPV_SUBGROUP_LAYER_LOG=off|error|info`.
     pub log: LogLevel,
-    /// `SPV_SUBGROUP_LAYER_CACHE=DIR`: lowered modules are also kept on disk here.
+    /// `SPV_SUBGROUP_LAYER_CACHE=DIR`: lowered modules are also kept on disk here, if the folder
+    /// is this user's and no one else may write it (`disk_cache.rs`).
     pub cache_dir: Option<PathBuf>,
     /// `SPV_SUBGROUP_LAYER_DUMP=DIR`: every original and lowered module is written here.
     pub dump_dir: Option<PathBuf>,

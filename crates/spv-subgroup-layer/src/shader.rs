@@ -1,19 +1,19 @@
 //! What the layer does with a module's words: decide whether it uses an emulated extension,
 //! lower it for the device's real target (`lower_and_verify`, the CLI's and the C interface's
 //! verified lowering), and keep the result in a cache by content (in memory, and on disk with
-//! `SPV_SUBGROUP_LAYER_CACHE`). No `unsafe` here: the Vulkan side hands in words and takes
-//! words back. The cache belongs to the device: its entries are made under the device's
-//! allocation route (`host_memory.rs`), whatever route the command that lowers them runs under.
+//! `SPV_SUBGROUP_LAYER_CACHE`, `disk_cache.rs`). No `unsafe` here: the Vulkan side hands in
+//! words and takes words back. The cache belongs to the device: its entries are made under the
+//! device's allocation route (`host_memory.rs`), whatever route the command that lowers them
+//! runs under.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use spv_subgroup_lower::{lower_and_verify, LowerOptions};
 use spv_subgroup_validate::target::{Restrictions, SubgroupOps, Target};
 
+use crate::disk_cache::{self, DiskCache};
 use crate::host_memory::{with_route, Route};
 use crate::settings::Settings;
 
@@ -348,6 +348,8 @@ pub struct Lowerer {
     /// The target's fingerprint, part of every cache key.
     target_key: String,
     cache: Mutex<HashMap<u128, Arc<[u32]>>>,
+    /// `SPV_SUBGROUP_LAYER_CACHE`'s folder, opened and checked on first use (`disk_cache.rs`).
+    disk: DiskCache,
     /// Where the cache's memory comes from: the device's allocation callbacks, if any.
     owner: Option<Route>,
 }
@@ -372,9 +374,6 @@ pub fn warm_up() {
     let _ = spv_subgroup_validate::validate(&words, &Default::default());
 }
 
-/// Distinguishes the temporary files of concurrent disk-cache writes.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 impl Lowerer {
     /// The lowering of one device.
     pub fn new(facts: &DeviceFacts, settings: Settings) -> Lowerer {
@@ -394,6 +393,7 @@ impl Lowerer {
             required_size_stages: facts.required_size_stages,
             settings,
             cache: Mutex::new(HashMap::new()),
+            disk: DiskCache::default(),
             owner: None,
         }
     }
@@ -468,7 +468,7 @@ impl Lowerer {
         let size = required_size.or(self.fixed_size);
         let key = self.key(words, size);
         let name = format!("{key:032x}");
-        if let Some(hit) = self.cache_lookup(key, &name) {
+        if let Some(hit) = self.cache_lookup(key, words, size) {
             self.settings.info(&format!(
                 "module {name}: lowered (cached, {:.3} ms)",
                 start.elapsed().as_secs_f64() * 1e3
@@ -496,7 +496,7 @@ impl Lowerer {
                 ));
                 self.dump(&name, "lowered", &out);
                 let out: Arc<[u32]> = with_route(self.owner, || out.as_slice().into());
-                self.cache_store(key, &name, &out);
+                self.cache_store(key, words, size, &out);
                 Outcome::Lowered(out)
             }
             Ok(_) => Outcome::Unchanged,
@@ -520,27 +520,38 @@ impl Lowerer {
         (u128::from(half(1)) << 64) | u128::from(half(2))
     }
 
-    fn cache_lookup(&self, key: u128, name: &str) -> Option<Arc<[u32]>> {
+    fn cache_lookup(&self, key: u128, words: &[u32], size: Option<u32>) -> Option<Arc<[u32]>> {
         if let Some(hit) = self.lock_cache().get(&key) {
             return Some(hit.clone());
         }
-        let dir = self.settings.cache_dir.as_ref()?;
-        let bytes = std::fs::read(dir.join(format!("{name}.spv"))).ok()?;
-        let words = words_of(&bytes)?;
-        let words: Arc<[u32]> = with_route(self.owner, || words.as_slice().into());
+        let folder = self.disk.folder(&self.settings)?;
+        let found = match folder.lookup(&self.target_key, size, words) {
+            Ok(found) => found?,
+            Err(why) => {
+                self.disk_error(&format!(
+                    "{why}; a miss: the module is lowered again and the entry replaced"
+                ));
+                return None;
+            }
+        };
+        let words: Arc<[u32]> = with_route(self.owner, || found.as_slice().into());
         with_route(self.owner, || self.lock_cache().insert(key, words.clone()));
         Some(words)
     }
 
-    fn cache_store(&self, key: u128, name: &str, words: &Arc<[u32]>) {
+    fn cache_store(&self, key: u128, original: &[u32], size: Option<u32>, words: &Arc<[u32]>) {
         with_route(self.owner, || self.lock_cache().insert(key, words.clone()));
-        if let Some(dir) = &self.settings.cache_dir {
-            if let Err(e) = write_atomically(dir, &format!("{name}.spv"), words) {
-                self.settings.error(&format!(
-                    "cannot write the cache entry {name}.spv in {}: {e}",
-                    dir.display()
-                ));
+        if let Some(folder) = self.disk.folder(&self.settings) {
+            if let Err(e) = folder.store(&self.target_key, size, original, words) {
+                self.disk_error(&e);
             }
+        }
+    }
+
+    fn disk_error(&self, message: &str) {
+        if let Some(dir) = &self.settings.cache_dir {
+            self.settings
+                .error(&format!("the disk cache {}: {message}", dir.display()));
         }
     }
 
@@ -552,7 +563,7 @@ impl Lowerer {
 
     fn dump(&self, name: &str, what: &str, words: &[u32]) {
         if let Some(dir) = &self.settings.dump_dir {
-            if let Err(e) = write_atomically(dir, &format!("{name}.{what}.spv"), words) {
+            if let Err(e) = disk_cache::dump(dir, &format!("{name}.{what}.spv"), words) {
                 self.settings.error(&format!(
                     "cannot write {name}.{what}.spv in {}: {e}",
                     dir.display()
@@ -560,35 +571,6 @@ impl Lowerer {
             }
         }
     }
-}
-
-/// The words of a SPIR-V file (little-endian, as we write them), or `None` for bytes that are
-/// no module (a truncated or foreign cache file is a miss, never a crash in the driver).
-fn words_of(bytes: &[u8]) -> Option<Vec<u32>> {
-    if !bytes.len().is_multiple_of(4) || bytes.len() < 20 {
-        return None;
-    }
-    let words: Vec<u32> = bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    (words[0] == 0x0723_0203).then_some(words)
-}
-
-/// Writes `words` to `dir/file` through a temporary file and a rename, so a reader (another
-/// process sharing the cache) never sees half a module.
-fn write_atomically(dir: &Path, file: &str, words: &[u32]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let temp = dir.join(format!(
-        ".{file}.{}.{}.tmp",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::write(&temp, bytes)?;
-    std::fs::rename(&temp, dir.join(file)).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temp);
-    })
 }
 
 #[cfg(test)]
@@ -776,15 +758,6 @@ mod tests {
         assert!(!uses_subgroups(&module(&[1, 10, 11])));
         assert!(!uses_subgroups(&[0x0723_0203]));
     }
-
-    #[test]
-    fn cache_files_that_are_no_module_are_misses() {
-        assert_eq!(words_of(&[1, 2, 3]), None);
-        assert_eq!(words_of(&[0; 20]), None);
-        let mut ok = 0x0723_0203u32.to_le_bytes().to_vec();
-        ok.extend([0; 16]);
-        assert_eq!(words_of(&ok).map(|w| w.len()), Some(5));
-    }
 }
 
 #[cfg(test)]
@@ -924,7 +897,7 @@ mod lowering_tests {
         else {
             panic!("expected a lowering");
         };
-        let files = |dir: &Path| {
+        let files = |dir: &std::path::Path| {
             let mut names: Vec<String> = std::fs::read_dir(dir)
                 .expect("the folder")
                 .map(|e| {
@@ -938,7 +911,8 @@ mod lowering_tests {
             names
         };
         let cached = files(cache.path());
-        assert_eq!(cached.len(), 1, "{cached:?}");
+        assert_eq!(cached.len(), 2, "{cached:?}");
+        assert_eq!(cached[0], disk_cache::KEY_FILE, "{cached:?}");
         let dumped = files(dump.path());
         assert_eq!(dumped.len(), 2, "{dumped:?}");
         assert!(dumped[0].ends_with(".lowered.spv") && dumped[1].ends_with(".original.spv"));

@@ -690,6 +690,89 @@ fn child_refusal() {
     );
 }
 
+/// `SPV_SUBGROUP_LAYER_CACHE` across processes, through the real layer: a child lowers the README
+/// example in one instance and takes it from the disk in a second (a new device, an empty memory
+/// cache); after one byte of the entry is changed (the SPIR-V header kept), the next child refuses
+/// the entry, lowers again, replaces it and takes the new one from the disk, with the model's
+/// answers every time. No temporary is left in the folder.
+#[test]
+fn the_disk_cache_checks_its_entries_across_processes() {
+    let manifests = manifest_dir();
+    let cache = tempfile::tempdir().expect("a temporary folder");
+    let path = manifests.path().to_str().expect("UTF-8").to_owned();
+    let dir = cache.path().to_str().expect("UTF-8").to_owned();
+    let env = [
+        (lavapipe::CHILD_VAR, "1"),
+        ("VK_LAYER_PATH", path.as_str()),
+        ("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower"),
+        ("SPV_SUBGROUP_LAYER_CACHE", dir.as_str()),
+        ("SPV_SUBGROUP_LAYER_LOG", "info"),
+    ];
+    let entries = || {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(cache.path())
+            .expect("the cache folder")
+            .map(|e| e.expect("an entry").path())
+            .collect();
+        names.sort();
+        names
+    };
+    let run = || {
+        let out = lavapipe::run_child("child_cache", 8, &env, Duration::from_secs(120));
+        print!("{out}");
+        assert!(out.contains("cache child: model answers twice"), "{out}");
+        assert_eq!(
+            out.matches(": lowered for `").count(),
+            1,
+            "one lowering:\n{out}"
+        );
+        assert_eq!(
+            out.matches(": lowered (cached").count(),
+            1,
+            "one disk hit:\n{out}"
+        );
+        out
+    };
+    let out = run();
+    assert!(!out.contains("error"), "{out}");
+    let files = entries();
+    assert_eq!(files.len(), 2, "the key and one entry: {files:?}");
+    let entry = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "spv"))
+        .expect("an entry");
+    let good = std::fs::read(entry).expect("the entry");
+    let mut poisoned = good.clone();
+    *poisoned.last_mut().expect("a byte") ^= 1;
+    std::fs::write(entry, &poisoned).expect("poisoning the entry");
+    let out = run();
+    assert!(out.contains("does not verify"), "{out}");
+    assert_eq!(entries(), files, "the entry replaced, no temporary left");
+    assert_eq!(std::fs::read(entry).expect("the entry"), good);
+}
+
+#[test]
+#[ignore = "runs inside the_disk_cache_checks_its_entries_across_processes"]
+fn child_cache() {
+    lavapipe::assert_child();
+    let shader = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+    let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles the example");
+    let keys = example::keys();
+    // Two instances, so two devices, each with a memory cache of its own: the second can only
+    // find the module on the disk.
+    for i in 0..2 {
+        let app = App::open(false, false);
+        if i == 0 {
+            println!("subgroup size: {}", app.subgroup_size);
+        }
+        let want = example::model(&keys, app.subgroup_size as usize);
+        let pipeline = app.pipeline(&words);
+        let mut cases = Cases::default();
+        cases.check("the example", app.dispatch(pipeline, &keys), &want);
+        assert_eq!(cases.failed, 0, "the example differs from the host model");
+    }
+    println!("cache child: model answers twice");
+}
+
 /// The work of one child: the application, twice (the driver's vote, then everything lowered),
 /// or once where `LAYER_APP_MODES` names one mode (`driver` or `force`; [`device_through_layer`]).
 /// Each mode prints one line per case that differs from the host model and a count of the cases

@@ -486,7 +486,7 @@ fn words_of(bytes: &[u8]) -> Option<Vec<u32>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     use std::path::PathBuf;
@@ -529,7 +529,7 @@ mod tests {
     }
 
     /// The names in `dir`, sorted.
-    fn names(dir: &Path) -> Vec<String> {
+    pub(crate) fn names(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .expect("the folder")
             .map(|e| {

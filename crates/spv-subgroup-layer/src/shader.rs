@@ -897,19 +897,7 @@ mod lowering_tests {
         else {
             panic!("expected a lowering");
         };
-        let files = |dir: &std::path::Path| {
-            let mut names: Vec<String> = std::fs::read_dir(dir)
-                .expect("the folder")
-                .map(|e| {
-                    e.expect("an entry")
-                        .file_name()
-                        .to_string_lossy()
-                        .into_owned()
-                })
-                .collect();
-            names.sort();
-            names
-        };
+        let files = disk_cache::tests::names;
         let cached = files(cache.path());
         assert_eq!(cached.len(), 2, "{cached:?}");
         assert_eq!(cached[0], disk_cache::KEY_FILE, "{cached:?}");

@@ -369,7 +369,8 @@ fn debug_strings(words: &[u32]) -> Vec<Vec<u32>> {
 /// and `OpString` file name (`Gr\xf6\xdfe.comp`) are not UTF-8 was "not a module that can be
 /// lowered" (rspirv's parser refuses such strings), although spirv-val and `validate` take it.
 /// Now `lower` lowers its 2 ops, plainly and with the size emulation, and the output keeps the
-/// input's debug strings byte for byte; `validate` shows the file name lossily.
+/// input's debug strings byte for byte; `validate` shows the file name lossily, and its SARIF
+/// gives the file's URI from the name's bytes.
 #[test]
 fn q06_debug_strings_that_are_not_utf8_are_kept_as_bytes() {
     use std::os::unix::ffi::OsStrExt;
@@ -425,4 +426,18 @@ fn q06_debug_strings_that_are_not_utf8_are_kept_as_bytes() {
     let found = validate_with_target(d, &input, "lavapipe");
     assert!(found.contains("Gr\u{fffd}"), "{found}");
     assert!(found.contains(".comp:8 ("), "{found}");
+    // SARIF names the source file by its bytes, percent-encoded (not by U+FFFD's).
+    let o = common::run(
+        &[
+            "validate",
+            "check.spv",
+            "--target",
+            "lavapipe",
+            "--format",
+            "sarif",
+        ],
+        d,
+    );
+    let sarif = String::from_utf8_lossy(&o.stdout);
+    assert!(sarif.contains("\"uri\": \"Gr%F6"), "{sarif}");
 }

@@ -225,12 +225,19 @@ fn prepare_strings(
         return Ok(());
     };
     while k < count {
-        let string: Vec<u8> = words[at + k..at + count]
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .take_while(|&b| b != 0)
-            .collect();
-        let len = string.len() / 4 + 1;
+        let bytes = || {
+            words[at + k..at + count]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .take_while(|&b| b != 0)
+        };
+        let len = bytes().count() / 4 + 1;
+        // ASCII, as nearly every string is, without a copy.
+        let string: Vec<u8> = if bytes().any(|b| b >= 0x80) {
+            bytes().collect()
+        } else {
+            Vec::new()
+        };
         if std::str::from_utf8(&string).is_err() {
             let op = words[at] & 0xffff;
             if op == Op::Extension as u32 || op == Op::ExtInstImport as u32 {

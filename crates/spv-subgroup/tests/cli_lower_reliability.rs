@@ -423,6 +423,26 @@ fn q06_debug_strings_that_are_not_utf8_are_kept_as_bytes() {
         assert_eq!(debug_strings(&out), strings, "lower {args:?}");
         valid(&out, "vulkan1.1");
     }
+    // An entry point's name that is not UTF-8 is kept too, the built-ins the lowering adds to
+    // its interface after it.
+    let mut renamed = to_bytes(&input);
+    let at = renamed
+        .windows(5)
+        .position(|w| w == b"main\0")
+        .expect("the entry point's name");
+    renamed[at + 1] = 0xf6;
+    let renamed: Vec<u32> = renamed
+        .chunks(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let (o, out) = lower(d, &renamed, &["--target", "lavapipe"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = out.expect("written");
+    valid(&out, "vulkan1.1");
+    assert!(
+        to_bytes(&out).windows(5).any(|w| w == b"m\xf6in\0"),
+        "the entry point's name changed"
+    );
     let found = validate_with_target(d, &input, "lavapipe");
     assert!(found.contains("Gr\u{fffd}"), "{found}");
     assert!(found.contains(".comp:8 ("), "{found}");

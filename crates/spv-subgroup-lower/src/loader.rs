@@ -575,7 +575,11 @@ impl Consumer for Placer<'_, '_> {
                     )
                 }
             }
-        } else if let Some(&at) = self.strings.get(&(self.index - 1)) {
+        } else if let Some(&at) = (!self.strings.is_empty())
+            .then(|| self.strings.get(&(self.index - 1)))
+            .flatten()
+        {
+            // (The emptiness test first: a hash per instruction of every module is not free.)
             restore_strings(inst, self.input, at)
         } else {
             inst

@@ -258,3 +258,59 @@ fn naga_target_exits_0_only_on_what_naga_takes() {
         "only {accepted} accepted, {refused} refused"
     );
 }
+
+/// Defects the input brings that naga refuses, in an input naga's front end cannot read as it is
+/// (its partitioned or clustered operations): the probe's Q09 mutants, which spirv-val takes,
+/// and an array of storage images as in FidelityFX SPD. `lower_and_verify` blames the input
+/// (exit 1) with naga's words and, where naga's validator names one, the input's instruction;
+/// before, the lowering was blamed (exit 3).
+#[test]
+fn naga_refusals_the_input_brings_are_the_inputs() {
+    use spv_subgroup_lower::VerifyError;
+    use spv_subgroup_tests::tools;
+    let target = Target::preset("naga").expect("naga preset");
+    let opts = spv_subgroup_lower::LowerOptions::default().with_target(target);
+    let dir = tools::workspace_root().join("fixtures/reliability");
+    // (fixture, naga's words, the result id of the instruction naga's validator names)
+    let cases = [
+        (
+            "naga_input_vec3_index_4.spvasm",
+            "Accessing index 4 is out of [3] bounds",
+            Some(14),
+        ),
+        (
+            "naga_input_rowmajor_on_array.spvasm",
+            "Call to builtin Transpose has incorrect or ambiguous arguments",
+            Some(25),
+        ),
+        (
+            "naga_input_without_builtin.spvasm",
+            "front end refuses it: missing decoration Location",
+            None,
+        ),
+        (
+            "naga_input_image_array.comp",
+            "front end refuses it: invalid image",
+            None,
+        ),
+    ];
+    for (fixture, why, result_id) in cases {
+        let path = dir.join(fixture);
+        let input = if fixture.ends_with(".spvasm") {
+            let text = std::fs::read_to_string(&path).expect("fixture reads");
+            let words = tools::assemble(&text, "vulkan1.1").expect("fixture assembles");
+            tools::spirv_val(&words, "vulkan1.1").expect("spirv-val takes the fixture");
+            words
+        } else {
+            tools::compile_glsl(&path, "vulkan1.1").expect("fixture compiles")
+        };
+        match spv_subgroup_lower::lower_and_verify(&input, &opts, None) {
+            Err(VerifyError::Input { errors }) => {
+                let d = errors.diagnostics.first().expect("a finding");
+                assert!(d.message.contains(why), "{fixture}: {}", d.message);
+                assert_eq!(d.location.result_id, result_id, "{fixture}: {d:?}");
+            }
+            other => panic!("{fixture}: expected the input's fault, got {other:?}"),
+        }
+    }
+}

@@ -8,11 +8,17 @@
 //! its order, and instructions between two functions (non-semantic ext-insts may stand there)
 //! are kept aside with the number of functions before them, so [`assemble`] puts them back.
 //!
+//! Literal strings that are not UTF-8 (a Latin-1 comment in the `OpSource` text of a `-g` build,
+//! a file name in an `OpString`) cannot be rspirv's `LiteralString`s: the parser gets them with
+//! their non-ASCII bytes as `?` ([`prepare_strings`]), and the placer puts the input's words of
+//! the string back as plain 32-bit literals ([`restore_strings`]), so the module assembles to
+//! the input's bytes. Only names the pass reads must be UTF-8 (`OpExtension`, `OpExtInstImport`).
+//!
 //! For `lower_words` the load is sparse (runs the pass never reads stay in the words, see
 //! `elide`) and streams: once the globals are complete, each function and each instruction
 //! between functions goes to a [`Stream`] as soon as it is parsed instead of into the module.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rspirv::binary::{Assemble, Consumer, ParseAction};
 use rspirv::dr::{Block, Function, Instruction, Module, ModuleHeader, Operand};
@@ -47,6 +53,8 @@ pub fn load(words: &[u32]) -> Result<Loaded, LowerError> {
     let prepared = prepare_spec_constant_ops(words)?;
     let mut placer = Placer {
         disguised: prepared.disguised,
+        input: words,
+        strings: prepared.strings,
         ..Placer::default()
     };
     rspirv::binary::parse_words(prepared.words.as_deref().unwrap_or(words), &mut placer)
@@ -67,6 +75,8 @@ pub(crate) fn load_streaming(words: &[u32], stream: &mut dyn Stream) -> Result<M
     let prepared = prepare_spec_constant_ops(words)?;
     let mut placer = Placer {
         disguised: prepared.disguised,
+        input: words,
+        strings: prepared.strings,
         sparse: Some(Sparse {
             words,
             pos: 5,
@@ -94,6 +104,8 @@ struct Prepared {
     words: Option<Vec<u32>>,
     /// Result ids of the disguised `OpSpecConstantOp`s.
     disguised: HashSet<u32>,
+    /// Instruction index -> word offset of each instruction with a string that is not UTF-8.
+    strings: HashMap<usize, usize>,
 }
 
 /// Whether rspirv 0.13's parser decodes an `OpSpecConstantOp` of this operation wrongly: it reads
@@ -131,6 +143,7 @@ fn prepare_spec_constant_ops(words: &[u32]) -> Result<Prepared, LowerError> {
     let mut prepared = Prepared {
         words: None,
         disguised: HashSet::new(),
+        strings: HashMap::new(),
     };
     let mut at = 5;
     let mut index = 0usize;
@@ -165,10 +178,131 @@ fn prepare_spec_constant_ops(words: &[u32]) -> Result<Prepared, LowerError> {
                 }
             }
         }
+        prepare_strings(words, at, count, index, &mut prepared)?;
         at += count;
         index += 1;
     }
     Ok(prepared)
+}
+
+/// Where the literal strings of the instruction at `words[at..at + count]` start (a word index
+/// in the instruction), and whether more than one may follow; `None` for an instruction
+/// without one. Every instruction of the core grammar and its extensions that holds a literal
+/// string stands before the first function.
+fn string_operands(words: &[u32], at: usize, count: usize) -> Option<(usize, bool)> {
+    // String-valued decorations: LinkageAttributes, UserSemantic, UserTypeGOOGLE.
+    let string_decoration = |d: u32| matches!(d, 41 | 5635 | 5636);
+    let word = |k: usize| words.get(at + k).copied().filter(|_| k < count);
+    let start = match Op::from_u32(words[at] & 0xffff)? {
+        Op::SourceContinued | Op::SourceExtension | Op::Extension | Op::ModuleProcessed => {
+            (1, false)
+        }
+        Op::Name | Op::String | Op::ExtInstImport | Op::TypeOpaque => (2, false),
+        Op::MemberName | Op::EntryPoint => (3, false),
+        Op::Source => (4, false),
+        Op::Decorate if word(2).is_some_and(string_decoration) => (3, false),
+        Op::MemberDecorate if word(3).is_some_and(string_decoration) => (4, false),
+        Op::DecorateString => (3, true),
+        Op::MemberDecorateString => (4, true),
+        _ => return None,
+    };
+    (start.0 < count).then_some(start)
+}
+
+/// Gives the parser every literal string of the instruction at word `at` (`count` words, the
+/// `index`th) that is not UTF-8 with its bytes of 128 and up as `?` (the same length, so every
+/// word offset stays the input's), and records the instruction for [`restore_strings`].
+/// Refuses such a name where the pass reads it: an `OpExtension` (which extensions the module
+/// declares) or an `OpExtInstImport` (which instruction set an `OpExtInst` is of).
+fn prepare_strings(
+    words: &[u32],
+    at: usize,
+    count: usize,
+    index: usize,
+    prepared: &mut Prepared,
+) -> Result<(), LowerError> {
+    let Some((mut k, several)) = string_operands(words, at, count) else {
+        return Ok(());
+    };
+    while k < count {
+        let bytes = || {
+            words[at + k..at + count]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .take_while(|&b| b != 0)
+        };
+        let len = bytes().count() / 4 + 1;
+        // ASCII, as nearly every string is, without a copy.
+        let string: Vec<u8> = if bytes().any(|b| b >= 0x80) {
+            bytes().collect()
+        } else {
+            Vec::new()
+        };
+        if std::str::from_utf8(&string).is_err() {
+            let op = words[at] & 0xffff;
+            if op == Op::Extension as u32 || op == Op::ExtInstImport as u32 {
+                return Err(LowerError::Parse(format!(
+                    "instruction #{index} at word {at}: the name {:?} of this Op{} is not UTF-8, \
+                     so it names no extension or instruction set the lowering knows",
+                    String::from_utf8_lossy(&string),
+                    if op == Op::Extension as u32 {
+                        "Extension"
+                    } else {
+                        "ExtInstImport"
+                    },
+                )));
+            }
+            let copy = prepared.words.get_or_insert_with(|| words.to_vec());
+            for w in &mut copy[at + k..(at + k + len).min(at + count)] {
+                let bytes = w.to_le_bytes().map(|b| if b >= 0x80 { b'?' } else { b });
+                *w = u32::from_le_bytes(bytes);
+            }
+            prepared.strings.insert(index, at);
+        }
+        if !several {
+            break;
+        }
+        k += len;
+    }
+    Ok(())
+}
+
+/// Puts the input's words back in place of each literal string of `inst` (the instruction at
+/// word `at` of `input`) that [`prepare_strings`] changed: 32-bit literals, which assemble to the
+/// input's bytes. Such a string is read as no string at all (only debug information and
+/// names the pass does not read can be one).
+fn restore_strings(mut inst: Instruction, input: &[u32], at: usize) -> Instruction {
+    let mut k = 1 + usize::from(inst.result_type.is_some()) + usize::from(inst.result_id.is_some());
+    let mut operands = Vec::with_capacity(inst.operands.len());
+    for o in inst.operands.drain(..) {
+        match o {
+            Operand::LiteralString(s) => {
+                let len = s.len() / 4 + 1;
+                let original = input.get(at + k..at + k + len).unwrap_or_default();
+                let same = original
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .take_while(|&b| b != 0)
+                    .eq(s.bytes());
+                if same {
+                    operands.push(Operand::LiteralString(s));
+                } else {
+                    operands.extend(original.iter().map(|&w| Operand::LiteralBit32(w)));
+                }
+                k += len;
+            }
+            Operand::LiteralBit64(_) => {
+                k += 2;
+                operands.push(o);
+            }
+            o => {
+                k += 1;
+                operands.push(o);
+            }
+        }
+    }
+    inst.operands = operands;
+    inst
 }
 
 /// Turns an `OpSpecConstantComposite` that [`prepare_spec_constant_ops`] disguised back into the
@@ -358,6 +492,10 @@ struct Placer<'w, 's> {
     index: usize,
     /// Result ids of the `OpSpecConstantOp`s parsed in disguise ([`prepare_spec_constant_ops`]).
     disguised: HashSet<u32>,
+    /// The input's words.
+    input: &'w [u32],
+    /// The instructions whose strings [`prepare_strings`] changed: index -> word offset.
+    strings: HashMap<usize, usize>,
 }
 
 impl Placer<'_, '_> {
@@ -437,6 +575,12 @@ impl Consumer for Placer<'_, '_> {
                     )
                 }
             }
+        } else if let Some(&at) = (!self.strings.is_empty())
+            .then(|| self.strings.get(&(self.index - 1)))
+            .flatten()
+        {
+            // (The emptiness test first: a hash per instruction of every module is not free.)
+            restore_strings(inst, self.input, at)
         } else {
             inst
         };
@@ -622,5 +766,107 @@ mod spec_constant_op_tests {
         // type the words back, and the load fails rather than keep an OpSpecConstantComposite.
         let words = module(79, &[2]);
         assert!(matches!(load(&words), Err(LowerError::Parse(_))));
+    }
+}
+
+#[cfg(test)]
+mod string_tests {
+    use super::*;
+
+    /// A stream that keeps nothing.
+    struct Drop;
+
+    impl Stream for Drop {
+        fn globals(&mut self, _: &mut Module) {}
+        fn function(&mut self, _: &Module, _: Function, _: &mut Vec<(u32, u32)>) {}
+        fn between(&mut self, _: Instruction) {}
+    }
+
+    /// The words of a literal string (zero-terminated, padded to a word).
+    fn string(bytes: &[u8]) -> Vec<u32> {
+        let mut b = bytes.to_vec();
+        b.resize(bytes.len() / 4 * 4 + 4, 0);
+        b.chunks(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    /// Appends instruction `op` with `operands` to `w`.
+    fn push(w: &mut Vec<u32>, op: Op, operands: &[u32]) {
+        w.push(((operands.len() as u32 + 1) << 16) | op as u32);
+        w.extend_from_slice(operands);
+    }
+
+    /// A module without functions whose every kind of debug string and name is Latin-1
+    /// (`Gr\xf6\xdfe`), and `extra` before its types.
+    fn module(extra: &[(Op, Vec<u32>)]) -> Vec<u32> {
+        let latin1 = string(b"Gr\xf6\xdfe");
+        let with = |head: &[u32]| [head, &latin1].concat();
+        let mut w = vec![0x0723_0203, 0x0001_0300, 0, 10, 0];
+        push(&mut w, Op::Capability, &[1]);
+        push(&mut w, Op::Capability, &[5]); // Linkage
+        for (op, operands) in extra {
+            push(&mut w, *op, operands);
+        }
+        push(&mut w, Op::MemoryModel, &[0, 1]);
+        push(&mut w, Op::EntryPoint, &with(&[5, 3])[..]);
+        push(&mut w, Op::String, &with(&[1]));
+        push(&mut w, Op::SourceExtension, &latin1);
+        push(&mut w, Op::Source, &with(&[2, 450, 1]));
+        push(&mut w, Op::SourceContinued, &latin1);
+        push(&mut w, Op::Name, &with(&[2]));
+        push(&mut w, Op::MemberName, &with(&[2, 0]));
+        push(&mut w, Op::ModuleProcessed, &latin1);
+        // UserSemantic, and LinkageAttributes' name with its Export (0).
+        push(&mut w, Op::DecorateString, &with(&[2, 5635]));
+        push(&mut w, Op::MemberDecorateString, &with(&[2, 0, 5635]));
+        push(&mut w, Op::Decorate, &[with(&[4, 41]), vec![0]].concat());
+        push(&mut w, Op::TypeInt, &[4, 32, 0]);
+        push(&mut w, Op::TypeStruct, &[2, 4]);
+        w
+    }
+
+    #[test]
+    fn strings_that_are_not_utf8_load_and_assemble_to_the_input() {
+        let words = module(&[]);
+        let loaded = load(&words).unwrap_or_else(|e| panic!("{e}"));
+        let name = &loaded.module.debug_names[0];
+        assert!(
+            matches!(
+                name.operands.as_slice(),
+                [Operand::IdRef(2), Operand::LiteralBit32(_), ..]
+            ),
+            "{name:?}"
+        );
+        // From word 5: rspirv's assembler writes its own generator word.
+        assert_eq!(
+            assemble(loaded.module, &loaded.between_functions)[5..],
+            words[5..]
+        );
+        let globals = load_streaming(&words, &mut Drop).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(globals.assemble()[5..], words[5..]);
+    }
+
+    #[test]
+    fn names_the_pass_reads_must_be_utf8() {
+        let latin1 = string(b"SPV_\xf6");
+        for (op, operands, at) in [
+            (Op::Extension, latin1.clone(), 9),
+            (Op::ExtInstImport, [vec![6], latin1].concat(), 9),
+        ] {
+            let words = module(&[(op, operands)]);
+            for loaded in [
+                load(&words).map(|_| ()),
+                load_streaming(&words, &mut Drop).map(|_| ()),
+            ] {
+                match loaded {
+                    Err(LowerError::Parse(m)) => assert!(
+                        m.contains(&format!("at word {at}")) && m.contains("is not UTF-8"),
+                        "{m}"
+                    ),
+                    other => panic!("Op{op:?}: expected a parse error, got {other:?}"),
+                }
+            }
+        }
     }
 }

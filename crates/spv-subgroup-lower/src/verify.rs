@@ -262,11 +262,16 @@ fn judge_by_consumer(
         return Ok(());
     };
     let mut notes = Vec::new();
-    let input_side = !changed || naga_blames_input(input, &refusal, &mut notes);
+    let mut at = None;
+    let input_side = !changed || naga_blames_input(input, &refusal, &mut notes, &mut at);
+    // Where naga points: in the input when the input is to blame (then the instruction is the
+    // user's), else in the output, which the user does not have.
+    let word = if changed { at } else { refusal.word };
+    let location = word.and_then(|w| location_of(input, w)).unwrap_or_default();
     let mut d = Diagnostic::new(
         spv_subgroup_validate::Rule::TargetRestriction,
         format!("target `{}`: {refusal}", opts.target.name),
-        Default::default(),
+        location,
     );
     d.severity = Severity::Error;
     d.notes = notes;
@@ -297,12 +302,15 @@ fn judge_by_consumer(
 /// format, a type width, an extended instruction set) or a capability, extension or
 /// instruction the input has itself; the validator refuses a subgroup built-in in a
 /// multi-dimensional workgroup (the input's entry point's shape: the rewrite needs the lane id,
-/// which naga then refuses); or naga refuses the input itself in the same words.
+/// which naga then refuses); or naga refuses the input itself in the same words, at the same
+/// stage (its front end, validator or WGSL writer), the input read with what naga's front end
+/// cannot read at all stubbed out (`refusal_matching`; `at` gets the input's word naga names).
 #[cfg(feature = "naga")]
 fn naga_blames_input(
     input: &[u32],
     refusal: &crate::naga_judge::NagaRefusal,
     notes: &mut Vec<String>,
+    at: &mut Option<usize>,
 ) -> bool {
     use naga::front::spv::Error as E;
     let brought = match &refusal.front_end {
@@ -392,13 +400,43 @@ fn naga_blames_input(
         notes.push("the rewrite reads the lane id (`SubgroupLocalInvocationId`), which naga takes only in a one-dimensional workgroup (y = z = 1)".to_owned());
         return true;
     }
-    match crate::naga_judge::judge(input) {
-        Err(r) if r.stage == refusal.stage && same_words(&r.message, &refusal.message) => {
-            notes.push("naga refuses the input in the same words".to_owned());
+    let same = |r: &crate::naga_judge::NagaRefusal| {
+        r.stage == refusal.stage && same_words(&r.message, &refusal.message)
+    };
+    match crate::naga_judge::refusal_matching(input, same) {
+        Some(r) => {
+            notes.push(
+                "naga refuses the input in the same words; the lowering does not make this defect"
+                    .to_owned(),
+            );
+            *at = r.word;
             true
         }
-        _ => false,
+        None => false,
     }
+}
+
+/// The location of the instruction starting at word `word` of `words`, if one does.
+#[cfg(feature = "naga")]
+fn location_of(words: &[u32], word: usize) -> Option<spv_subgroup_validate::Location> {
+    let mut at = 5;
+    for (inst_index, (op, rest)) in instructions(words).enumerate() {
+        if at == word {
+            let (typed, result) = crate::naga_judge::result_slots(op);
+            let result_id = match (typed, result) {
+                (true, true) => rest.get(1).copied(),
+                (false, true) => rest.first().copied(),
+                _ => None,
+            };
+            let mut location = spv_subgroup_validate::Location::default();
+            location.word_offset = word;
+            location.inst_index = inst_index;
+            location.result_id = result_id;
+            return Some(location);
+        }
+        at += rest.len() + 1;
+    }
+    None
 }
 
 /// The bit width of naga's validator's "The Sint scalar width 1 is not supported" (in bytes).

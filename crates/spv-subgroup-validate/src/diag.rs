@@ -23,8 +23,13 @@ pub struct Location {
 /// `dxc -Zi` write.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct SourceLocation {
-    /// The file name as the compiler recorded it (often relative to where it ran).
+    /// The file name as the compiler recorded it (often relative to where it ran), its bytes
+    /// that are not UTF-8 shown as U+FFFD.
     pub file: String,
+    /// The file name's bytes exactly as recorded (SPIR-V asks for UTF-8, compilers write what
+    /// the file system holds), for file URIs that name the file itself.
+    #[serde(skip)]
+    pub file_bytes: Vec<u8>,
     /// The line, counting from 1.
     pub line: u32,
     /// The column, counting from 1; 0 when the compiler did not record one.

@@ -243,21 +243,24 @@ impl<'a> Module<'a> {
 
     /// The literal string starting at word `k` of instruction `i` (lossy UTF-8).
     pub(crate) fn string(&self, i: usize, k: usize) -> String {
+        String::from_utf8_lossy(&self.string_bytes(i, k)).into_owned()
+    }
+
+    /// The bytes of the literal string starting at word `k` of instruction `i`, up to its
+    /// terminating zero (or the instruction's end).
+    pub(crate) fn string_bytes(&self, i: usize, k: usize) -> Vec<u8> {
         let Some(inst) = self.insts.get(i) else {
-            return String::new();
+            return Vec::new();
         };
         let start = inst.offset as usize + k;
         let end = inst.offset as usize + inst.wc as usize;
-        let mut bytes = Vec::new();
-        for w in self.words.get(start..end).unwrap_or(&[]) {
-            for b in w.to_le_bytes() {
-                if b == 0 {
-                    return String::from_utf8_lossy(&bytes).into_owned();
-                }
-                bytes.push(b);
-            }
-        }
-        String::from_utf8_lossy(&bytes).into_owned()
+        self.words
+            .get(start..end)
+            .unwrap_or(&[])
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .take_while(|&b| b != 0)
+            .collect()
     }
 
     /// The index of the instruction that defines `id`.

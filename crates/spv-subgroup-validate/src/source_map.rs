@@ -89,9 +89,10 @@ pub(crate) fn attach(m: &Module<'_>, diags: &mut [Diagnostic]) {
             continue;
         };
         let c = found[k].1;
-        if let Some(file) = file_name(m, c.file, debug_info) {
+        if let Some(file_bytes) = file_name(m, c.file, debug_info) {
             d.source = Some(SourceLocation {
-                file,
+                file: String::from_utf8_lossy(&file_bytes).into_owned(),
+                file_bytes,
                 line: c.line,
                 column: c.column,
             });
@@ -120,12 +121,12 @@ fn debug_line(m: &Module<'_>, i: usize) -> Option<Current> {
     })
 }
 
-/// The file name an `OpString` (or a `DebugSource` naming one) holds.
-fn file_name(m: &Module<'_>, id: u32, debug_info: Option<u32>) -> Option<String> {
+/// The file name an `OpString` (or a `DebugSource` naming one) holds, as its bytes.
+fn file_name(m: &Module<'_>, id: u32, debug_info: Option<u32>) -> Option<Vec<u8>> {
     let i = m.def_inst(id)?;
     let op = m.opcode(i);
     if op == Op::String as u32 {
-        return Some(m.string(i, 2));
+        return Some(m.string_bytes(i, 2));
     }
     let is_debug_source = op == Op::ExtInst as u32
         && debug_info.is_some()
@@ -134,7 +135,7 @@ fn file_name(m: &Module<'_>, id: u32, debug_info: Option<u32>) -> Option<String>
     if is_debug_source {
         let file = m.def_inst(m.word(i, 5)?)?;
         if m.opcode(file) == Op::String as u32 {
-            return Some(m.string(file, 2));
+            return Some(m.string_bytes(file, 2));
         }
     }
     None

@@ -93,6 +93,17 @@ fn normalize(path: &std::path::Path) -> std::path::PathBuf {
     out
 }
 
+/// The path of a finding's source file: its name's bytes as the module records them (on Unix,
+/// where a path is bytes), so that a name that is not UTF-8 keeps them in the URI.
+fn source_path(src: &spv_subgroup_validate::SourceLocation) -> std::path::PathBuf {
+    #[cfg(unix)]
+    if !src.file_bytes.is_empty() {
+        use std::os::unix::ffi::OsStrExt;
+        return std::ffi::OsStr::from_bytes(&src.file_bytes).into();
+    }
+    std::path::PathBuf::from(&src.file)
+}
+
 /// A path as a URI path, percent-encoded byte by byte (so non-UTF-8 names survive).
 fn encode(p: &std::path::Path) -> String {
     #[cfg(unix)]
@@ -144,7 +155,7 @@ pub fn results(
                     if src.column > 0 {
                         region["startColumn"] = json!(src.column);
                     }
-                    let artifact = locator.artifact(Some(std::path::Path::new(&src.file)));
+                    let artifact = locator.artifact(Some(&source_path(src)));
                     let related = json!([{
                         "id": 1,
                         "message": { "text": "the instruction in the module" },

@@ -349,3 +349,115 @@ fn p09_opencl_kernels_are_refused_for_vulkan_targets() {
         assert!(out.is_none(), "nothing is written");
     }
 }
+
+/// The words of every `OpSource`, `OpSourceContinued` and `OpString` of a module, in order.
+fn debug_strings(words: &[u32]) -> Vec<Vec<u32>> {
+    let mut found = Vec::new();
+    let mut at = 5;
+    while let Some(&first) = words.get(at) {
+        let count = (first >> 16) as usize;
+        assert!(count > 0 && at + count <= words.len(), "malformed at {at}");
+        if matches!(first & 0xffff, 2 | 3 | 7) {
+            found.push(words[at..at + count].to_vec());
+        }
+        at += count;
+    }
+    found
+}
+
+/// The probe's Q06: a `glslangValidator -g` module whose `OpSource` text (a Latin-1 comment)
+/// and `OpString` file name (`Gr\xf6\xdfe.comp`) are not UTF-8 was "not a module that can be
+/// lowered" (rspirv's parser refuses such strings), although spirv-val and `validate` take it.
+/// Now `lower` lowers its 2 ops, plainly and with the size emulation, and the output keeps the
+/// input's debug strings byte for byte; `validate` shows the file name lossily, and its SARIF
+/// gives the file's URI from the name's bytes.
+#[test]
+fn q06_debug_strings_that_are_not_utf8_are_kept_as_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    tools::require("glslangValidator");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let name = std::ffi::OsStr::from_bytes(b"Gr\xf6\xdfe.comp");
+    let source: &[u8] = b"#version 450\n\
+        // Gr\xf6\xdfe: lanes with equal keys form one subset (a Latin-1 comment).\n\
+        #extension GL_NV_shader_subgroup_partitioned : require\n\
+        layout(local_size_x = 64) in;\n\
+        layout(std430, binding = 0) buffer B { uint v[]; };\n\
+        void main() {\n\
+        \x20   uint i = gl_GlobalInvocationID.x;\n\
+        \x20   v[i] = subgroupPartitionedAddNV(v[i], subgroupPartitionNV(v[i] & 7u));\n\
+        }\n";
+    std::fs::write(d.join(name), source).expect("source writes");
+    let o = Command::new("glslangValidator")
+        .args(["-V", "-g", "--target-env", "vulkan1.1", "-o", "g.spv"])
+        .arg(name)
+        .current_dir(d)
+        .output()
+        .expect("glslangValidator runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let input = tools::read_words(&d.join("g.spv"));
+    let strings = debug_strings(&input);
+    let bytes_of = |w: &[u32]| w.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+    // (glslang 12 writes the bytes after a byte of 128 or more as 0xff, still not UTF-8.)
+    for op in [3, 7] {
+        assert!(
+            strings
+                .iter()
+                .any(|s| s[0] & 0xffff == op && bytes_of(s).contains(&0xf6)),
+            "glslang wrote no Op {op} with the Latin-1 bytes: {strings:x?}"
+        );
+    }
+    for args in [
+        &["--target", "lavapipe"][..],
+        &["--emulate-subgroup-size", "4"][..],
+    ] {
+        let (o, out) = lower(d, &input, args);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 0, "lower {args:?}: {err}");
+        let out = out.expect("written");
+        if args[0] == "--target" {
+            assert!(err.contains("lowered 2 ops"), "{err}");
+            let o = common::run(&["validate", "out.spv", "--target", "lavapipe"], d);
+            assert_eq!(code(&o), 0, "validate of the output: {}", common::show(&o));
+        }
+        assert_eq!(debug_strings(&out), strings, "lower {args:?}");
+        valid(&out, "vulkan1.1");
+    }
+    // An entry point's name that is not UTF-8 is kept too, the built-ins the lowering adds to
+    // its interface after it.
+    let mut renamed = to_bytes(&input);
+    let at = renamed
+        .windows(5)
+        .position(|w| w == b"main\0")
+        .expect("the entry point's name");
+    renamed[at + 1] = 0xf6;
+    let renamed: Vec<u32> = renamed
+        .chunks(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let (o, out) = lower(d, &renamed, &["--target", "lavapipe"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = out.expect("written");
+    valid(&out, "vulkan1.1");
+    assert!(
+        to_bytes(&out).windows(5).any(|w| w == b"m\xf6in\0"),
+        "the entry point's name changed"
+    );
+    let found = validate_with_target(d, &input, "lavapipe");
+    assert!(found.contains("Gr\u{fffd}"), "{found}");
+    assert!(found.contains(".comp:8 ("), "{found}");
+    // SARIF names the source file by its bytes, percent-encoded (not by U+FFFD's).
+    let o = common::run(
+        &[
+            "validate",
+            "check.spv",
+            "--target",
+            "lavapipe",
+            "--format",
+            "sarif",
+        ],
+        d,
+    );
+    let sarif = String::from_utf8_lossy(&o.stdout);
+    assert!(sarif.contains("\"uri\": \"Gr%F6"), "{sarif}");
+}

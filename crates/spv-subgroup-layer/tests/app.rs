@@ -1790,8 +1790,10 @@ impl App {
                 p_next: (&mut library as *mut vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT)
                     .cast(),
                 subgroup_size_control: vk::TRUE,
-                // For `pipeline_full_subgroups`.
+                // For `pipeline_full_subgroups`, and its modules' `LocalSizeId`
+                // (`VUID-RuntimeSpirv-LocalSizeId-06434`).
                 compute_full_subgroups: vk::TRUE,
+                maintenance4: vk::TRUE,
                 ..Default::default()
             };
             let mut device_info = vk::DeviceCreateInfo::default()

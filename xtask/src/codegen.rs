@@ -2,6 +2,9 @@
 //!
 //! - `docs/rules.md` from the validator's rule table (`spv_subgroup_validate::rules::markdown()`),
 //!   so the table in the code stays the single source of truth;
+//! - `crates/spv-subgroup-validate/src/binary/grammar.rs`, rspirv's core instruction grammar
+//!   (`spv_subgroup_validate::grammar_source()`), from which the validator's opcode table is
+//!   built at compile time (a static with nothing on the heap);
 //! - `crates/spv-subgroup-capi/include/spv_subgroup.h`, the C header, by cbindgen from the C
 //!   interface's `src/lib.rs` with that crate's `cbindgen.toml`.
 //!
@@ -24,6 +27,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         (
             root.join("docs/rules.md"),
             spv_subgroup_validate::rules::markdown(),
+        ),
+        (
+            root.join("crates/spv-subgroup-validate/src/binary/grammar.rs"),
+            spv_subgroup_validate::grammar_source(),
         ),
         (capi.join("include/spv_subgroup.h"), c_header(&capi)?),
     ];

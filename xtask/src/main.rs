@@ -5,7 +5,7 @@
 //! - `install-deps`: only the install step;
 //! - `install --prefix P [--artifacts DIR]`: build the `dist` profile and lay out the binary, the C
 //!   library, pkg-config and CMake files, man pages and completions (`xtask::install`);
-//! - `codegen [--check]`: regenerate (or check) `docs/rules.md` from the rule table;
+//! - `codegen [--check]`: regenerate (or check) the generated files (`codegen.rs`);
 //! - `example`: the README's main job: compile `fixtures/examples/partitioned_vote.comp`, lower it, check it;
 //! - `bench`: generate large modules and time ours against spirv-val/spirv-opt; `bench tree`: a
 //!   tree of 2,000 small shaders against one spirv-val process per file;
@@ -38,7 +38,7 @@ commands:
                             build (profile dist) and install the binary, C library, pkg-config and
                             CMake files, man pages and completions under $DESTDIR/P (docs/install.md);
                             --artifacts: install what is already built in DIR (e.g. target/debug)
-  codegen [--check]         write docs/rules.md from the rule table (--check: fail if out of date)
+  codegen [--check]         write the generated files: docs/rules.md, the opcode grammar, the C header (--check: fail if out of date)
   example                   compile, lower and check fixtures/examples/partitioned_vote.comp
   bench [ARGS]              benchmark validation and lowering of large modules
   bench tree [ARGS]         time validate and lower of a tree of 2,000 shaders against spirv-val per file

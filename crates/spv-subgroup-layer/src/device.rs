@@ -12,7 +12,7 @@ use crate::chain;
 use crate::dispatch::{self, DeviceData};
 use crate::host_memory::{self, with_route, Callbacks};
 use crate::instance::command_route;
-use crate::shader::{local_size_x, Outcome, RequiredSize};
+use crate::shader::{local_size_x, LocalSizeX, Outcome, RequiredSize};
 
 /// `vkDestroyDevice`.
 ///
@@ -104,6 +104,51 @@ unsafe fn required_size(head: *const c_void) -> Option<u32> {
         ) as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo;
         (!found.is_null()).then(|| (*found).required_subgroup_size)
     }
+}
+
+/// The value a stage's specialization gives the specialization constant of `SpecId` `spec_id`,
+/// if it gives one: its map entry's 4 bytes at its offset in `pData` (a workgroup size is a
+/// 32-bit integer, and `VUID-VkSpecializationMapEntry-constantID-00776` has the entry's size be
+/// the constant's). An entry of another size, or outside `dataSize`, is invalid usage the layer
+/// does not guess at: `None`, the module's default then.
+///
+/// # Safety
+/// `info` is NULL or a valid `VkSpecializationInfo` (its entries and `dataSize` bytes of data
+/// readable).
+unsafe fn specialized(info: *const vk::SpecializationInfo, spec_id: u32) -> Option<u32> {
+    if info.is_null() {
+        return None;
+    }
+    // SAFETY: a valid struct.
+    let info = unsafe { &*info };
+    if info.p_map_entries.is_null() || info.p_data.is_null() {
+        return None;
+    }
+    // SAFETY: `mapEntryCount` entries at `pMapEntries`.
+    let entries =
+        unsafe { std::slice::from_raw_parts(info.p_map_entries, info.map_entry_count as usize) };
+    let entry = entries.iter().find(|e| e.constant_id == spec_id)?;
+    let offset = entry.offset as usize;
+    if entry.size != 4 || offset.checked_add(4)? > info.data_size {
+        return None;
+    }
+    // SAFETY: 4 bytes inside the `dataSize` bytes at `pData`, read without alignment.
+    Some(unsafe {
+        info.p_data
+            .cast::<u8>()
+            .add(offset)
+            .cast::<u32>()
+            .read_unaligned()
+    })
+}
+
+/// The x size a stage's workgroup has, its specialization applied.
+///
+/// # Safety
+/// As for [`specialized`].
+unsafe fn stage_local_x(x: LocalSizeX, info: *const vk::SpecializationInfo) -> u32 {
+    // SAFETY: forwarded.
+    x.resolve(|id| unsafe { specialized(info, id) })
 }
 
 /// The body of [`create_shader_module`], under its allocation route.
@@ -276,6 +321,8 @@ unsafe fn lower_stage(
             // SAFETY: as above.
             unsafe { words(ci.p_code, ci.code_size) }.and_then(local_size_x)
         };
+        // SAFETY: the stage's specialization info, NULL or valid.
+        let local_x = local_x.map(|x| unsafe { stage_local_x(x, stage.p_specialization_info) });
         data.lowerer.drops_full_subgroups(local_x, hardware_size)
     };
     if lowered.is_none() && mapping == RequiredSize::Keep {
@@ -463,11 +510,11 @@ unsafe fn create_shaders_ext_inner(
             )
         };
         let full = vk::ShaderCreateFlagsEXT::REQUIRE_FULL_SUBGROUPS;
-        if info.flags.contains(full)
-            && data
-                .lowerer
-                .drops_full_subgroups(code.and_then(local_size_x), size)
-        {
+        // SAFETY: the shader's specialization info, NULL or valid.
+        let local_x = code
+            .and_then(local_size_x)
+            .map(|x| unsafe { stage_local_x(x, info.p_specialization_info) });
+        if info.flags.contains(full) && data.lowerer.drops_full_subgroups(local_x, size) {
             info.flags &= !full;
             changed = true;
         }
@@ -630,5 +677,57 @@ pub unsafe fn create_shaders_ext(
         in_command(device, allocator, || {
             create_shaders_ext_inner(device, count, infos, allocator, shaders)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_specialization_gives_the_value_of_its_entry_and_nothing_it_cannot_hold() {
+        let data: [u8; 12] = [0, 0, 1, 2, 3, 4, 8, 0, 0, 0, 9, 9];
+        let entries = [
+            // At an odd offset: read without alignment.
+            vk::SpecializationMapEntry {
+                constant_id: 3,
+                offset: 2,
+                size: 4,
+            },
+            vk::SpecializationMapEntry {
+                constant_id: 5,
+                offset: 6,
+                size: 4,
+            },
+            // A 2-byte entry, and one past `dataSize`.
+            vk::SpecializationMapEntry {
+                constant_id: 6,
+                offset: 0,
+                size: 2,
+            },
+            vk::SpecializationMapEntry {
+                constant_id: 7,
+                offset: 10,
+                size: 4,
+            },
+        ];
+        let info = vk::SpecializationInfo::default()
+            .map_entries(&entries)
+            .data(&data);
+        // SAFETY (test): a valid struct over live arrays, or NULL.
+        let get = |id| unsafe { specialized(&info, id) };
+        assert_eq!(get(3), Some(u32::from_ne_bytes([1, 2, 3, 4])));
+        assert_eq!(get(5), Some(8));
+        assert_eq!((get(6), get(7), get(4)), (None, None, None));
+        // SAFETY (test): NULL is never read.
+        assert_eq!(unsafe { specialized(std::ptr::null(), 3) }, None);
+        let spec = LocalSizeX {
+            value: 16,
+            spec_id: Some(5),
+        };
+        // SAFETY (test): as above.
+        assert_eq!(unsafe { stage_local_x(spec, &info) }, 8);
+        // SAFETY (test): as above.
+        assert_eq!(unsafe { stage_local_x(spec, std::ptr::null()) }, 16);
     }
 }

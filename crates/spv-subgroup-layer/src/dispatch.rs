@@ -2,19 +2,20 @@
 //! to, the settings and the lowering, in two global maps keyed by the loader's dispatch key
 //! (so a physical device finds its instance, a queue its device). Reads take a read lock and
 //! clone an `Arc`, so calls from many threads never wait on each other for long; only create
-//! and destroy write. The maps themselves belong to the process, not to an instance or device:
+//! and destroy write. The maps themselves belong to the library, not to an instance or device:
 //! they are grown under no allocation route (`host_memory.rs`), while each `Arc` they hold was
-//! made with its object's callbacks.
+//! made with its object's callbacks; a map with no entry holds no memory at all (the library is
+//! unloaded after its last instance, and what it left on the heap would be lost).
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
-use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use ash::vk;
 
 use crate::host_memory::{with_route, Callbacks};
 use crate::settings::Settings;
-use crate::shader::{DeviceFacts, Lowerer};
+use crate::shader::{DeviceFacts, LocalSizeX, Lowerer};
 
 /// What the layer keeps for one instance.
 #[derive(Debug)]
@@ -69,8 +70,9 @@ pub struct DeviceData {
     /// The callbacks of `vkCreateDevice`, else the instance's, if any.
     pub callbacks: Option<Callbacks>,
     /// With an emulated subgroup size: the workgroup x size of each live shader module that
-    /// fixes it (`shader::local_size_x`), for the full-subgroups flag of the stages naming it.
-    pub module_local_x: Mutex<HashMap<vk::ShaderModule, u32>>,
+    /// gives it (`shader::local_size_x`), for the full-subgroups flag of the stages naming it
+    /// (each stage resolves a specialization constant with its own specialization).
+    pub module_local_x: Mutex<HashMap<vk::ShaderModule, LocalSizeX>>,
 }
 
 impl DeviceData {
@@ -81,7 +83,7 @@ impl DeviceData {
     }
 
     /// The workgroup x size recorded for `module`.
-    pub fn local_x_of(&self, module: vk::ShaderModule) -> Option<u32> {
+    pub fn local_x_of(&self, module: vk::ShaderModule) -> Option<LocalSizeX> {
         let map = self
             .module_local_x
             .lock()
@@ -90,10 +92,15 @@ impl DeviceData {
     }
 }
 
-type Map<T> = LazyLock<RwLock<HashMap<usize, Arc<T>>>>;
+/// A map from dispatch keys, `None` while it holds nothing: it owns no memory then, so that
+/// nothing of the layer's outlives its last instance. The loader unloads the library after
+/// `vkDestroyInstance` of the last instance that enabled it, and loads it anew (with new,
+/// empty statics) for the next, so a map's table left allocated would be lost at every
+/// unload.
+type Map<T> = RwLock<Option<HashMap<usize, Arc<T>>>>;
 
-static INSTANCES: Map<InstanceData> = LazyLock::new(|| RwLock::new(HashMap::new()));
-static DEVICES: Map<DeviceData> = LazyLock::new(|| RwLock::new(HashMap::new()));
+static INSTANCES: Map<InstanceData> = RwLock::new(None);
+static DEVICES: Map<DeviceData> = RwLock::new(None);
 
 fn get<T>(map: &Map<T>, key: usize) -> Option<Arc<T>> {
     // A panic never happens while a map's lock is held (inserts and removes only), so a
@@ -101,6 +108,7 @@ fn get<T>(map: &Map<T>, key: usize) -> Option<Arc<T>> {
     with_route(None, || {
         map.read()
             .unwrap_or_else(|p| p.into_inner())
+            .as_ref()?
             .get(&key)
             .cloned()
     })
@@ -119,14 +127,22 @@ pub fn device(key: usize) -> Option<Arc<DeviceData>> {
 fn insert<T>(map: &Map<T>, key: usize, data: Arc<T>) {
     with_route(None, || {
         let mut map = map.write().unwrap_or_else(|p| p.into_inner());
-        map.insert(key, data);
+        map.get_or_insert_with(HashMap::new).insert(key, data);
     })
 }
 
+/// Takes `key` out of `map`; the map's table goes with its last entry. The entry is returned,
+/// not dropped here: its memory may belong to the application's callbacks, which the caller
+/// frees it under (and the object's own destruction below may still need it).
 fn remove<T>(map: &Map<T>, key: usize) -> Option<Arc<T>> {
     with_route(None, || {
-        let mut map = map.write().unwrap_or_else(|p| p.into_inner());
-        map.remove(&key)
+        let mut guard = map.write().unwrap_or_else(|p| p.into_inner());
+        let entries = guard.as_mut()?;
+        let removed = entries.remove(&key);
+        if entries.is_empty() {
+            *guard = None;
+        }
+        removed
     })
 }
 
@@ -188,4 +204,26 @@ pub unsafe fn load_device_fn<F: Copy>(
 pub unsafe fn key_of<H: vk::Handle>(handle: H) -> usize {
     // SAFETY: forwarded from this function's contract.
     unsafe { crate::loader_abi::dispatch_key(handle.as_raw() as usize as *const c_void) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_map_holds_no_memory_once_its_last_entry_is_removed() {
+        static MAP: Map<u32> = RwLock::new(None);
+        insert(&MAP, 1, Arc::new(10));
+        insert(&MAP, 2, Arc::new(20));
+        assert_eq!(get(&MAP, 2).as_deref(), Some(&20));
+        assert_eq!(remove(&MAP, 1).as_deref(), Some(&10));
+        assert!(MAP.read().unwrap().is_some(), "one entry left");
+        assert_eq!(remove(&MAP, 3), None);
+        assert_eq!(remove(&MAP, 2).as_deref(), Some(&20));
+        assert!(
+            MAP.read().unwrap().is_none(),
+            "the table went with its last entry"
+        );
+        assert_eq!((get(&MAP, 2), remove(&MAP, 2)), (None, None));
+    }
 }

@@ -24,7 +24,8 @@
 //!
 //! What the routes hold must outlive the application's callbacks only as long as the spec lets
 //! it: the callers make each route's memory belong to the object whose callbacks it uses, and
-//! the process-wide state (the dispatch maps, lazily built tables) is made under no route.
+//! the dispatch maps' tables, which belong to no object, are made under no route (and freed
+//! with the last entry: nothing outlives the library's last instance, `dispatch.rs`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -47,19 +47,19 @@ pub const LAYER_NAME: &CStr = c"VK_LAYER_SPV_SUBGROUP_lower";
 /// The loader interface version the layer speaks.
 const INTERFACE_VERSION: u32 = 2;
 
-/// Builds what the process keeps from the first call on, once.
-static WARM_UP: std::sync::Once = std::sync::Once::new();
-
-/// Runs `f`, turning a panic into `on_panic`. Before it, once and under no allocation route,
-/// the lowering's process-wide tables, so that none is made with an application's callbacks
-/// that it would outlive (`host_memory.rs`).
+/// Runs `f`, turning a panic into `on_panic`.
+///
+/// Nothing the layer keeps outlives its last instance: the loader unloads the library after
+/// that instance's `vkDestroyInstance` and loads it again (with fresh statics) at the next
+/// `vkCreateInstance`, so any heap memory a static still owned then would be lost, once per
+/// instance. The dispatch maps hold no memory while empty (`dispatch.rs`), and the validator's
+/// and lowering's tables are statics in the library's image, not on the heap.
 ///
 /// Nothing here may register a thread-exit destructor (`std::thread::current()` does, through a
-/// pthread key): the loader unloads the library at `vkDestroyInstance`, and a destructor left in
-/// unmapped code crashes the thread when it exits (seen on lavapipe). The layer's thread-locals
-/// have constant initializers and no destructors for that reason.
+/// pthread key): a destructor left in unmapped code crashes the thread when it exits (seen on
+/// lavapipe). The layer's thread-locals have constant initializers and no destructors for that
+/// reason.
 fn guarded<R>(on_panic: R, f: impl FnOnce() -> R) -> R {
-    host_memory::with_route(None, || WARM_UP.call_once(shader::warm_up));
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
 }
 

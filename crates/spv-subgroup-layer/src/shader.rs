@@ -255,25 +255,75 @@ pub fn uses_subgroups(words: &[u32]) -> bool {
     false
 }
 
+/// A workgroup's x size as a module gives it: a number, or the default of a specialization
+/// constant that a pipeline stage's `VkSpecializationInfo` may replace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalSizeX {
+    /// The size the module gives (a specialization constant's default value).
+    pub value: u32,
+    /// The `SpecId` of the specialization constant holding it, if it is one the application
+    /// can set.
+    pub spec_id: Option<u32>,
+}
+
+impl LocalSizeX {
+    /// A size no specialization changes.
+    pub fn fixed(value: u32) -> LocalSizeX {
+        LocalSizeX {
+            value,
+            spec_id: None,
+        }
+    }
+
+    /// The size in a stage whose specialization gives `specialized(id)` for the constant of
+    /// `SpecId` `id` (`None`: the stage does not set it, and the default holds).
+    pub fn resolve(self, specialized: impl FnOnce(u32) -> Option<u32>) -> u32 {
+        self.spec_id.and_then(specialized).unwrap_or(self.value)
+    }
+}
+
 /// The x size of the workgroup of every compute entry point of the module, when the module
-/// fixes it: by a `WorkgroupSize` built-in that is a constant (not a specialization constant)
-/// composite, which overrides the execution modes, else by `LocalSize` literals, all entry points
-/// alike (`LocalSizeId` leaves it unknown). What
-/// `VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT`'s rule is about.
-pub fn local_size_x(words: &[u32]) -> Option<u32> {
+/// fixes it (all entry points alike); what
+/// `VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT`'s rule is about. The Vulkan
+/// specification, `WorkgroupSize`: "If an object is decorated with the WorkgroupSize decoration,
+/// this takes precedence over any LocalSize or LocalSizeId execution mode", and "The variable
+/// decorated with WorkgroupSize must be a specialization constant or a constant"
+/// (`VUID-WorkgroupSize-WorkgroupSize-04426`). So the size is, in that order:
+///
+/// - the first constituent of the `OpConstantComposite` or `OpSpecConstantComposite` decorated
+///   `BuiltIn WorkgroupSize`;
+/// - else the `LocalSize` literal, or the constant a `LocalSizeId` names (what glslang writes
+///   for every Vulkan 1.3 compute shader).
+///
+/// A constant is an `OpConstant`, or an `OpSpecConstant`: its literal is the default, which
+/// the stage's `VkSpecializationInfo` replaces where it has an entry for the constant's `SpecId`
+/// ("constantID is the ID of the specialization constant in SPIR-V"); one without `SpecId` has
+/// no external name and keeps its default. Anything else (`OpSpecConstantOp`, entry points of
+/// different sizes) leaves the size unknown: `None`.
+pub fn local_size_x(words: &[u32]) -> Option<LocalSizeX> {
     const OP_EXECUTION_MODE: u32 = 16;
     const OP_EXECUTION_MODE_ID: u32 = 331;
     const OP_DECORATE: u32 = 71;
     const OP_CONSTANT: u32 = 43;
     const OP_CONSTANT_COMPOSITE: u32 = 44;
+    const OP_SPEC_CONSTANT: u32 = 50;
+    const OP_SPEC_CONSTANT_COMPOSITE: u32 = 51;
     const OP_FUNCTION: u32 = 54;
     const LOCAL_SIZE: u32 = 17;
     const LOCAL_SIZE_ID: u32 = 38;
+    const DECORATION_SPEC_ID: u32 = 1;
     const DECORATION_BUILT_IN: u32 = 11;
     const BUILT_IN_WORKGROUP_SIZE: u32 = 25;
-    let mut x = None;
+    /// Where an entry point's x size comes from.
+    enum Source {
+        Literal(u32),
+        Id(u32),
+    }
+    let mut modes = Vec::new();
     let mut builtin = None;
     let mut constants = HashMap::new();
+    let mut spec_constants = HashMap::new();
+    let mut spec_ids = HashMap::new();
     let mut composites = HashMap::new();
     let mut at = 5;
     while let Some(&first) = words.get(at) {
@@ -283,31 +333,45 @@ pub fn local_size_x(words: &[u32]) -> Option<u32> {
         }
         let operands = words.get(at + 1..at + count)?;
         match (opcode, operands) {
-            (OP_EXECUTION_MODE, [_, LOCAL_SIZE, size, ..]) => {
-                if x.is_some_and(|x| x != *size) {
-                    return None;
-                }
-                x = Some(*size);
-            }
-            (OP_EXECUTION_MODE_ID, [_, LOCAL_SIZE_ID, ..]) => return None,
+            (OP_EXECUTION_MODE, [_, LOCAL_SIZE, x, ..]) => modes.push(Source::Literal(*x)),
+            (OP_EXECUTION_MODE_ID, [_, LOCAL_SIZE_ID, x, ..]) => modes.push(Source::Id(*x)),
             (OP_DECORATE, [target, DECORATION_BUILT_IN, BUILT_IN_WORKGROUP_SIZE]) => {
                 builtin = Some(*target);
             }
+            (OP_DECORATE, [target, DECORATION_SPEC_ID, spec_id]) => {
+                spec_ids.insert(*target, *spec_id);
+            }
+            // One value word: a 32-bit scalar (the sizes' type).
             (OP_CONSTANT, [_, id, value]) => {
                 constants.insert(*id, *value);
             }
-            (OP_CONSTANT_COMPOSITE, [_, id, first, ..]) => {
-                composites.insert(*id, *first);
+            (OP_SPEC_CONSTANT, [_, id, value]) => {
+                spec_constants.insert(*id, *value);
+            }
+            (OP_CONSTANT_COMPOSITE | OP_SPEC_CONSTANT_COMPOSITE, [_, id, x, ..]) => {
+                composites.insert(*id, *x);
             }
             _ => {}
         }
         at += count;
     }
-    match builtin {
-        // A specialization constant (or anything else) the application may change: unknown.
-        Some(id) => constants.get(composites.get(&id)?).copied(),
-        None => x,
+    let constant = |id: u32| match (constants.get(&id), spec_constants.get(&id)) {
+        (Some(&value), _) => Some(LocalSizeX::fixed(value)),
+        (None, Some(&value)) => Some(LocalSizeX {
+            value,
+            spec_id: spec_ids.get(&id).copied(),
+        }),
+        (None, None) => None,
+    };
+    if let Some(id) = builtin {
+        return constant(*composites.get(&id)?);
     }
+    let mut sizes = modes.iter().map(|mode| match mode {
+        Source::Literal(x) => Some(LocalSizeX::fixed(*x)),
+        Source::Id(id) => constant(*id),
+    });
+    let x = sizes.next()??;
+    sizes.all(|other| other == Some(x)).then_some(x)
 }
 
 /// What a stage's `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo` becomes below the layer.
@@ -352,26 +416,6 @@ pub struct Lowerer {
     disk: DiskCache,
     /// Where the cache's memory comes from: the device's allocation callbacks, if any.
     owner: Option<Route>,
-}
-
-/// Builds the lowering's and validator's process-wide tables (built once, on first use) now,
-/// so that the first use is not under an application's allocation callbacks: the tables live
-/// as long as the process, longer than any instance whose callbacks could have made them.
-pub fn warm_up() {
-    // OpCapability Shader, OpMemoryModel Logical GLSL450: the smallest module there is.
-    let words = [
-        0x0723_0203,
-        0x0001_0000,
-        0,
-        1,
-        0,
-        (2 << 16) | OP_CAPABILITY,
-        1,
-        (3 << 16) | 14,
-        0,
-        1,
-    ];
-    let _ = spv_subgroup_validate::validate(&words, &Default::default());
 }
 
 impl Lowerer {
@@ -791,15 +835,19 @@ mod lowering_tests {
         let shader = tools::workspace_root()
             .join("crates/spv-subgroup-layer/tests/shaders/full_subgroups.comp");
         let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles it");
-        assert_eq!(local_size_x(&words), Some(8));
-        assert_eq!(local_size_x(&example()), Some(64));
-        // glslang's constant WorkgroupSize built-in holds the same 8; made a specialization
-        // constant, the application may change it: unknown.
+        assert_eq!(local_size_x(&words), Some(LocalSizeX::fixed(8)));
+        assert_eq!(local_size_x(&example()), Some(LocalSizeX::fixed(64)));
+        // For Vulkan 1.3 glslang writes `LocalSizeId` naming plain constants.
+        let v13 = tools::compile_glsl(&shader, "vulkan1.3").expect("glslang compiles it");
+        assert!(tools::disassemble(&v13).contains("OpExecutionModeId"));
+        assert_eq!(local_size_x(&v13), Some(LocalSizeX::fixed(8)));
+        // glslang's constant WorkgroupSize built-in holds the same 8; a specialization constant
+        // composite of plain constants holds it too.
         let text = tools::disassemble(&words);
         assert!(text.contains("BuiltIn WorkgroupSize"), "{text}");
         let specialized = text.replace("OpConstantComposite", "OpSpecConstantComposite");
         let specialized = tools::assemble(&specialized, "vulkan1.1").expect("spirv-as");
-        assert_eq!(local_size_x(&specialized), None);
+        assert_eq!(local_size_x(&specialized), Some(LocalSizeX::fixed(8)));
         // Emulating 4 on 16 lanes: x = 8 breaks the flag's rule at 16, x = 64 does not.
         let facts = DeviceFacts {
             subgroup_size: 16,
@@ -818,6 +866,118 @@ mod lowering_tests {
         assert!(!lowerer.drops_full_subgroups(None, Some(16)));
         let native = Lowerer::new(&facts, no_settings());
         assert!(!native.drops_full_subgroups(Some(8), Some(16)));
+    }
+
+    /// A compute module with `modes` after its entry point, `decorations`, and `constants`
+    /// after the types `%uint`, `%v3uint` and `%uint_1`.
+    fn sized_module(modes: &str, decorations: &str, constants: &str) -> Vec<u32> {
+        let text = format!(
+            "OpCapability Shader\nOpMemoryModel Logical GLSL450\n\
+             OpEntryPoint GLCompute %main \"main\"\nOpEntryPoint GLCompute %other \"other\"\n\
+             {modes}\n{decorations}\n%void = OpTypeVoid\n%fn = OpTypeFunction %void\n\
+             %uint = OpTypeInt 32 0\n%v3uint = OpTypeVector %uint 3\n%uint_1 = OpConstant %uint 1\n\
+             {constants}\n%main = OpFunction %void None %fn\n%l = OpLabel\nOpReturn\nOpFunctionEnd\n\
+             %other = OpFunction %void None %fn\n%l2 = OpLabel\nOpReturn\nOpFunctionEnd\n"
+        );
+        tools::assemble(&text, "vulkan1.3").expect("spirv-as")
+    }
+
+    #[test]
+    fn the_workgroup_x_size_is_read_in_every_form_a_module_gives_it() {
+        let both = |mode: &str| {
+            format!(
+                "OpExecutionMode{mode}\nOpExecutionMode{}",
+                mode.replace("%main", "%other")
+            )
+        };
+        let both_id = |mode: &str| {
+            format!(
+                "OpExecutionModeId{mode}\nOpExecutionModeId{}",
+                mode.replace("%main", "%other")
+            )
+        };
+        let spec = |default: u32, id: u32| LocalSizeX {
+            value: default,
+            spec_id: Some(id),
+        };
+        // LocalSize literals.
+        let m = sized_module(&both(" %main LocalSize 16 1 1"), "", "");
+        assert_eq!(local_size_x(&m), Some(LocalSizeX::fixed(16)));
+        // LocalSizeId: a constant, a specialization constant with and without SpecId.
+        let m = sized_module(
+            &both_id(" %main LocalSizeId %x %uint_1 %uint_1"),
+            "",
+            "%x = OpConstant %uint 12",
+        );
+        assert_eq!(local_size_x(&m), Some(LocalSizeX::fixed(12)));
+        let m = sized_module(
+            &both_id(" %main LocalSizeId %x %uint_1 %uint_1"),
+            "OpDecorate %x SpecId 7",
+            "%x = OpSpecConstant %uint 12",
+        );
+        assert_eq!(local_size_x(&m), Some(spec(12, 7)));
+        let m = sized_module(
+            &both_id(" %main LocalSizeId %x %uint_1 %uint_1"),
+            "",
+            "%x = OpSpecConstant %uint 12",
+        );
+        assert_eq!(
+            local_size_x(&m),
+            Some(LocalSizeX::fixed(12)),
+            "no SpecId: no external name"
+        );
+        // A computed specialization constant is not evaluated: unknown.
+        let m = sized_module(
+            &both_id(" %main LocalSizeId %x %uint_1 %uint_1"),
+            "",
+            "%x = OpSpecConstantOp %uint IAdd %uint_1 %uint_1",
+        );
+        assert_eq!(local_size_x(&m), None);
+        // Entry points of different sizes: unknown; a literal and a constant of one size agree.
+        let m = sized_module(
+            "OpExecutionMode %main LocalSize 16 1 1\nOpExecutionMode %other LocalSize 32 1 1",
+            "",
+            "",
+        );
+        assert_eq!(local_size_x(&m), None);
+        let m = sized_module(
+            "OpExecutionMode %main LocalSize 12 1 1\nOpExecutionModeId %other LocalSizeId %x %uint_1 %uint_1",
+            "",
+            "%x = OpConstant %uint 12",
+        );
+        assert_eq!(local_size_x(&m), Some(LocalSizeX::fixed(12)));
+        // The WorkgroupSize built-in takes precedence over the execution modes: a constant
+        // composite, a specialization constant composite of a specialization constant.
+        let builtin = "OpDecorate %wgs BuiltIn WorkgroupSize";
+        let m = sized_module(
+            &both(" %main LocalSize 16 1 1"),
+            builtin,
+            "%x = OpConstant %uint 24\n%wgs = OpConstantComposite %v3uint %x %uint_1 %uint_1",
+        );
+        assert_eq!(local_size_x(&m), Some(LocalSizeX::fixed(24)));
+        let m = sized_module(
+            &both_id(" %main LocalSizeId %uint_1 %uint_1 %uint_1"),
+            &format!("{builtin}\nOpDecorate %x SpecId 0"),
+            "%x = OpSpecConstant %uint 24\n%wgs = OpSpecConstantComposite %v3uint %x %uint_1 %uint_1",
+        );
+        assert_eq!(local_size_x(&m), Some(spec(24, 0)));
+        // A built-in whose x is computed is unknown, whatever the modes say.
+        let m = sized_module(
+            &both(" %main LocalSize 16 1 1"),
+            builtin,
+            "%x = OpSpecConstantOp %uint IAdd %uint_1 %uint_1\n\
+             %wgs = OpSpecConstantComposite %v3uint %x %uint_1 %uint_1",
+        );
+        assert_eq!(local_size_x(&m), None);
+        // No size at all, and a truncated module.
+        assert_eq!(local_size_x(&sized_module("", "", "")), None);
+        let m = sized_module(&both(" %main LocalSize 16 1 1"), "", "");
+        assert_eq!(local_size_x(&m[..m.len() - 3]), Some(LocalSizeX::fixed(16)));
+        assert_eq!(local_size_x(&m[..8]), None);
+        // A stage's specialization replaces a SpecId's default, and only that.
+        assert_eq!(spec(12, 7).resolve(|id| (id == 7).then_some(4)), 4);
+        assert_eq!(spec(12, 7).resolve(|_| None), 12);
+        assert_eq!(LocalSizeX::fixed(12).resolve(|_| Some(4)), 12);
     }
 
     #[test]

@@ -145,7 +145,7 @@ fn run_through_layer(size: u32, by_name: bool) -> String {
     );
     // With SPV_SUBGROUP_LAYER_SUBGROUP_SIZE=N below the hardware's size (`emulated_sizes`):
     // the models' answers, and the modules emulated at N (the example, and the size observer and
-    // the full-subgroups shader, which use no emulated extension) valid and marked so.
+    // the full-subgroups shaders, which use no emulated extension) valid and marked so.
     for n in [4u32, 8].into_iter().filter(|&n| n < size) {
         assert!(
             out.contains(&format!("emulated {n} on {size}: model answers")),
@@ -167,9 +167,10 @@ fn run_through_layer(size: u32, by_name: bool) -> String {
                 emulated += 1;
             }
         }
+        // The full-subgroups shader in its four forms (`check_full_subgroups`).
         assert_eq!(
-            emulated, 3,
-            "the example, the observer and the full-subgroups shader, emulated at {n}:\n{out}"
+            emulated, 6,
+            "the example, the observer and the full-subgroups shaders, emulated at {n}:\n{out}"
         );
     }
     out
@@ -950,18 +951,50 @@ fn observer_model(keys: &[u32], size: usize) -> (Vec<[u32; 4]>, Vec<u32>, Vec<u3
 }
 
 /// `tests/shaders/full_subgroups.comp` (8 invocations) with full subgroups required at the
-/// device's size `size`, through a module and chained in the stage: the model's answers.
+/// device's size `size`, through a module and chained in the stage: the model's answers. In
+/// every form a module gives its workgroup's size, which the layer reads to take the flag off
+/// when it emulates a size: compiled for Vulkan 1.1 (`LocalSize 8` literals, and glslang's
+/// constant `WorkgroupSize` built-in) and for 1.3 (`LocalSizeId` naming a plain constant), and
+/// with `local_size_x_id` (a specialization constant of default 16, which the stage specializes
+/// to 8: a `WorkgroupSize` built-in of a specialization constant for 1.1, `LocalSizeId` naming it
+/// for 1.3). Kept where 8 is no multiple of the hardware's size, the flag breaks
+/// `VUID-VkPipelineShaderStageCreateInfo-pNext-02757` (Khronos' validation layer below ours says
+/// so in `khronos_validation_above_and_below_reports_nothing`).
 fn check_full_subgroups(app: &App, size: u32, how: &str) {
-    let shader = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shaders/full_subgroups.comp");
-    let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles the shader");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shaders/full_subgroups.comp");
+    let text = std::fs::read_to_string(&path).expect("the shader");
+    let fixed = "layout(local_size_x = 8) in;";
+    assert!(text.contains(fixed), "{text}");
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let specialized = dir.path().join("full_subgroups_specialized.comp");
+    std::fs::write(
+        &specialized,
+        text.replace(fixed, "layout(local_size_x_id = 0, local_size_x = 16) in;"),
+    )
+    .expect("writing the specialized shader");
+    let x = 8u32.to_ne_bytes();
+    let entry = [vk::SpecializationMapEntry {
+        constant_id: 0,
+        offset: 0,
+        size: 4,
+    }];
+    let spec = vk::SpecializationInfo::default()
+        .map_entries(&entry)
+        .data(&x);
     let want = full_subgroups_model(size as usize);
-    for chained in [false, true] {
-        let pipeline = app.pipeline_full_subgroups(&words, chained);
-        assert_eq!(
-            app.dispatch(pipeline, &example::keys()),
-            want,
-            "full subgroups {how}, chained: {chained}"
-        );
+    for (source, specialization) in [(&path, None), (&specialized, Some(&spec))] {
+        for env in ["vulkan1.1", "vulkan1.3"] {
+            let words = tools::compile_glsl(source, env).expect("glslang compiles the shader");
+            for chained in [false, true] {
+                let pipeline = app.pipeline_full_subgroups(&words, chained, specialization);
+                assert_eq!(
+                    app.dispatch(pipeline, &example::keys()),
+                    want,
+                    "full subgroups {how}, {env}, specialized: {}, chained: {chained}",
+                    specialization.is_some()
+                );
+            }
+        }
     }
 }
 
@@ -1020,6 +1053,227 @@ fn emulated_sizes(example_words: &[u32], hardware: u32) {
     std::env::remove_var("SPV_SUBGROUP_LAYER_SUBGROUP_SIZE");
     if let Some(dump) = dump {
         std::env::set_var(DUMP_VAR, dump);
+    }
+}
+
+/// The child's variable: how many instances [`child_instance_cycles`] creates and destroys.
+const CYCLES_VAR: &str = "LAYER_APP_CYCLES";
+/// Instances [`layer_memory_is_flat_over_instance_cycles`] creates and destroys (and a twentieth
+/// of that with a device and a module each): about 2 s.
+const CYCLES: usize = 1_000;
+/// The most heap the process may hold more after the cycles than before them, per cycle (it
+/// holds exactly as much, with glibc's per-thread cache off; the leak this guards against was
+/// 395 KB).
+const BYTES_PER_CYCLE: usize = 16;
+
+/// The layer's memory does not grow with instances. The loader unloads the layer after
+/// `vkDestroyInstance` of the last instance that enabled it and loads it again at the next
+/// `vkCreateInstance`, so heap memory a static of the library still owned at the unload is lost
+/// once per instance (it was about 395 KB). The child, an application with the layer enabled
+/// through the environment, creates and destroys [`CYCLES`] instances, then a twentieth of that
+/// with a device and a shader module the layer lowers (which runs the validator and the
+/// lowering), and compares glibc's count of live heap bytes (`mallinfo2`, with the per-thread
+/// cache off, whose freed blocks it counts as live) before and after each: at most
+/// [`BYTES_PER_CYCLE`] more per cycle. It checks that the library really leaves the process at
+/// `vkDestroyInstance` (`/proc/self/maps`). `LAYER_APP_CYCLES` sets another count for a run by
+/// hand.
+#[test]
+fn layer_memory_is_flat_over_instance_cycles() {
+    let manifests = manifest_dir();
+    let path = manifests.path().to_str().expect("UTF-8").to_owned();
+    let cycles = std::env::var(CYCLES_VAR).unwrap_or_else(|_| CYCLES.to_string());
+    let env = [
+        (lavapipe::CHILD_VAR, "1"),
+        ("VK_LAYER_PATH", path.as_str()),
+        ("VK_INSTANCE_LAYERS", "VK_LAYER_SPV_SUBGROUP_lower"),
+        (CYCLES_VAR, cycles.as_str()),
+    ];
+    // lavapipe alone (the loader would open every driver installed at every instance), and
+    // without Mesa's implicit device-select layer: what is measured is ours.
+    let icd = lavapipe_icd();
+    let icd = icd.to_str().expect("a UTF-8 path");
+    let env = [
+        &env[..],
+        &[
+            ("VK_ICD_FILENAMES", icd),
+            ("NODEVICE_SELECT", "1"),
+            ("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0"),
+        ],
+    ]
+    .concat();
+    let out = lavapipe::run_child("child_instance_cycles", 8, &env, Duration::from_secs(600));
+    print!("{out}");
+    assert!(out.contains("instance cycles: heap"), "{out}");
+    assert!(out.contains("device and module cycles: heap"), "{out}");
+    // The module was lowered (the validator and the lowering ran in each such cycle).
+    assert!(out.contains("lowered for `llvmpipe"), "{out}");
+}
+
+/// lavapipe's driver manifest.
+fn lavapipe_icd() -> PathBuf {
+    let dirs = [
+        "/usr/share/vulkan/icd.d",
+        "/usr/local/share/vulkan/icd.d",
+        "/etc/vulkan/icd.d",
+    ];
+    dirs.iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flatten()
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("lvp_icd"))
+        })
+        .expect("no lavapipe driver manifest (lvp_icd*.json): apt install mesa-vulkan-drivers")
+}
+
+/// Keeps the driver of the manifest `icd` loaded for the rest of the process. The loader opens
+/// the driver at every `vkCreateInstance` and closes it at `vkDestroyInstance`; lavapipe loads
+/// LLVM with it, which takes most of a cycle's time and leaves some memory behind of its own
+/// each time (about 40 bytes). Opened here once, the loader's opens and closes only count.
+fn keep_driver_loaded(icd: &Path) {
+    extern "C" {
+        fn dlopen(filename: *const std::ffi::c_char, flags: std::ffi::c_int) -> *mut c_void;
+    }
+    const RTLD_NOW: std::ffi::c_int = 2;
+    let manifest = std::fs::read_to_string(icd).expect("the driver manifest");
+    let library = manifest
+        .split("\"library_path\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').nth(1))
+        .expect("the manifest's library_path");
+    let name = std::ffi::CString::new(library).expect("a path without NUL");
+    // SAFETY (test): a NUL-terminated path; the handle is kept (never closed) on purpose.
+    let handle = unsafe { dlopen(name.as_ptr(), RTLD_NOW) };
+    assert!(!handle.is_null(), "cannot load the driver {library}");
+}
+
+/// glibc's count of the heap bytes in use (small blocks in the arenas and mmapped large ones).
+fn live_heap_bytes() -> usize {
+    /// glibc's `struct mallinfo2`.
+    #[repr(C)]
+    struct MallInfo2 {
+        arena: usize,
+        ordblks: usize,
+        smblks: usize,
+        hblks: usize,
+        hblkhd: usize,
+        usmblks: usize,
+        fsmblks: usize,
+        uordblks: usize,
+        fordblks: usize,
+        keepcost: usize,
+    }
+    extern "C" {
+        fn mallinfo2() -> MallInfo2;
+    }
+    // SAFETY (test): glibc's function, no arguments, returns the struct by value.
+    let info = unsafe { mallinfo2() };
+    info.uordblks + info.hblkhd
+}
+
+/// Whether the layer's library is mapped into this process.
+fn layer_is_loaded() -> bool {
+    std::fs::read_to_string("/proc/self/maps")
+        .expect("/proc/self/maps")
+        .contains("libVkLayer_spv_subgroup.so")
+}
+
+#[test]
+#[ignore = "runs inside layer_memory_is_flat_over_instance_cycles"]
+fn child_instance_cycles() {
+    lavapipe::assert_child();
+    let cycles: usize = std::env::var(CYCLES_VAR)
+        .expect("the parent sets the cycle count")
+        .parse()
+        .expect("a count");
+    keep_driver_loaded(Path::new(
+        &std::env::var_os("VK_ICD_FILENAMES").expect("the parent names the driver"),
+    ));
+    let shader = tools::workspace_root().join("fixtures/examples/partitioned_vote.comp");
+    let words = tools::compile_glsl(&shader, "vulkan1.1").expect("glslang compiles the example");
+    // SAFETY (test): the system loader, as any application loads it.
+    let entry = unsafe { ash::Entry::load() }.expect("the Vulkan loader");
+    let app_info = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
+    let info = vk::InstanceCreateInfo::default().application_info(&app_info);
+    let priorities = [1.0];
+    let queues = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(0)
+        .queue_priorities(&priorities)];
+    let extensions = [NV_PARTITIONED.as_ptr()];
+    let device_info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_extension_names(&extensions);
+    let module_info = vk::ShaderModuleCreateInfo::default().code(&words);
+    // One instance, and with `with_module` its device's subgroup size, a device of it and a
+    // module the layer lowers (what runs the validator and the lowering), all destroyed before
+    // the next.
+    // SAFETY (test): valid create infos; each object is destroyed before its parent.
+    let cycle = |with_module: bool| unsafe {
+        let instance = entry.create_instance(&info, None).expect("an instance");
+        let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+        if with_module {
+            let pd = instance.enumerate_physical_devices().expect("devices")[0];
+            let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup);
+            instance.get_physical_device_properties2(pd, &mut props);
+            let device = instance
+                .create_device(pd, &device_info, None)
+                .expect("a device with the emulated extension");
+            let module = device
+                .create_shader_module(&module_info, None)
+                .expect("a shader module");
+            device.destroy_shader_module(module, None);
+            device.destroy_device(None);
+        }
+        instance.destroy_instance(None);
+        subgroup.subgroup_size
+    };
+    // The first cycles set up what the loader, lavapipe and glibc keep for the process; the
+    // first module's lowering is said on stderr.
+    // SAFETY (test): one test on one thread; the layer reads its settings at vkCreateInstance.
+    std::env::set_var("SPV_SUBGROUP_LAYER_LOG", "info");
+    println!("subgroup size: {}", cycle(true));
+    std::env::remove_var("SPV_SUBGROUP_LAYER_LOG");
+    // SAFETY (test): a valid create info; the instance is destroyed at once.
+    unsafe {
+        let instance = entry.create_instance(&info, None).expect("an instance");
+        assert!(
+            layer_is_loaded(),
+            "the layer is not in the instance's chain"
+        );
+        instance.destroy_instance(None);
+    }
+    assert!(
+        !layer_is_loaded(),
+        "the loader keeps the layer loaded after vkDestroyInstance: the test needs the unload"
+    );
+    for with_module in [false, true] {
+        for _ in 0..10 {
+            cycle(with_module);
+        }
+        // Instances alone, and fewer with a device and a module each (those cost more time).
+        let (n, what) = if with_module {
+            (cycles / 20, "device and module")
+        } else {
+            (cycles, "instance")
+        };
+        let before = live_heap_bytes();
+        let start = Instant::now();
+        for _ in 0..n {
+            cycle(with_module);
+        }
+        let elapsed = start.elapsed();
+        let after = live_heap_bytes();
+        println!(
+            "{n} {what} cycles: heap {before} -> {after} bytes ({:+.1} per cycle) in {:.1} s",
+            (after as f64 - before as f64) / n as f64,
+            elapsed.as_secs_f64()
+        );
+        let growth = after.saturating_sub(before);
+        assert!(
+            growth <= n * BYTES_PER_CYCLE,
+            "the heap grew by {growth} bytes over {n} {what} cycles"
+        );
     }
 }
 
@@ -1620,8 +1874,10 @@ impl App {
                 p_next: (&mut library as *mut vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT)
                     .cast(),
                 subgroup_size_control: vk::TRUE,
-                // For `pipeline_full_subgroups`.
+                // For `pipeline_full_subgroups`, and its modules' `LocalSizeId`
+                // (`VUID-RuntimeSpirv-LocalSizeId-06434`).
                 compute_full_subgroups: vk::TRUE,
+                maintenance4: vk::TRUE,
                 ..Default::default()
             };
             let mut device_info = vk::DeviceCreateInfo::default()
@@ -1784,7 +2040,12 @@ impl App {
     /// (`VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT` with a
     /// `VkPipelineShaderStageRequiredSubgroupSizeCreateInfo`), its module made by
     /// `vkCreateShaderModule` or chained behind the size.
-    fn pipeline_full_subgroups(&self, words: &[u32], chained: bool) -> vk::Pipeline {
+    fn pipeline_full_subgroups(
+        &self,
+        words: &[u32],
+        chained: bool,
+        specialization: Option<&vk::SpecializationInfo>,
+    ) -> vk::Pipeline {
         let mut module_info = vk::ShaderModuleCreateInfo::default().code(words);
         let mut size = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
             .required_subgroup_size(self.subgroup_size);
@@ -1804,6 +2065,9 @@ impl App {
                 .stage(vk::ShaderStageFlags::COMPUTE)
                 .module(module)
                 .name(c"main");
+            if let Some(specialization) = specialization {
+                stage = stage.specialization_info(specialization);
+            }
             stage.p_next =
                 (&size as *const vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo).cast();
             let info = vk::ComputePipelineCreateInfo::default()

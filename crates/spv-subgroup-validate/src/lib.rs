@@ -23,6 +23,9 @@ pub mod rules;
 mod sink;
 mod source_map;
 
+/// The text of the generated opcode grammar (`cargo xtask codegen` writes it).
+#[doc(hidden)]
+pub use binary::grammar_source;
 pub use binary::{words_from_bytes, ParseError, ParseErrorKind};
 pub use diag::{Diagnostic, Location, Report, SourceLocation};
 pub use render::{escape_controls, render_human, render_json, render_short};

@@ -100,20 +100,20 @@ fn dispatch(op: Op) -> Option<Dispatch> {
 /// Per raw opcode: whether any per-instruction check of [`run`] looks at it (a family of
 /// [`dispatch`], SG0003's value operands, or target fit). Most instructions of a module (and
 /// nearly all of a lowered one: selects, bitwise ops, labels, branches) are none of these, and
-/// [`run`] skips them after this one lookup instead of three opcode matches each.
+/// [`run`] skips them after this one lookup instead of three opcode matches each. The table
+/// lives in the static itself, not on the heap: nothing of the library's outlives its image
+/// when a program unloads it (the Vulkan layer is unloaded at every `vkDestroyInstance`).
 fn checked_opcodes() -> &'static [bool] {
-    static TABLE: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    static TABLE: std::sync::OnceLock<[bool; crate::binary::OPCODES]> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
-        crate::binary::op_table()
-            .iter()
-            .map(|info| {
-                info.op.is_some_and(|op| {
-                    dispatch(op).is_some()
-                        || wellformed::value_operands(op).is_some()
-                        || target_fit::looks_at(op)
-                })
+        let table = crate::binary::op_table();
+        std::array::from_fn(|opcode| {
+            table[opcode].op.is_some_and(|op| {
+                dispatch(op).is_some()
+                    || wellformed::value_operands(op).is_some()
+                    || target_fit::looks_at(op)
             })
-            .collect()
+        })
     })
 }
 

@@ -4,7 +4,7 @@
 //! slots, labels to block indices), then [`Module::run`] executes a dispatch: workgroups with the
 //! result of running them one after another (on every core, [`Dispatch::with_threads`]), each as
 //! subgroups whose lanes run in lock step under an active mask, split and reconverged by
-//! structured control flow (the rule is written down in `exec.rs`).
+//! structured control flow (the rule is written down in `exec/run.rs`).
 //! Subgroup instructions have the SPIR-V spec's semantics natively.
 //! Values the spec leaves undefined (reads from inactive or out-of-range lanes, bit queries of
 //! empty ballots, uninitialised memory, `OpUndef`, division by zero) are random bits seeded by
@@ -306,7 +306,7 @@ impl Module {
     }
 
     /// The same module with buffer, push-constant and Workgroup memory accessed lane by lane
-    /// only (no row form, `memrow.rs`): for tests that prove the rows give exactly what the
+    /// only (no row form, `memrow/`): for tests that prove the rows give exactly what the
     /// per-lane path gives.
     #[doc(hidden)]
     pub fn with_memory_lane_by_lane(mut self) -> Self {

@@ -822,7 +822,7 @@ impl<'p> Machine<'p> {
         } else {
             None
         };
-        // Every lane at once where every lane can (`memrow.rs`).
+        // Every lane at once where every lane can (`memrow/`).
         let (v, c) = (
             value.map_or(Src::None, |v| v.0),
             cmp.map_or(Src::None, |c| c.0),

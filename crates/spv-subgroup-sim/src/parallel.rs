@@ -10,7 +10,7 @@
 //! or would pass the step limit is run again by the committing worker against the committed
 //! state, as the sequential run would have run it: so buffers, errors, steps, undefined values
 //! and size reads are the same whatever the thread count.
-//! Undefined values' bits are seeded per workgroup (`exec::workgroup_rng`), not per thread.
+//! Undefined values' bits are seeded per workgroup (`exec/workgroup.rs`'s `workgroup_rng`), not per thread.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};

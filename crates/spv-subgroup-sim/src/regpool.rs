@@ -21,7 +21,7 @@
 //! in and out. Phis and parameters are written before their block runs, but a workgroup that
 //! ends without an error has entered every block it branched or called into; one that ends in an
 //! error zeroes the whole file. The module-scope variables' pointer rows are written afresh for
-//! every lane of every workgroup (`exec::run_subgroups`) and are not zeroed. Nor are the rows of
+//! every lane of every workgroup (`exec/workgroup.rs`'s `run_subgroups`) and are not zeroed. Nor are the rows of
 //! the built-ins kept in registers, which only loads read (a load writes none of its variable's
 //! rows but for undefined bits drawn in lanes never written, and a built-in's are written in
 //! every lane that exists): a subgroup's set-up fills them, and keeps them from its previous

@@ -4,7 +4,8 @@
 //! of `SPV_KHR_subgroup_vote`, `SPV_NV/EXT_shader_subgroup_partitioned`, the core non-uniform
 //! instructions our lowering emits, and optionally a [`target::Target`], and returns a [`Report`].
 //! A binary that cannot be read at all is a [`ParseError`] with its word offset.
-//! [`render_human`] and [`render_json`] turn a report into what the CLI prints.
+//! [`render_human`], [`render_short`] and [`render_json`] turn a report into what the CLI prints,
+//! [`sarif`] a whole run's reports into one SARIF log.
 //!
 //! The rules are listed once, in [`Rule`] (see `docs/rules.md`).
 #![deny(missing_docs)]
@@ -28,7 +29,7 @@ mod source_map;
 pub use binary::grammar_source;
 pub use binary::{words_from_bytes, ParseError, ParseErrorKind};
 pub use diag::{Diagnostic, Location, Report, SourceLocation};
-pub use render::{escape_controls, render_human, render_json, render_short};
+pub use render::{escape_controls, render_human, render_json, render_short, sarif};
 pub use rule_table::{Kind, Severity};
 pub use rules::Rule;
 /// The `spirv` crate, whose types (`spirv::Op`, `spirv::Capability`) appear in this crate's API

@@ -1,4 +1,7 @@
 //! Rendering a [`Report`]: rustc-like text for people, stable JSON for tools. Both deterministic.
+//! The SARIF log, which spans a run's modules, is built in [`sarif`].
+
+pub mod sarif;
 
 use std::borrow::Cow;
 use std::fmt::Write;

@@ -15,7 +15,6 @@ mod lower_tree;
 mod output;
 mod parallel;
 mod run;
-mod sarif;
 mod signals;
 mod size_compare;
 mod suggest;

@@ -3,7 +3,8 @@
 //! Human output is the validator's own rendering ([`render_human`]); `--format json` prints one
 //! JSON document for the whole run (documented in `docs/cli.md`):
 //! `{"version":1,"files":[{"file","ok","error","findings"}],"summary":{..}}`; `--format sarif`
-//! one SARIF 2.1.0 log ([`crate::sarif`]).
+//! one SARIF 2.1.0 log, built by the validator ([`spv_subgroup_validate::sarif`]) from the working
+//! directory, `--sarif-root` and this program's name and version ([`sarif_locator`], [`SARIF_TOOL`]).
 //!
 //! Files are checked in parallel on all cores ([`check_all`]); their outcomes are printed in the
 //! order of the inputs as soon as every earlier one is done, so the output is the same as serial.
@@ -12,7 +13,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
 use spv_subgroup_validate::{
-    render_human, render_json, render_short, validate, Severity, ValidateOptions,
+    render_human, render_json, render_short, sarif, validate, Severity, ValidateOptions,
 };
 
 use crate::args::{parse_target_env, GeneralOpts, InputArgs, TargetArg};
@@ -21,6 +22,28 @@ use crate::{EXIT_FINDINGS, EXIT_OK, EXIT_USAGE};
 
 /// The version of the JSON document; bumped only on incompatible changes.
 pub const JSON_VERSION: u32 = 1;
+
+/// The project's home (the workspace's `repository`).
+const REPOSITORY: &str = env!("CARGO_PKG_REPOSITORY");
+
+/// What the SARIF log names as its driver: this program.
+const SARIF_TOOL: sarif::Tool<'static> = sarif::Tool {
+    name: "spv-subgroup",
+    version: env!("CARGO_PKG_VERSION"),
+    information_uri: REPOSITORY,
+    rules_uri: concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/rules.md"),
+};
+
+/// The SARIF log's locator for `--sarif-root` (`None`: the working directory): relative paths
+/// are taken from the working directory.
+fn sarif_locator(root: Option<&std::path::Path>) -> anyhow::Result<sarif::Locator> {
+    let cwd = std::env::current_dir()?;
+    let root = match root {
+        Some(r) => std::path::absolute(r)?,
+        None => cwd.clone(),
+    };
+    Ok(sarif::Locator::new(cwd, root))
+}
 
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -127,7 +150,7 @@ impl Opts {
         let mut summary = Summary::default();
         let mut files_json = Vec::new();
         let (mut sarif_results, mut sarif_notes) = (Vec::new(), Vec::new());
-        let locator = crate::sarif::Locator::new(self.sarif_root.as_deref())?;
+        let locator = sarif_locator(self.sarif_root.as_deref())?;
         check_all(&sources, &opts, |source, mut outcome| {
             if let Outcome::Checked(report, words) = &mut outcome {
                 allow(report, words, &allowed);
@@ -163,14 +186,15 @@ impl Opts {
                         Source::Stdin => None,
                     });
                     match &outcome {
-                        Outcome::Checked(report, words) => sarif_results
-                            .extend(crate::sarif::results(report, &artifact, words, &locator)),
-                        Outcome::Malformed(e) => sarif_notes.push(crate::sarif::notification(
+                        Outcome::Checked(report, words) => {
+                            sarif_results.extend(sarif::results(report, &artifact, words, &locator))
+                        }
+                        Outcome::Malformed(e) => sarif_notes.push(sarif::notification(
                             &artifact,
                             &format!("`{name}` is not a valid SPIR-V module: {e}"),
                             Some(e.word_offset),
                         )),
-                        Outcome::Io(e) => sarif_notes.push(crate::sarif::notification(
+                        Outcome::Io(e) => sarif_notes.push(sarif::notification(
                             &artifact,
                             &format!("{e:#}"),
                             None,
@@ -182,7 +206,8 @@ impl Opts {
         })?;
         match self.format {
             Format::Sarif => {
-                let log = crate::sarif::log(
+                let log = sarif::log(
+                    &SARIF_TOOL,
                     sarif_results,
                     sarif_notes,
                     summary.unreadable == 0,
@@ -337,15 +362,7 @@ fn check(source: &Source, opts: &ValidateOptions) -> Outcome {
     };
     let checked = read.and_then(|crate::io::Words { words, .. }| {
         let report = validate(&words, opts)?;
-        let inst_words = report
-            .diagnostics
-            .iter()
-            .map(|d| {
-                words
-                    .get(d.location.word_offset)
-                    .map_or(1, |w| (w >> 16).max(1))
-            })
-            .collect();
+        let inst_words = sarif::instruction_words(&report, &words);
         Ok((report, inst_words))
     });
     match checked {

@@ -113,7 +113,7 @@ fn normalize(path: &std::path::Path) -> std::path::PathBuf {
 
 /// The path of a finding's source file: its name's bytes as the module records them (on Unix,
 /// where a path is bytes), so that a name that is not UTF-8 keeps them in the URI.
-fn source_path(src: &spv_subgroup_validate::SourceLocation) -> std::path::PathBuf {
+fn source_path(src: &crate::SourceLocation) -> std::path::PathBuf {
     #[cfg(unix)]
     if !src.file_bytes.is_empty() {
         use std::os::unix::ffi::OsStrExt;

@@ -363,6 +363,7 @@ mod tests {
         let words = [0x0723_0203, 0, 0, 8, 0, (4 << 16) | 17, 1, 2, 3];
         let src = SourceLocation {
             file: "../src/x.comp".to_owned(),
+            file_bytes: b"../src/x.comp".to_vec(),
             line: 12,
             column: 5,
         };

@@ -22,7 +22,8 @@ use std::collections::{BTreeSet, HashMap};
 use rspirv::dr::{Function, Instruction, Module, Operand};
 use spirv::{BuiltIn, Decoration, MemoryAccess, Op};
 
-use crate::emit::Id;
+/// A result id (`emit::Id`; the emitter reads this module, so it does not import the emitter).
+type Id = u32;
 
 /// Every id decorated `BuiltIn`, with its built-in: `OpDecorate`, and `OpGroupDecorate` of a
 /// decoration group decorated `BuiltIn`.

@@ -995,6 +995,27 @@ fn emulation_refuses_a_built_in_read_it_cannot_rewrite() {
 }
 
 #[test]
+fn emulation_refuses_a_size_built_in_as_a_block_member() {
+    // A subgroup built-in decorated on a structure's member is read through the block's access
+    // chains, which the emulation does not follow: refused, not left to read the hardware's.
+    let decorations = "OpDecorate %lane BuiltIn SubgroupLocalInvocationId\n\
+                       OpMemberDecorate %blk 0 BuiltIn SubgroupSize\nOpDecorate %blk Block";
+    let globals = "%blk = OpTypeStruct %uint\n%p_blk = OpTypePointer Input %blk\n\
+                   %bv = OpVariable %p_blk Input";
+    let read = "%c = OpAccessChain %p_in %bv %uint_0\n%v = OpLoad %uint %c";
+    let text = builtin_read(decorations, globals, "", read);
+    let words = tools::assemble(&text, "spv1.3").unwrap_or_else(|e| panic!("{e}"));
+    let o = opts("vulkan1.1").with_emulated_subgroup_size(Some(4));
+    let err = lower_words(&words, &o)
+        .expect_err("a member built-in")
+        .to_string();
+    assert!(
+        err.contains("OpMemberDecorate") && err.contains("SubgroupSize built-in as a member"),
+        "{err}"
+    );
+}
+
+#[test]
 fn emulation_finds_a_built_in_decorated_through_a_group() {
     // `OpGroupDecorate` of a decoration group decorated `BuiltIn`: the variable is the lane id
     // as surely as with `OpDecorate`, and its load is emulated.

@@ -65,6 +65,23 @@ pub(crate) fn decorated(module: &Module) -> HashMap<Id, BuiltIn> {
     out
 }
 
+/// The built-ins decorated on a structure's member (`OpMemberDecorate ... BuiltIn`), with the
+/// structure: a read of one goes through the block's access chains, which [`Reads`] does not
+/// follow, so a pass that must see every read refuses them.
+pub(crate) fn member_decorated(module: &Module) -> Vec<(Id, BuiltIn)> {
+    module
+        .annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::MemberDecorate)
+        .filter_map(|a| match a.operands.as_slice() {
+            [Operand::IdRef(t), _, Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] => {
+                Some((*t, *b))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The operand whose pointer `inst`'s result points into (or copies): access chains and
 /// `OpCopyObject`. The sparse load keeps the users of such results of a built-in.
 pub(crate) fn derived_from(inst: &Instruction) -> Option<Id> {

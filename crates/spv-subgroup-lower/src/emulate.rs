@@ -545,6 +545,19 @@ impl<'a> Virtual<'a> {
         pipeline::check_execution_modes(module, target)?;
         let workgroup = check_module(module, n, target)?;
         let builtin_of = builtin_uses::decorated(module);
+        if let Some((s, b)) = builtin_uses::member_decorated(module)
+            .into_iter()
+            .find(|&(_, b)| observes(b) || refused_builtin(b))
+        {
+            return Err(refuse(
+                target,
+                "OpMemberDecorate",
+                format!(
+                    "emulating subgroup size {n}: the {b:?} built-in as a member of the \
+                     structure %{s} (only a variable decorated with it is emulated)"
+                ),
+            ));
+        }
         let reads = Reads::new(module, |b| observes(b) || refused_builtin(b));
         let constants: HashMap<Id, u32> = module
             .types_global_values

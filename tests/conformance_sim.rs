@@ -803,6 +803,62 @@ fn emulated_ops() {
     assert_eq!(runs, 2 * 2 * 20, "every (local, preset, N, size) ran");
 }
 
+/// Built-ins read other than by a plain `OpLoad` of the variable (`fixtures/reliability/`:
+/// through `OpCopyMemory`, through `OpCopyObject`s of the pointer, through access chains into a
+/// mask and copies of those), emulated at 1, 4 and 8 for `vulkan1.1` through `lower_words` and
+/// `lower`, against the original at N: the emulation must read the virtual lane id, size and
+/// masks, not the hardware's (the outputs differ at every hardware size above N otherwise).
+#[test]
+fn emulated_builtin_reads_through_copies() {
+    let mut work = Work::default();
+    let mut fails = Vec::new();
+    let mut runs = 0;
+    for fixture in ["emulate_copy_memory.spvasm", "emulate_copy_object.spvasm"] {
+        let path = tools::workspace_root()
+            .join("fixtures/reliability")
+            .join(fixture);
+        let text = std::fs::read_to_string(&path).expect("fixture");
+        let native = tools::assemble(&text, "vulkan1.1").unwrap_or_else(|e| panic!("{e}"));
+        tools::spirv_val(&native, "vulkan1.1").unwrap_or_else(|e| panic!("{fixture}: {e}"));
+        let original = Module::new(&native).expect("translate");
+        let buffers = BTreeMap::from([((0, 1), vec![0u8; 64 * 3 * 4])]);
+        for n in [1, 4, 8] {
+            let reference = [1u64, 2]
+                .map(|u| dispatch(&original, &buffers, 1, n, u, &mut work).expect("the original"));
+            let target = Target::preset("vulkan1.1").expect("preset");
+            let opts = LowerOptions::default()
+                .with_target(target.clone())
+                .with_emulated_subgroup_size(Some(n));
+            let streamed = emulate(&native, target, n)
+                .unwrap_or_else(|e| panic!("{fixture} emulating {n}: {e}"));
+            let mut loaded = spv_subgroup_lower::load(&native).expect("load").module;
+            spv_subgroup_lower::lower(&mut loaded, &opts)
+                .unwrap_or_else(|e| panic!("{fixture} lower (dr::Module) {n}: {e}"));
+            let whole = spv_subgroup_lower::assemble(loaded, &[]);
+            tools::spirv_val(&whole, "vulkan1.1")
+                .unwrap_or_else(|e| panic!("{fixture} lower (dr::Module) {n}: {e}"));
+            for (api, words) in [("lower_words", &streamed), ("lower", &whole)] {
+                let module = Module::new(words).expect("translate the emulated module");
+                let (r, f) = compare_emulated(
+                    &format!("{fixture} ({api})"),
+                    &module,
+                    &buffers,
+                    1,
+                    (n, 128),
+                    &reference,
+                    &mut work,
+                    &mut |_| None,
+                );
+                runs += r;
+                fails.extend(f);
+            }
+        }
+    }
+    assert_no_failures(&fails);
+    // Per fixture and API: 8 hardware sizes for N = 1, 6 for 4, 5 for 8.
+    assert_eq!(runs, 2 * 2 * 19, "every (fixture, API, N, size) ran");
+}
+
 /// Prints the first 40 failures (the assertion message then points at them).
 fn print_failures(fails: &[String]) {
     for f in fails.iter().take(40) {

@@ -810,6 +810,234 @@ fn emulation_keeps_instructions_between_functions_in_their_places() {
     assert_eq!(marks, vec![1, 2], "{}", dis(&out));
 }
 
+/// A fixture of `fixtures/reliability/`, assembled for Vulkan 1.1.
+fn reliability_fixture(name: &str) -> Vec<u32> {
+    let path = tools::workspace_root()
+        .join("fixtures/reliability")
+        .join(name);
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    tools::assemble(&text, "vulkan1.1").unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn emulation_refuses_the_inputs_plain_lowering_refuses() {
+    // Probe finding Q07: spirv-val 2023.1 accepts both, our validator does not, and plain
+    // lowering refuses them with that finding. The emulation rewrote the bad instruction into
+    // ALU code first (which our validator does not check) and exited 0; it must judge the input
+    // first and refuse it with the same finding, through `lower_words`, `lower` and
+    // `lower_and_verify`.
+    for (fixture, rule, n) in [
+        ("emulate_findlsb_of_pointer.spvasm", "SG0603", 2),
+        ("emulate_khr_all_uvec4.spvasm", "SG0103", 1),
+    ] {
+        let words = reliability_fixture(fixture);
+        let plain = opts("vulkan1.1");
+        let err = spv_subgroup_lower::lower_and_verify(&words, &plain, None)
+            .expect_err("plain lowering refuses the input");
+        assert_eq!(
+            spv_subgroup_lower::Verdict::of_verification(&err).exit_status(),
+            1,
+            "{fixture}: {err}"
+        );
+        // Plain lowering names the finding by verification (SG0603) or by the pass's own
+        // refusal, beside which the CLI prints our validator's findings (SG0103).
+        let found = spv_subgroup_validate::validate(
+            &words,
+            &spv_subgroup_validate::ValidateOptions::default().with_target_env("vulkan1.1"),
+        )
+        .expect("readable");
+        assert_eq!(
+            found.diagnostics.first().map(|d| d.rule.code()),
+            Some(rule),
+            "{fixture}"
+        );
+        let emulated = plain.with_emulated_subgroup_size(Some(n));
+        let err = spv_subgroup_lower::lower_and_verify(&words, &emulated, None)
+            .expect_err("the emulation refuses the input");
+        assert_eq!(
+            spv_subgroup_lower::Verdict::of_verification(&err).exit_status(),
+            1,
+            "{fixture}: {err}"
+        );
+        assert!(err.to_string().contains(rule), "{fixture}: {err}");
+        let err = lower_words(&words, &emulated).expect_err("lower_words refuses it");
+        assert!(
+            matches!(err, LowerError::Invalid { .. }) && err.to_string().contains(rule),
+            "{fixture}: {err}"
+        );
+        let mut held = load(&words).expect("load").module;
+        let err = lower(&mut held, &emulated).expect_err("lower refuses it");
+        assert!(err.to_string().contains(rule), "{fixture}: {err}");
+    }
+}
+
+#[test]
+fn emulation_drops_the_names_of_the_pointers_it_removes() {
+    // Probe finding Q08: an `OpName` on an access chain into a mask, which the emulation (and
+    // the naga target's mask rewrite) replaces by a whole load, stayed and named an undefined
+    // id (exit 3, SG0001). The copies of `emulate_copy_object.spvasm` are named too.
+    for fixture in [
+        "emulate_opname_on_mask_chain.spvasm",
+        "emulate_copy_object.spvasm",
+    ] {
+        let words = reliability_fixture(fixture);
+        let mut cases: Vec<LowerOptions> = [1, 4, 8]
+            .into_iter()
+            .map(|n| opts("vulkan1.1").with_emulated_subgroup_size(Some(n)))
+            .collect();
+        if fixture == "emulate_opname_on_mask_chain.spvasm" {
+            // The naga target's mask rewrite drops the chain too (it reads masks through
+            // access chains, not through copies: `emulate_copy_object` is refused there).
+            cases.push(opts("naga"));
+        }
+        for o in cases {
+            let what = format!(
+                "{fixture} for {} emulating {:?}",
+                o.target.name, o.emulate_subgroup_size
+            );
+            let (out, report) = spv_subgroup_lower::lower_and_verify(&words, &o, None)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(report.changed, "{what}");
+            tools::spirv_val(&out, "vulkan1.1").unwrap_or_else(|e| panic!("{what}: {e}"));
+            let text = dis(&out);
+            assert!(
+                !text.contains("OpName %b ")
+                    && !text.contains("\"lt_copy\"")
+                    && !text.contains("\"q\""),
+                "{what}: a dropped pointer keeps its name\n{text}"
+            );
+            assert!(words_and_held_agree(&words, &o, &what), "{what}");
+        }
+    }
+}
+
+/// A compute shader that reads `SubgroupLocalInvocationId` through `READ` (spliced into its
+/// body, which ends by storing `%v` to the output).
+fn builtin_read(decorations: &str, globals: &str, functions: &str, read: &str) -> String {
+    format!(
+        r#"OpCapability Shader
+OpCapability GroupNonUniform
+OpCapability VariablePointers
+OpExtension "SPV_KHR_variable_pointers"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %lane
+OpExecutionMode %main LocalSize 64 1 1
+{decorations}
+OpDecorate %arr ArrayStride 4
+OpMemberDecorate %Out 0 Offset 0
+OpDecorate %Out Block
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 0
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%bool = OpTypeBool
+%uint = OpTypeInt 32 0
+%p_in = OpTypePointer Input %uint
+%fn_read = OpTypeFunction %uint %p_in
+%arr = OpTypeRuntimeArray %uint
+%Out = OpTypeStruct %arr
+%p_out = OpTypePointer StorageBuffer %Out
+%p_word = OpTypePointer StorageBuffer %uint
+%uint_0 = OpConstant %uint 0
+%uint_4 = OpConstant %uint 4
+%true = OpConstantTrue %bool
+%lane = OpVariable %p_in Input
+%other = OpVariable %p_in Input
+%out = OpVariable %p_out StorageBuffer
+{globals}
+{functions}
+%main = OpFunction %void None %fn
+%entry = OpLabel
+{read}
+%o = OpAccessChain %p_word %out %uint_0 %uint_0
+OpStore %o %v
+OpReturn
+OpFunctionEnd
+"#
+    )
+}
+
+#[test]
+fn emulation_refuses_a_built_in_read_it_cannot_rewrite() {
+    // A pointer to the built-in passed to a function, and a select of it (variable pointers),
+    // would read the hardware's lane id in the emulated module: refused, naming the instruction
+    // (spirv-val rejects some of these for Vulkan; the emulation must not miss them anyway).
+    let lane = "OpDecorate %lane BuiltIn SubgroupLocalInvocationId\nOpDecorate %other BuiltIn SubgroupSize";
+    let callee = "%read = OpFunction %uint None %fn_read\n%param = OpFunctionParameter %p_in\n\
+                  %rb = OpLabel\n%x = OpLoad %uint %param\nOpReturnValue %x\nOpFunctionEnd";
+    for (what, functions, read, expect) in [
+        (
+            "a pointer passed to a function",
+            callee,
+            "%v = OpFunctionCall %uint %read %lane",
+            "passed to a function",
+        ),
+        (
+            "a select of pointers",
+            "",
+            "%p = OpSelect %p_in %true %lane %other\n%v = OpLoad %uint %p",
+            "OpSelect of a pointer",
+        ),
+    ] {
+        let text = builtin_read(lane, "", functions, read);
+        let words = tools::assemble(&text, "spv1.3").unwrap_or_else(|e| panic!("{what}: {e}"));
+        let o = opts("vulkan1.1").with_emulated_subgroup_size(Some(4));
+        let err = lower_words(&words, &o).expect_err(what);
+        let msg = err.to_string();
+        assert!(
+            matches!(err, LowerError::Unsupported { .. }) && msg.contains(expect),
+            "{what}: {msg}"
+        );
+        let mut held = load(&words).expect("load").module;
+        let held = lower(&mut held, &o).expect_err(what).to_string();
+        assert!(held.contains(expect), "{what} (lower): {held}");
+    }
+}
+
+#[test]
+fn emulation_refuses_a_size_built_in_as_a_block_member() {
+    // A subgroup built-in decorated on a structure's member is read through the block's access
+    // chains, which the emulation does not follow: refused, not left to read the hardware's.
+    let decorations = "OpDecorate %lane BuiltIn SubgroupLocalInvocationId\n\
+                       OpMemberDecorate %blk 0 BuiltIn SubgroupSize\nOpDecorate %blk Block";
+    let globals = "%blk = OpTypeStruct %uint\n%p_blk = OpTypePointer Input %blk\n\
+                   %bv = OpVariable %p_blk Input";
+    let read = "%c = OpAccessChain %p_in %bv %uint_0\n%v = OpLoad %uint %c";
+    let text = builtin_read(decorations, globals, "", read);
+    let words = tools::assemble(&text, "spv1.3").unwrap_or_else(|e| panic!("{e}"));
+    let o = opts("vulkan1.1").with_emulated_subgroup_size(Some(4));
+    let err = lower_words(&words, &o)
+        .expect_err("a member built-in")
+        .to_string();
+    assert!(
+        err.contains("OpMemberDecorate") && err.contains("SubgroupSize built-in as a member"),
+        "{err}"
+    );
+}
+
+#[test]
+fn emulation_finds_a_built_in_decorated_through_a_group() {
+    // `OpGroupDecorate` of a decoration group decorated `BuiltIn`: the variable is the lane id
+    // as surely as with `OpDecorate`, and its load is emulated.
+    let group = "%g = OpDecorationGroup\nOpDecorate %g BuiltIn SubgroupLocalInvocationId\n\
+                 OpGroupDecorate %g %lane\nOpDecorate %other BuiltIn SubgroupSize";
+    let text = builtin_read(group, "", "", "%v = OpLoad %uint %lane");
+    // The decoration group is declared before the decorations it groups.
+    let words = tools::assemble(&text, "spv1.3").unwrap_or_else(|e| panic!("{e}"));
+    let o = opts("vulkan1.1").with_emulated_subgroup_size(Some(4));
+    let (out, report) = lower_words(&words, &o).expect("emulated");
+    assert!(
+        report
+            .rewrites
+            .iter()
+            .any(|(k, c)| k == "emulated at subgroup size 4" && *c == 1),
+        "{:?}\n{}",
+        report.rewrites,
+        dis(&out)
+    );
+    assert!(dis(&out).contains("OpBitwiseAnd"), "{}", dis(&out));
+}
+
 #[test]
 fn subgroup_built_ins_the_lowering_adds_to_a_ray_stage_are_volatile() {
     // A ray generation shader with partitioned ops (lowered for lavapipe, which lacks them: the

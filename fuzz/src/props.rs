@@ -10,6 +10,12 @@
 //! - with [`Checks::spirv_val_output`], a changed output of an input `spirv-val` accepts is
 //!   accepted by `spirv-val` too.
 //!
+//! [`check_emulated`] asks the same of `lower --emulate-subgroup-size N --target T`, where a
+//! lowered module is one the target takes as it is (plain lowering gives it back unchanged),
+//! and an input our validator finds errors in is refused (as plain lowering refuses it: the
+//! emulation judges the input before rewriting anything). [`emulated_size`] picks N from the
+//! input, so the fuzzer reaches every size without a run per size.
+//!
 //! Exit codes outside 0-3 and signals are the CLI's business: the replay test runs the binary.
 
 use spv_subgroup_lower::{lower_words, verify_lowered, LowerOptions, Target, Verdict};
@@ -35,7 +41,12 @@ pub enum Outcome {
 /// Lowers `words` for `target` and decides the exit status as the CLI does (with `--verify`):
 /// with the same library calls, `lower_words` then `verify_lowered`.
 pub fn cli_outcome(words: &[u32], target: &Target) -> Outcome {
-    let opts = LowerOptions::new(target.clone());
+    cli_outcome_with(words, &LowerOptions::new(target.clone()))
+}
+
+/// [`cli_outcome`] with any options (`--emulate-subgroup-size` among them).
+pub fn cli_outcome_with(words: &[u32], opts: &LowerOptions) -> Outcome {
+    let opts = opts.clone();
     let (out, report) = match lower_words(words, &opts) {
         Ok(r) => r,
         Err(e) => return Outcome::Refused(e.to_string()),
@@ -113,4 +124,86 @@ pub fn check_lower(words: &[u32], target: &Target, checks: Checks) -> Result<Out
         }
     }
     Ok(first)
+}
+
+/// The emulated size and the preset index for `words`: N a power of two from 1 to 64 and one of
+/// `presets` presets, both from a hash of the words (one emulated lowering per input keeps the
+/// loop and the corpus replay cheap; the fuzzer's mutations move the hash over all pairs).
+pub fn emulated_size(words: &[u32], presets: usize) -> (u32, usize) {
+    // FNV-1a over the words: stable across runs and platforms.
+    let h = words.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, w| {
+        (h ^ u64::from(*w)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    (1u32 << (h % 7), ((h >> 8) % presets.max(1) as u64) as usize)
+}
+
+/// Checks the properties of `lower --emulate-subgroup-size n` on `words` for `target`.
+/// `Err` names the broken property.
+pub fn check_emulated(
+    words: &[u32],
+    target: &Target,
+    n: u32,
+    checks: Checks,
+) -> Result<Outcome, String> {
+    let opts = LowerOptions::new(target.clone()).with_emulated_subgroup_size(Some(n));
+    let what = format!("target `{}` emulating {n}", target.name);
+    let first = cli_outcome_with(words, &opts);
+    if first != cli_outcome_with(words, &opts) {
+        return Err(format!("nondeterminism: two runs for {what} disagree"));
+    }
+    if !matches!(first, Outcome::Refused(_)) && our_validator_finds_errors(words, target) {
+        return Err(format!(
+            "an input our validator finds errors in is not refused for {what}: {first:?}"
+        ));
+    }
+    match &first {
+        Outcome::Refused(_) => {}
+        Outcome::Internal(why) => {
+            if spirv_val_accepts(words, &target.target_env)? {
+                return Err(format!(
+                    "exit 3 on an input spirv-val accepts ({what}, env {}): {why}",
+                    target.target_env
+                ));
+            }
+        }
+        Outcome::Lowered {
+            words: out,
+            changed,
+        } => {
+            if *changed {
+                // The emulated module is lowered for the target: plain lowering keeps it.
+                match cli_outcome(out, target) {
+                    Outcome::Lowered { words: again, .. } if &again == out => {}
+                    Outcome::Lowered { .. } => {
+                        return Err(format!(
+                            "not idempotent: lowering the output of {what} changes it again"
+                        ))
+                    }
+                    other => {
+                        return Err(format!(
+                            "the output of {what} does not lower to itself: {other:?}"
+                        ))
+                    }
+                }
+                if checks.spirv_val_output
+                    && spirv_val_accepts(words, &target.target_env)?
+                    && !spirv_val_accepts(out, &target.target_env)?
+                {
+                    return Err(format!(
+                        "miscompile: spirv-val --target-env {} accepts the input and rejects the output of {what}",
+                        target.target_env
+                    ));
+                }
+            }
+        }
+    }
+    Ok(first)
+}
+
+/// Whether our validator finds an error in `words` on their own (no target), in the target's
+/// environment: verification blames such an input, so plain lowering refuses it.
+fn our_validator_finds_errors(words: &[u32], target: &Target) -> bool {
+    let opts = spv_subgroup_validate::ValidateOptions::default()
+        .with_target_env(target.target_env.clone());
+    spv_subgroup_validate::validate(words, &opts).is_ok_and(|r| r.has_errors())
 }

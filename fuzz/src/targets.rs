@@ -1,7 +1,9 @@
 //! The fuzz targets: bytes in, a panic naming the broken property out (libFuzzer's crash).
 //!
 //! - [`validate`]: the validator on any bytes, with no target and with every preset;
-//! - [`lower`]: the lowering on any bytes, for every preset, held to [`crate::props`];
+//! - [`lower`]: the lowering on any bytes, for every preset, held to [`crate::props`], and
+//!   emulated at a subgroup size for one preset (both picked from the input,
+//!   [`crate::props::emulated_size`]);
 //! - [`lower_structured`]: the same on a valid module that [`crate::grammar`] builds from the bytes;
 //! - [`target_json`]: the target file parsers, and a lowering with every target they accept.
 
@@ -11,7 +13,7 @@ use spv_subgroup_validate::{
     check_structure, render_human, render_json, words_from_bytes, ValidateOptions,
 };
 
-use crate::props::{check_lower, cli_outcome, Checks, Outcome};
+use crate::props::{check_emulated, check_lower, cli_outcome, emulated_size, Checks, Outcome};
 use crate::tools::{spirv_val_accepts, spirv_val_in_loop};
 
 /// Every preset, in `spv-subgroup targets` order.
@@ -82,8 +84,20 @@ pub fn lower_structured(data: &[u8]) {
 
 fn lower_words_all_presets(words: &[u32]) {
     let checks = checks();
-    for target in presets() {
-        if let Err(e) = check_lower(words, &target, checks) {
+    let presets = presets();
+    for target in &presets {
+        if let Err(e) = check_lower(words, target, checks) {
+            panic!("property failed: {e}");
+        }
+    }
+    lower_emulated(words, &presets, checks);
+}
+
+/// `lower --emulate-subgroup-size N` for one preset, N and the preset picked from the input.
+pub fn lower_emulated(words: &[u32], presets: &[Target], checks: Checks) {
+    let (n, k) = emulated_size(words, presets.len());
+    if let Some(target) = presets.get(k) {
+        if let Err(e) = check_emulated(words, target, n, checks) {
             panic!("property failed: {e}");
         }
     }

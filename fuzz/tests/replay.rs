@@ -48,19 +48,19 @@ fn replay(name: &str, f: impl Fn(&[u8])) {
     );
 }
 
-/// The lowering properties with `spirv-val` on every changed output of a valid input.
+/// The lowering properties with `spirv-val` on every changed output of a valid input, for every
+/// preset, and emulated at the size and for the preset the input picks (as the fuzz target).
 fn lower_with_spirv_val(words: &[u32]) {
-    for target in presets() {
-        if let Err(e) = check_lower(
-            words,
-            &target,
-            Checks {
-                spirv_val_output: true,
-            },
-        ) {
+    let checks = Checks {
+        spirv_val_output: true,
+    };
+    let presets = presets();
+    for target in &presets {
+        if let Err(e) = check_lower(words, target, checks) {
             panic!("property failed: {e}");
         }
     }
+    targets::lower_emulated(words, &presets, checks);
 }
 
 #[test]

@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use rspirv::dr::{Block, Function, Instruction, Module, Operand};
 use spirv::{BuiltIn, Capability, Decoration, ExecutionMode, ExecutionModel, GroupOperation, Op};
 
+use crate::builtin_uses::{self, Reads, Refusal};
 use crate::emit::{Code, Emitter, Id, Scalar, Ty};
 use crate::{loader, pipeline, stages, LowerError, LowerOptions, LowerReport, Target};
 
@@ -45,6 +46,7 @@ pub(crate) fn lower_words_emulated_whole(
     opts: &LowerOptions,
     n: u32,
 ) -> Result<(Vec<u32>, LowerReport), LowerError> {
+    check_input(words, opts)?;
     let loader::Loaded {
         mut module,
         between_functions,
@@ -69,6 +71,7 @@ pub(crate) fn lower_emulated(
     opts: &LowerOptions,
     n: u32,
 ) -> Result<LowerReport, LowerError> {
+    check_input(&rspirv::binary::Assemble::assemble(&*module), opts)?;
     let sites = emulate(module, n, opts)?;
     let inner = opts.clone().with_emulated_subgroup_size(None);
     let report = crate::lower(module, &inner)?;
@@ -88,6 +91,45 @@ pub(crate) fn with_emulation(mut report: LowerReport, n: u32, sites: usize) -> L
     report
 }
 
+/// The checks plain lowering makes of an input, made before the emulation rewrites anything (a
+/// rewrite could hide what is wrong with the input, as ALU code our validator does not check):
+/// the id bound, the target's environment and execution modes (`pipeline::Pass::start` asks
+/// the same), and our validator's verdict on the input alone, which is how verification blames
+/// an input (`verify::verify_lowered`). An input with an error is refused with its first
+/// finding, the one plain `lower` names.
+pub(crate) fn check_input(words: &[u32], opts: &LowerOptions) -> Result<(), LowerError> {
+    if let Some(&bound) = words.get(3) {
+        pipeline::check_input_bound(bound, &opts.target)?;
+    }
+    let vopts = spv_subgroup_validate::ValidateOptions::default()
+        .with_target_env(opts.target.target_env.clone());
+    // An unreadable input is left to the loader, which reports it with its position.
+    let Ok(report) = spv_subgroup_validate::validate(words, &vopts) else {
+        return Ok(());
+    };
+    let errors: Vec<_> = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == spv_subgroup_validate::Severity::Error)
+        .collect();
+    let Some(first) = errors
+        .iter()
+        .find(|d| d.rule.kind() != spv_subgroup_validate::Kind::Unsupported)
+        .or(errors.first())
+    else {
+        return Ok(());
+    };
+    let more = match errors.len() {
+        1 => String::new(),
+        2 => " (and 1 more error)".to_owned(),
+        k => format!(" (and {} more errors)", k - 1),
+    };
+    Err(LowerError::Invalid {
+        result_id: first.location.result_id.unwrap_or(0),
+        message: format!("{}{more}", crate::verify::describe(first)),
+    })
+}
+
 /// A refusal of the whole module (no instruction to name).
 fn refuse(target: &Target, what: &str, missing: String) -> LowerError {
     pipeline::refuse(target, what, 0, missing)
@@ -101,6 +143,24 @@ fn refuse_inst(target: &Target, inst: &Instruction, n: u32, why: &str) -> LowerE
         word_offset: 0,
         target: target.name.clone(),
         missing: format!("emulating subgroup size {n}: {why}"),
+    }
+}
+
+/// A use of a built-in the emulation cannot rewrite ([`builtin_uses::Reads::normalize`]), in
+/// function `function`.
+fn refuse_use(target: &Target, r: Refusal, n: u32, function: Option<Id>) -> LowerError {
+    let text = rspirv::binary::Disassemble::disassemble(&r.inst);
+    let place = function.map_or(String::new(), |f| format!(" in function %{f}"));
+    LowerError::Unsupported {
+        result_id: r.inst.result_id.unwrap_or(0),
+        opcode: format!("Op{:?}", r.inst.class.opcode),
+        word_offset: 0,
+        target: target.name.clone(),
+        missing: format!(
+            "emulating subgroup size {n}: {} (`{}`{place})",
+            r.why,
+            text.trim()
+        ),
     }
 }
 
@@ -272,15 +332,12 @@ pub(crate) fn emulate(
     opts: &LowerOptions,
 ) -> Result<usize, LowerError> {
     let v = Virtual::of(module, n, opts)?;
-    // Component reads of the mask built-ins through access chains become whole loads and
-    // extracts (the step the lowering takes for targets without the masks), so every read of a
-    // mask is a whole load rewritten below.
-    crate::rewrite::masks::normalize(module, &without_masks(&opts.target));
     let full = emitting_target(&opts.target);
     let mut em = Emitter::new(module, &full, 128, None);
     let mut sites = 0usize;
+    let mut dropped = BTreeSet::new();
     for function in &mut module.functions {
-        sites += emulate_function(&v, &mut em, function)?;
+        sites += emulate_function(&v, &mut em, function, &mut dropped)?;
     }
     if sites == 0 {
         return Ok(0);
@@ -290,16 +347,8 @@ pub(crate) fn emulate(
         .iter()
         .filter_map(|f| f.def.as_ref().and_then(|d| d.result_id))
         .collect();
-    finish(module, &mut em, n, &all)?;
+    finish(module, &mut em, n, &all, &dropped, &opts.target)?;
     Ok(sites)
-}
-
-/// `target` without the mask built-ins: for step 1 of `masks` (`normalize`), which the
-/// emulation runs whatever the target.
-pub(crate) fn without_masks(target: &Target) -> Target {
-    let mut no_masks = target.clone();
-    no_masks.restrictions.no_mask_builtins = true;
-    no_masks
 }
 
 /// The target the emulation's emitter writes for: the code emitted here uses core operations
@@ -322,14 +371,25 @@ pub(crate) fn emitting_target(target: &Target) -> Target {
     full
 }
 
-/// Rewrites one function (its mask reads already whole loads) for `v`'s virtual subgroups with
-/// `em`; returns how many instructions changed. The emitted code is straight-line, so no block
-/// is split (a streamed function's phis keep their parents).
+/// Rewrites one function for `v`'s virtual subgroups with `em`; returns how many instructions
+/// changed. Every read of a built-in that observes the size first becomes a whole load of its
+/// variable (`builtin_uses`; the pointers it drops are added to `dropped`, whose names and
+/// decorations [`finish`] removes). The emitted code is straight-line, so no block is split (a
+/// streamed function's phis keep their parents).
 pub(crate) fn emulate_function(
     v: &Virtual,
     em: &mut Emitter,
     function: &mut Function,
+    dropped: &mut BTreeSet<Id>,
 ) -> Result<usize, LowerError> {
+    let fid = function.def.as_ref().and_then(|d| d.result_id);
+    let normalized = v
+        .reads
+        .normalize(function, &mut || em.id(), dropped)
+        .map_err(|r| refuse_use(v.target, r, v.n, fid))?;
+    if normalized {
+        em.index_function_values(function);
+    }
     let mut sites = 0usize;
     for block in &mut function.blocks {
         let old = std::mem::take(&mut block.instructions);
@@ -393,7 +453,12 @@ pub(crate) fn finish(
     em: &mut Emitter,
     n: u32,
     functions: &BTreeSet<Id>,
+    dropped: &BTreeSet<Id>,
+    target: &Target,
 ) -> Result<(), LowerError> {
+    // The version the target consumes, as plain lowering asks it once something changes.
+    pipeline::check_version(module, target)?;
+    builtin_uses::drop_debug_of(module, dropped);
     let twin_entry = vec![false; module.entry_points.len()];
     let no_calls = HashMap::new();
     pipeline::add_new_globals(
@@ -458,6 +523,8 @@ pub(crate) fn finish(
 /// The emulation of one size over one module.
 pub(crate) struct Virtual<'a> {
     n: u32,
+    /// The reads of the built-ins the emulation rewrites (or refuses).
+    reads: Reads,
     log2: u32,
     /// Built-in of every decorated id.
     builtin_of: HashMap<Id, BuiltIn>,
@@ -473,17 +540,25 @@ impl<'a> Virtual<'a> {
     pub(crate) fn of(module: &Module, n: u32, opts: &'a LowerOptions) -> Result<Self, LowerError> {
         check_size(n, opts)?;
         let target = &opts.target;
+        // Plain lowering's checks of the globals, before anything is rewritten.
+        pipeline::check_environment(module, target)?;
+        pipeline::check_execution_modes(module, target)?;
         let workgroup = check_module(module, n, target)?;
-        let mut builtin_of: HashMap<Id, BuiltIn> = HashMap::new();
-        for a in &module.annotations {
-            if let [Operand::IdRef(t), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
-                a.operands.as_slice()
-            {
-                if a.class.opcode == Op::Decorate {
-                    builtin_of.insert(*t, *b);
-                }
-            }
+        let builtin_of = builtin_uses::decorated(module);
+        if let Some((s, b)) = builtin_uses::member_decorated(module)
+            .into_iter()
+            .find(|&(_, b)| observes(b) || refused_builtin(b))
+        {
+            return Err(refuse(
+                target,
+                "OpMemberDecorate",
+                format!(
+                    "emulating subgroup size {n}: the {b:?} built-in as a member of the \
+                     structure %{s} (only a variable decorated with it is emulated)"
+                ),
+            ));
         }
+        let reads = Reads::new(module, |b| observes(b) || refused_builtin(b));
         let constants: HashMap<Id, u32> = module
             .types_global_values
             .iter()
@@ -495,6 +570,7 @@ impl<'a> Virtual<'a> {
             .collect();
         Ok(Virtual {
             n,
+            reads,
             log2: n.trailing_zeros(),
             builtin_of,
             workgroup,
@@ -822,24 +898,13 @@ impl<'a> Virtual<'a> {
                 let Some(&b) = self.builtin_of.get(ptr) else {
                     return Ok(None);
                 };
-                let observes = matches!(
-                    b,
-                    BuiltIn::SubgroupSize
-                        | BuiltIn::SubgroupLocalInvocationId
-                        | BuiltIn::SubgroupId
-                        | BuiltIn::NumSubgroups
-                        | BuiltIn::SubgroupEqMask
-                        | BuiltIn::SubgroupGeMask
-                        | BuiltIn::SubgroupGtMask
-                        | BuiltIn::SubgroupLeMask
-                        | BuiltIn::SubgroupLtMask
-                );
-                if matches!(b, BuiltIn::SubgroupMaxSize | BuiltIn::NumEnqueuedSubgroups) {
+                if refused_builtin(b) {
                     return refuse(&format!("the {b:?} built-in"));
                 }
-                if !observes {
+                if !observes(b) {
                     return Ok(None);
                 }
+                // `builtin_uses` made every read a whole load; a chain left is a bug of ours.
                 if op != Op::Load {
                     return refuse(&format!(
                         "an access chain into the {b:?} built-in (only whole loads are emulated)"
@@ -1076,6 +1141,27 @@ impl<'a> Virtual<'a> {
             }
         }
     }
+}
+
+/// Whether the built-in `b` observes the subgroup size (its reads are rewritten).
+fn observes(b: BuiltIn) -> bool {
+    matches!(
+        b,
+        BuiltIn::SubgroupSize
+            | BuiltIn::SubgroupLocalInvocationId
+            | BuiltIn::SubgroupId
+            | BuiltIn::NumSubgroups
+            | BuiltIn::SubgroupEqMask
+            | BuiltIn::SubgroupGeMask
+            | BuiltIn::SubgroupGtMask
+            | BuiltIn::SubgroupLeMask
+            | BuiltIn::SubgroupLtMask
+    )
+}
+
+/// Whether a read of the built-in `b` is refused (no virtual value is defined for it).
+fn refused_builtin(b: BuiltIn) -> bool {
+    matches!(b, BuiltIn::SubgroupMaxSize | BuiltIn::NumEnqueuedSubgroups)
 }
 
 /// Whether `inst` is one of `SPV_AMD_shader_ballot`'s extended instructions.

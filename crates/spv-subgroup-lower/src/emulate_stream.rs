@@ -4,16 +4,17 @@
 //! The sparse load ([`loader::load_streaming`]) hands each function over as soon as it is
 //! parsed, the runs of instructions no pass reads left in the input's words behind placeholders
 //! (`elide`; every instruction the emulation rewrites is one the lowering reads too: subgroup
-//! ops, what touches a built-in variable, `SPV_AMD_shader_ballot`'s instructions). The function's
-//! reads of mask built-ins through access chains become whole loads (step 1 of `masks`, its
-//! tables and its count of whole loads read from the words, as `stream` does), it is emulated
-//! with the emitter (`emulate::emulate_function`, the globals held), written into the emulated
+//! ops, what touches a built-in variable or a pointer derived from one, `SPV_AMD_shader_ballot`'s
+//! instructions). The input is first checked as plain lowering checks it
+//! (`emulate::check_input`). Each function is emulated with the emitter
+//! (`emulate::emulate_function`: its reads of built-ins become whole loads, `builtin_uses`, and
+//! are rewritten; the globals are held), written into the emulated
 //! module's body (placeholders copied from the input) and dropped. At the end the globals get
 //! what the emulation adds (`emulate::finish`) and are written in front of the body, and the
 //! ordinary streaming `lower_words` lowers the emulated words.
 //!
-//! Ids are given in the order the whole-module emulation gives them (the whole loads first,
-//! then the emitter's, function by function), so the output is the same word for word.
+//! Ids are given in the order the whole-module emulation gives them (the emitter's, function by
+//! function), so the output is the same word for word.
 //! What is held at most: the input, the emulated module's words (the input's size and what the
 //! emulation adds), one function in rspirv's form and the emitter's tables; then the input, the
 //! emulated words and the ordinary lowering's memory on them (docs/PERFORMANCE.md).
@@ -25,7 +26,6 @@ use rspirv::dr::{Function, Instruction, Module};
 
 use crate::emit::{Emitter, Id};
 use crate::emulate::{self, Virtual};
-use crate::rewrite::masks;
 use crate::{elide, loader, LowerError, LowerOptions, LowerReport, Target};
 
 /// `lower_words` with `opts.emulate_subgroup_size == Some(n)`.
@@ -35,6 +35,7 @@ pub(crate) fn lower_words_emulated(
     n: u32,
 ) -> Result<(Vec<u32>, LowerReport), LowerError> {
     spv_subgroup_validate::check_structure(words).map_err(|e| LowerError::Parse(e.to_string()))?;
+    emulate::check_input(words, opts)?;
     // Placeholders hold 31-bit word offsets: larger inputs are loaded whole.
     if words.len() >= 1 << 31 {
         return emulate::lower_words_emulated_whole(words, opts, n);
@@ -64,19 +65,14 @@ pub(crate) fn lower_words_emulated(
         drop(run);
         return crate::lower_words(words, &inner);
     }
-    if let Some((n, end)) = &run.normalize {
-        if n.next != *end {
-            return Err(LowerError::Invalid {
-                result_id: 0,
-                message: format!(
-                    "the whole loads of mask built-ins counted at the start end at id {end}, \
-                     those made in the functions at id {}",
-                    n.next
-                ),
-            });
-        }
-    }
-    emulate::finish(&mut module, &mut run.em, n, &run.functions)?;
+    emulate::finish(
+        &mut module,
+        &mut run.em,
+        n,
+        &run.functions,
+        &run.dropped,
+        &opts.target,
+    )?;
     let sites = run.sites;
     let mut head = std::mem::take(&mut module).assemble();
     // The input's generator word is kept (the whole-module emulation keeps only that one).
@@ -109,8 +105,8 @@ struct Streamer<'t> {
 struct Run<'t> {
     v: Virtual<'t>,
     em: Emitter<'t>,
-    /// Step 1 of `masks`, with the id after the last whole load's (the emitter's first).
-    normalize: Option<(masks::Normalize, Id)>,
+    /// The pointers into built-ins the emulation dropped (their names go at the end).
+    dropped: BTreeSet<Id>,
     /// How many instructions the emulation changed.
     sites: usize,
     /// Every function (each counts as rewritten for the entry points' interfaces).
@@ -124,15 +120,6 @@ impl<'t> Streamer<'t> {
     fn start(&self, module: &mut Module) -> Result<Run<'t>, LowerError> {
         let words = self.words;
         let v = Virtual::of(module, self.n, self.opts)?;
-        let normalize =
-            masks::normalize_streamed(module, &emulate::without_masks(&self.opts.target), words)
-                .map(|(n, loads)| {
-                    let end = n.next + loads;
-                    if let Some(h) = module.header.as_mut() {
-                        h.bound = end;
-                    }
-                    (n, end)
-                });
         // The value types of the elided instructions arrive function by function; the table
         // starts at the size the sparse load gives it (as `stream` sizes the pass's).
         let bound = words.get(3).copied().unwrap_or(1) as usize;
@@ -141,7 +128,7 @@ impl<'t> Streamer<'t> {
         Ok(Run {
             v,
             em,
-            normalize,
+            dropped: BTreeSet::new(),
             sites: 0,
             functions: BTreeSet::new(),
             // Room for an emulated module a quarter larger than the input and its new
@@ -159,15 +146,12 @@ impl Run<'_> {
         elided_types: &mut Vec<(u32, u32)>,
         words: &[u32],
     ) -> Result<(), LowerError> {
-        if let Some((n, _)) = self.normalize.as_mut() {
-            masks::normalize_function(&mut f, n);
-        }
         let em = &mut self.em;
         for (id, ty) in elided_types.drain(..) {
             em.set_value_type(id, ty);
         }
         em.index_function_values(&f);
-        self.sites += emulate::emulate_function(&self.v, em, &mut f)?;
+        self.sites += emulate::emulate_function(&self.v, em, &mut f, &mut self.dropped)?;
         self.functions
             .extend(f.def.as_ref().and_then(|d| d.result_id));
         elide::assemble_function(&f, words, None, &mut self.body)

@@ -156,6 +156,7 @@ pub enum LowerError {
     },
 }
 
+mod builtin_uses;
 mod elide;
 mod emit;
 mod emulate;

@@ -22,9 +22,9 @@ use std::collections::{HashMap, HashSet};
 
 use rspirv::binary::{Assemble, Consumer, ParseAction};
 use rspirv::dr::{Block, Function, Instruction, Module, ModuleHeader, Operand};
-use spirv::{Decoration, Op};
+use spirv::Op;
 
-use crate::{elide, LowerError};
+use crate::{builtin_uses, elide, LowerError};
 
 /// Where a streaming load ([`load_streaming`]) hands what it parses, one function at a time.
 pub(crate) trait Stream {
@@ -427,13 +427,10 @@ impl Sparse<'_, '_> {
             .watched
             .get_or_insert_with(|| builtin_variables(module));
         if elide::keep(&inst, watched) {
-            if matches!(inst.class.opcode, Op::AccessChain | Op::InBoundsAccessChain) {
-                if let (Some(r), Some(Operand::IdRef(base))) =
-                    (inst.result_id, inst.operands.first())
-                {
-                    if watched.contains(base) {
-                        watched.insert(r);
-                    }
+            // Pointers derived from a built-in (access chains, copies) are watched too.
+            if let (Some(r), Some(base)) = (inst.result_id, builtin_uses::derived_from(&inst)) {
+                if watched.contains(&base) {
+                    watched.insert(r);
                 }
             }
             // Not trimming the parser's operand vectors (room for 4 operands at least) is
@@ -451,14 +448,8 @@ impl Sparse<'_, '_> {
 
 /// The ids decorated `BuiltIn`, and the `SPV_AMD_shader_ballot` import: the pass reads their users.
 fn builtin_variables(module: &Module) -> HashSet<u32> {
-    module
-        .annotations
-        .iter()
-        .filter(|a| a.class.opcode == Op::Decorate)
-        .filter_map(|a| match a.operands.as_slice() {
-            [Operand::IdRef(v), Operand::Decoration(Decoration::BuiltIn), ..] => Some(*v),
-            _ => None,
-        })
+    builtin_uses::decorated(module)
+        .into_keys()
         // The users of AMD's ballot instruction set, its `OpExtInst`s, are rewritten too.
         .chain(
             module

@@ -223,3 +223,52 @@ fn amd_ballot_instructions_never_fit_a_target_without_the_extension() {
         "written back unchanged"
     );
 }
+
+/// Probe findings Q07 and Q08 at the CLI: `lower --emulate-subgroup-size N` exited 0 on inputs
+/// plain `lower` refuses (SG0603, SG0103; spirv-val 2023.1 misses both), and 3 on a valid input
+/// with an `OpName` on a mask's access chain. The emulation refuses what plain lowering refuses,
+/// with the same finding, and lowers the named chain (spirv-val accepts the output).
+#[test]
+fn q07_q08_the_emulation_refuses_what_plain_lower_refuses() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    for (fixture, rule, n) in [
+        ("emulate_findlsb_of_pointer", "SG0603", "2"),
+        ("emulate_khr_all_uvec4", "SG0103", "1"),
+    ] {
+        let input = spvasm(
+            &format!("fixtures/reliability/{fixture}.spvasm"),
+            "vulkan1.1",
+        );
+        for emulate in [None, Some(n)] {
+            let mut args = vec!["lower", "in.spv", "-o", "out.spv", "--target", "vulkan1.1"];
+            args.extend(emulate.iter().flat_map(|n| ["--emulate-subgroup-size", n]));
+            let (o, out) = run(d, &input, &args);
+            let err = stderr(&o);
+            assert_eq!(code(&o), 1, "{fixture} {args:?}: {err}");
+            assert!(out.is_none(), "{fixture} {args:?}: an output was written");
+            assert!(err.contains(rule), "{fixture} {args:?}: {err}");
+        }
+    }
+    let input = spvasm(
+        "fixtures/reliability/emulate_opname_on_mask_chain.spvasm",
+        "vulkan1.1",
+    );
+    for n in ["1", "8"] {
+        let (o, out) = run(
+            d,
+            &input,
+            &[
+                "lower",
+                "in.spv",
+                "-o",
+                "out.spv",
+                "--emulate-subgroup-size",
+                n,
+            ],
+        );
+        assert_eq!(code(&o), 0, "emulating {n}: {}", stderr(&o));
+        let out = out.expect("written");
+        tools::spirv_val(&out, "vulkan1.1").unwrap_or_else(|e| panic!("emulating {n}: {e}"));
+    }
+}

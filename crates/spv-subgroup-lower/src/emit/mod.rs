@@ -358,16 +358,7 @@ impl<'t> Emitter<'t> {
         for inst in &module.types_global_values {
             em.index_global(inst);
         }
-        let mut builtin_of: HashMap<Id, BuiltIn> = HashMap::default();
-        for inst in &module.annotations {
-            if inst.class.opcode == Op::Decorate {
-                if let [Operand::IdRef(target), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
-                    inst.operands.as_slice()
-                {
-                    builtin_of.insert(*target, *b);
-                }
-            }
-        }
+        let builtin_of = crate::builtin_uses::decorated(module);
         for inst in &module.types_global_values {
             if inst.class.opcode == Op::Variable {
                 if let (Some(id), Some(b)) = (

@@ -330,6 +330,10 @@ impl<'t> Pass<'t> {
                 });
             }
         }
+        if let Some((n, _)) = &self.normalize {
+            // The chains step 1 dropped must not keep their names (they would name no id).
+            crate::builtin_uses::drop_debug_of(module, &n.dropped);
+        }
         let masks = self.mask_vars.as_ref().map(|v| (v, &self.mask_uses));
         let removed = rewrite::finish(module, target, self.khr_ballot_left, masks);
         let used = self

@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use std::collections::BTreeMap;
 
 use rspirv::dr::{Function, Instruction, Module, Operand};
-use spirv::{BuiltIn, Decoration, Op};
+use spirv::{BuiltIn, Op};
 
 use super::invalid;
 use crate::emit::{Code, Emitter, Id, Ty};
@@ -42,16 +42,11 @@ fn is_mask(b: BuiltIn) -> bool {
 
 /// The module's variables decorated with a mask built-in, with the built-in.
 fn mask_vars(module: &Module) -> Vec<(Id, BuiltIn)> {
-    let mut out = Vec::new();
-    for a in &module.annotations {
-        if let [Operand::IdRef(v), Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b)] =
-            a.operands.as_slice()
-        {
-            if a.class.opcode == Op::Decorate && is_mask(*b) {
-                out.push((*v, *b));
-            }
-        }
-    }
+    let mut out: Vec<(Id, BuiltIn)> = crate::builtin_uses::decorated(module)
+        .into_iter()
+        .filter(|(_, b)| is_mask(*b))
+        .collect();
+    out.sort_unstable_by_key(|(v, _)| *v);
     out
 }
 
@@ -68,6 +63,8 @@ pub(crate) struct Normalize {
     chains: BTreeMap<Id, (Id, Id)>,
     /// The next id to give a whole load (the module's bound, then counting up).
     pub next: Id,
+    /// The chains dropped (their names and decorations go at the end of the pass).
+    pub dropped: BTreeSet<Id>,
 }
 
 /// The mask variables `target` lacks and their pointee types (through their pointer types);
@@ -100,20 +97,6 @@ fn mask_pointees(module: &Module, target: &Target) -> Option<(BTreeSet<Id>, BTre
         }
     }
     Some((vars, pointee))
-}
-
-/// Step 1 on a held module all at once, the header's bound raised past the new loads (the
-/// emulation pass runs it before anything else reads the masks).
-pub(crate) fn normalize(module: &mut Module, target: &Target) {
-    let Some((mut n, _)) = normalize_held(module, target) else {
-        return;
-    };
-    for f in &mut module.functions {
-        normalize_function(f, &mut n);
-    }
-    if let Some(h) = module.header.as_mut() {
-        h.bound = n.next;
-    }
 }
 
 /// Step 1's tables for a module that holds its functions (`lower`): as [`normalize_streamed`],
@@ -156,6 +139,7 @@ pub(crate) fn normalize_held(module: &Module, target: &Target) -> Option<(Normal
             pointee,
             chains,
             next,
+            dropped: BTreeSet::new(),
         },
         u32::try_from(loads).ok()?,
     ))
@@ -210,6 +194,7 @@ pub(crate) fn normalize_streamed(
             pointee,
             chains,
             next,
+            dropped: BTreeSet::new(),
         },
         loads,
     ))
@@ -263,13 +248,19 @@ pub(crate) fn normalize_function(f: &mut Function, n: &mut Normalize) {
     }
     // Chains read only by loads are gone (a chain is local to its function); any other use
     // keeps its chain (and its variable).
+    let mut dropped = Vec::new();
     for block in &mut f.blocks {
         block.instructions.retain(|i| {
-            !(matches!(i.class.opcode, Op::AccessChain | Op::InBoundsAccessChain)
+            let gone = matches!(i.class.opcode, Op::AccessChain | Op::InBoundsAccessChain)
                 && i.result_id
-                    .is_some_and(|r| chains.contains_key(&r) && !used_otherwise.contains(&r)))
+                    .is_some_and(|r| chains.contains_key(&r) && !used_otherwise.contains(&r));
+            if gone {
+                dropped.extend(i.result_id);
+            }
+            !gone
         });
     }
+    n.dropped.extend(dropped);
 }
 
 /// Whether `inst` is a whole load of a mask built-in `em`'s target lacks.

@@ -356,7 +356,7 @@ pub(crate) fn result_slots(opcode: u32) -> (bool, bool) {
 /// which holds the very instructions the lowering rewrites: naga's front end has no partitioned,
 /// clustered or KHR-vote operations) that `wanted` takes, if naga refuses it so. While the
 /// front end refuses an instruction, a form of one, a capability, an extension or an
-/// instruction set that it cannot read at all, that one is stubbed ([`Stubs::apply`]) and the
+/// instruction set that it cannot read at all, that one is stubbed (`Stubs::apply`) and the
 /// module judged again: each refusal on the way is naga's on what the module holds. The word
 /// offset naga names is mapped back to `words`.
 pub fn refusal_matching(

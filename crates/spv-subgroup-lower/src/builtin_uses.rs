@@ -82,6 +82,18 @@ pub(crate) fn member_decorated(module: &Module) -> Vec<(Id, BuiltIn)> {
         .collect()
 }
 
+/// Each pointer type of `module` with the type it points to.
+pub(crate) fn pointer_types(module: &Module) -> impl Iterator<Item = (Id, Id)> + '_ {
+    module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypePointer)
+        .filter_map(|i| match (i.result_id, i.operands.get(1)) {
+            (Some(p), Some(Operand::IdRef(t))) => Some((p, *t)),
+            _ => None,
+        })
+}
+
 /// The operand whose pointer `inst`'s result points into (or copies): access chains and
 /// `OpCopyObject`. The sparse load keeps the users of such results of a built-in.
 pub(crate) fn derived_from(inst: &Instruction) -> Option<Id> {
@@ -124,15 +136,7 @@ impl Reads {
     /// The reads of `module`'s built-in variables whose built-in `watch` picks.
     pub(crate) fn new(module: &Module, watch: impl Fn(BuiltIn) -> bool) -> Self {
         let builtins = decorated(module);
-        let pointee: HashMap<Id, Id> = module
-            .types_global_values
-            .iter()
-            .filter(|i| i.class.opcode == Op::TypePointer)
-            .filter_map(|i| match (i.result_id, i.operands.get(1)) {
-                (Some(p), Some(Operand::IdRef(t))) => Some((p, *t)),
-                _ => None,
-            })
-            .collect();
+        let pointee: HashMap<Id, Id> = pointer_types(module).collect();
         let vars = module
             .types_global_values
             .iter()

@@ -78,15 +78,7 @@ fn mask_pointees(module: &Module, target: &Target) -> Option<(BTreeSet<Id>, BTre
         return None;
     }
     let mut pointee = BTreeMap::new();
-    let pointers: BTreeMap<Id, Id> = module
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::TypePointer)
-        .filter_map(|i| match (i.result_id, i.operands.get(1)) {
-            (Some(p), Some(Operand::IdRef(t))) => Some((p, *t)),
-            _ => None,
-        })
-        .collect();
+    let pointers: BTreeMap<Id, Id> = crate::builtin_uses::pointer_types(module).collect();
     for i in &module.types_global_values {
         if let (Op::Variable, Some(id), Some(pt)) = (i.class.opcode, i.result_id, i.result_type) {
             if vars.contains(&id) {
